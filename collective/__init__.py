@@ -1,0 +1,1 @@
+"""collective: measure the collective intelligence of agent groups."""

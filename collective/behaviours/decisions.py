@@ -1,0 +1,116 @@
+"""Compiled decision rules of the behaviours (spec §5, paper 003 §5.2.1).
+
+Each function decides one agent's move for one iteration and returns the (row, column) step.
+Random draws follow a fixed discipline that `collective.reference_simulation` mirrors:
+random and local search draw exactly one number per decision, the oracle none, a learner one
+(plus one more when ε-exploration is on and fires: first the ε test, then the random action).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from collective.random_streams import uniform_float, uniform_int
+from collective.torus import axis_distance, axis_step_toward, chebyshev, proximity, wrap
+
+
+@njit(cache=True, inline="always")
+def random_step(stream):
+    """Uniform action among the nine (paper 003 §5.2.1, random agent)."""
+    action = uniform_int(stream, 9)
+    return action // 3 - 1, action % 3 - 1
+
+
+@njit(cache=True)
+def local_search_step(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch):
+    """Argmax of the observed rewards over the range-`view` Moore window, uniform tie-break
+    (paper 003 §5.2.1); a cell further than one step is approached one step per axis.
+
+    `scratch` is an int64 work array of at least (2·view+1)² + 4·(2·view+1) entries.
+    """
+    side = 2 * view + 1
+    reach = view + radius
+    if (chebyshev(r, c, good_r, good_c, rows, cols) > reach
+            and chebyshev(r, c, evil_r, evil_c, rows, cols) > reach):
+        # Triangle inequality: every window cell is beyond the reward radius of both objects,
+        # so all observed rewards are 0 and the tie-break alone picks the cell.
+        j = uniform_int(stream, side * side)
+        return np.sign(j // side - view), np.sign(j % side - view)
+    ties_at = side * side  # scratch layout: tie list, then per-offset axis distances
+    for k in range(side):
+        scratch[ties_at + k] = axis_distance(wrap(r + k - view, rows), good_r, rows)
+        scratch[ties_at + side + k] = axis_distance(wrap(r + k - view, rows), evil_r, rows)
+        scratch[ties_at + 2 * side + k] = axis_distance(wrap(c + k - view, cols), good_c, cols)
+        scratch[ties_at + 3 * side + k] = axis_distance(wrap(c + k - view, cols), evil_c, cols)
+    best = -np.inf
+    ties = 0
+    for i in range(side):
+        row_good, row_evil = scratch[ties_at + i], scratch[ties_at + side + i]
+        for j in range(side):
+            value = (proximity(max(row_good, scratch[ties_at + 2 * side + j]), radius)
+                     - proximity(max(row_evil, scratch[ties_at + 3 * side + j]), radius))
+            if value > best:
+                best = value
+                ties = 0
+            if value == best:
+                scratch[ties] = i * side + j
+                ties += 1
+    chosen = scratch[uniform_int(stream, ties)]
+    return np.sign(chosen // side - view), np.sign(chosen % side - view)
+
+
+@njit(cache=True)
+def oracle_step(r, c, t, path_r, path_c, horizon, rows, cols, pointer, slot):
+    """Paper 003 §5.2.1 expert agent: head for the earliest future ⊕ position it can reach in time.
+
+    At iteration t (0-based) the agent's move lands at t+1; ⊕ at time τ is reachable when the
+    Chebyshev distance is at most τ - t. Heading there reduces the distance by one per step, so
+    the earliest reachable τ never moves back and `pointer[slot]` keeps it between iterations
+    (the reference simulator rescans from t+1 every time). When ⊕ outruns it, the earliest
+    interception lies the other way round the torus. With no reachable τ it heads for ⊕'s last cell.
+    """
+    tau = max(pointer[slot], t + 1)
+    while tau <= horizon and chebyshev(r, c, path_r[tau], path_c[tau], rows, cols) > tau - t:
+        tau += 1
+    pointer[slot] = tau
+    target = min(tau, horizon)
+    return axis_step_toward(r, path_r[target], rows), axis_step_toward(c, path_c[target], cols)
+
+
+@njit(cache=True, inline="always")
+def greedy_action(q_table, base, stream):
+    """argmax_a Q(s, a) over q_table[base:base+9], uniform tie-break (paper 003 Algorithm 1)."""
+    best = q_table[base]
+    first = 0
+    ties = 1
+    for a in range(1, 9):
+        value = q_table[base + a]
+        if value > best:
+            best, first, ties = value, a, 1
+        elif value == best:
+            ties += 1
+    pick = uniform_int(stream, ties)
+    if ties == 1:
+        return first
+    for a in range(first, 9):
+        if q_table[base + a] == best:
+            if pick == 0:
+                return a
+            pick -= 1
+    return first
+
+
+@njit(cache=True, inline="always")
+def learner_action(q_table, base, epsilon, stream):
+    """ε-greedy over Q(s, ·); with ε = 0 (both profiles) purely greedy as in Algorithm 1."""
+    if epsilon > 0.0 and uniform_float(stream) < epsilon:
+        return uniform_int(stream, 9)
+    return greedy_action(q_table, base, stream)
+
+
+@njit(cache=True, inline="always")
+def max_q(q_table, base):
+    best = q_table[base]
+    for a in range(1, 9):
+        best = max(best, q_table[base + a])
+    return best

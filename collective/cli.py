@@ -1,0 +1,165 @@
+"""The `collective` command line: `evaluate` one group, `demo` the six behaviours, list `behaviours`.
+
+Bad input exits with status 2 and one line naming the argument and what is allowed, before any
+work starts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from collective.behaviours import behaviour_names, get_behaviour
+from collective.config import PROFILES, ConfigError, EvaluationConfig
+
+# Config field -> the option that sets it, so errors name what the user typed.
+FIELD_OPTIONS = {
+    "behaviour": "--behaviour", "group_size": "--group-size", "rows": "--grid", "cols": "--grid",
+    "iterations": "--iterations", "episodes": "--episodes", "seed": "--seed", "profile": "--profile",
+    "protocol": "--protocol", "observation_range": "--observation-range", "reward_radius": "--reward-radius",
+    "coordination_threshold": "--coordination-threshold", "pattern_generator": "--patterns",
+    "evil_pairing": "--evil", "k_min": "--complexity", "k_max": "--complexity",
+    "q_alpha": "--alpha", "q_gamma": "--gamma", "q_epsilon": "--epsilon", "q_initial": "--q-initial",
+    "q_training_passes": "--training-passes", "q_reward_scale": "--reward-scale",
+}
+
+DEMO_BEHAVIOURS = ("random", "local_search", "oracle", "q_learning", "sarsa", "imitation")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit status 2."""
+
+    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parse_grid(text: str) -> tuple[int, int]:
+    """'10' -> (10, 10); '8x12' -> (8, 12)."""
+    parts = text.lower().split("x")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected M or MxN with whole numbers (got {text!r})") from None
+    if len(values) == 1:
+        return values[0], values[0]
+    if len(values) == 2:
+        return values[0], values[1]
+    raise argparse.ArgumentTypeError(f"expected M or MxN (got {text!r})")
+
+
+def parse_complexity(text: str) -> tuple[int, int]:
+    """'12' -> (12, 12); '2:23' -> (2, 23)."""
+    parts = text.split(":")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K or KMIN:KMAX with whole numbers (got {text!r})") from None
+    if len(values) not in (1, 2):
+        raise argparse.ArgumentTypeError(f"expected K or KMIN:KMAX (got {text!r})")
+    return values[0], values[-1]
+
+
+def _add_group_options(parser: argparse.ArgumentParser, behaviour_required: bool) -> None:
+    env = parser.add_argument_group("environment (spec §1-2)")
+    env.add_argument("--grid", type=parse_grid, default=(10, 10), metavar="MxN",
+                     help="toroidal grid size; '10' means 10x10 (default 10x10)")
+    env.add_argument("--iterations", type=int, default=200, metavar="T", help="iterations per episode (default 200)")
+    env.add_argument("--episodes", type=int, default=1000, metavar="E", help="episodes to average over (default 1000)")
+    env.add_argument("--seed", type=int, default=0, metavar="S", help="root seed of all randomness (default 0)")
+    env.add_argument("--profile", default="paper", metavar="NAME",
+                     help=f"setting bundle: {', '.join(PROFILES)} (default paper; see README)")
+    env.add_argument("--observation-range", type=int, default=None, metavar="K",
+                     help="Moore neighbourhood range agents observe (default 1)")
+    env.add_argument("--reward-radius", type=int, default=None, metavar="D", help="reward radius (default 1)")
+    env.add_argument("--coordination-threshold", type=int, default=None, metavar="Q",
+                     help="pay the positive reward only when Q agents are near Good (default 1 = off)")
+    env.add_argument("--complexity", type=parse_complexity, default=None, metavar="K|KMIN:KMAX",
+                     help="required pattern complexity K, LZ76 phrases (paper profile: 1:23)")
+    env.add_argument("--patterns", default=None, metavar="NAME",
+                     help="pattern generator: cyclic (paper) or ping_pong (reference)")
+    env.add_argument("--evil", default=None, metavar="NAME",
+                     help="Evil pairing: index_shift (default) or independent (own pattern, same K)")
+    group = parser.add_argument_group("agents (spec §5)")
+    group.add_argument("--behaviour", required=behaviour_required, default=None, metavar="NAME",
+                       help=f"one of: {', '.join(behaviour_names())}")
+    group.add_argument("--group-size", type=int, default=1, metavar="G", help="agents in the group (default 1)")
+    group.add_argument("--protocol", default=None, metavar="NAME", help="communication protocol (default none)")
+    rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
+    rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
+    rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
+    rl.add_argument("--epsilon", type=float, default=None, help="exploration rate while training (default 0)")
+    rl.add_argument("--q-initial", type=float, default=None, help="initial Q value (paper 0, lambdastar2016 2)")
+    rl.add_argument("--training-passes", type=int, default=None, help="training passes per episode (default 100)")
+    rl.add_argument("--reward-scale", type=float, default=None, help="training reward factor (paper 1, lambdastar2016 10)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="collective", description=(
+        "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."))
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    evaluate = commands.add_parser("evaluate", help="score one agent group: Υ with a 95%% CI",
+                                   description="Score one agent group on Λ*: Υ (paper 003 Definition 3) "
+                                               "with a 95%% confidence interval.")
+    _add_group_options(evaluate, behaviour_required=True)
+    demo = commands.add_parser("demo", help="compare the six behaviours on one grid",
+                               description="Evaluate random, local search, oracle, Q-learning, SARSA and "
+                                           "imitation with the same environments and print a table.")
+    _add_group_options(demo, behaviour_required=False)
+    demo.set_defaults(episodes=300, group_size=5)
+    commands.add_parser("behaviours", help="list the behaviours")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, behaviour: str) -> EvaluationConfig:
+    k_min, k_max = args.complexity if args.complexity else (None, None)
+    return EvaluationConfig.from_profile(
+        args.profile, behaviour=behaviour, group_size=args.group_size, rows=args.grid[0], cols=args.grid[1],
+        iterations=args.iterations, episodes=args.episodes, seed=args.seed, protocol=args.protocol,
+        observation_range=args.observation_range, reward_radius=args.reward_radius,
+        coordination_threshold=args.coordination_threshold, pattern_generator=args.patterns,
+        evil_pairing=args.evil, k_min=k_min, k_max=k_max, q_alpha=args.alpha, q_gamma=args.gamma,
+        q_epsilon=args.epsilon, q_initial=args.q_initial, q_training_passes=args.training_passes,
+        q_reward_scale=args.reward_scale)
+
+
+def format_table(records: list[dict]) -> str:
+    header = f"{'behaviour':<14}{'G':>4}{'Υ':>9}{'95% CI':>20}{'K mean':>8}{'H bits':>8}{'M steps/s':>11}{'wall s':>8}"
+    lines = [header, "-" * len(header)]
+    for r in records:
+        ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]"
+        rate = (r["agent_steps_per_second"] or 0) / 1e6
+        lines.append(f"{r['behaviour']:<14}{r['group_size']:>4}{r['upsilon']:>+9.4f}{ci:>20}{r['k_mean']:>8.2f}"
+                     f"{r['entropy_bits']:>8.2f}{rate:>11.1f}{r['wall_seconds']:>8.2f}")
+    first = records[0]
+    lines.append(f"grid {first['grid']}, T={first['iterations']}, {first['episodes']} episodes, "
+                 f"profile {first['profile']}, protocol {first['protocol']}, seed {first['seed']}, "
+                 f"collective {first['version']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "behaviours":
+        for name in behaviour_names():
+            print(f"{name:<14}{get_behaviour(name).description}")
+        return 0
+    behaviours = [args.behaviour] if args.behaviour else list(DEMO_BEHAVIOURS)
+    try:
+        configs = [config_from_args(args, b) for b in behaviours]
+    except ConfigError as error:
+        option = FIELD_OPTIONS.get(error.field, error.field)
+        parser.exit(2, f"collective {args.command}: error: argument {option}: {error.message}\n")
+    from collective.evaluate import evaluate  # imported late: --help and bad input stay fast
+
+    records = [evaluate(config, progress=sys.stderr.isatty()).as_record() for config in configs]
+    if args.json:
+        print(json.dumps(records[0] if len(records) == 1 else records))
+    else:
+        print(format_table(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""One frozen, validated configuration per evaluation; its fields become result columns.
+
+Named profiles fill in what the papers leave open: `paper` (the default) follows paper 003;
+`lambdastar2016` reproduces the choices of the original C++ implementation (spec §2, §5, §6),
+so numbers can be compared with its published results.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+import numpy as np
+
+from collective.behaviours import behaviour_names
+from collective.lambda_star import EVIL_PAIRINGS, LambdaStar
+from collective.patterns import PATTERN_GENERATORS, reachable_k
+from collective.simulation import LearnerParameters
+
+PROTOCOLS = ("none",)
+
+# Fields each profile sets; anything given explicitly overrides them.
+PROFILES: dict[str, dict[str, object]] = {
+    "paper": dict(
+        pattern_generator="cyclic",  # paper 003 §4.2: recurrent segment of 1..⌊T/2⌋ moves
+        evil_pairing="index_shift",  # spec §2 default pairing
+        k_min=1, k_max=23,  # paper 003 §5.1 samples K in [2, 23]; Definition 3 allows [1, K_max]
+        q_initial=0.0, q_reward_scale=1.0,  # Algorithm 1 uses the raw reward
+    ),
+    "lambdastar2016": dict(
+        pattern_generator="ping_pong", evil_pairing="index_shift",
+        k_min=None, k_max=None,  # whatever the ping-pong walk gives
+        q_initial=2.0, q_reward_scale=10.0,  # optimistic table, rewards x10 (spec §5)
+    ),
+}
+
+
+class ConfigError(ValueError):
+    """An invalid setting: names the field and what is allowed."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    behaviour: str = "local_search"
+    group_size: int = 1
+    rows: int = 10
+    cols: int = 10
+    iterations: int = 200
+    episodes: int = 1000
+    seed: int = 0
+    profile: str = "paper"
+    protocol: str = "none"
+    observation_range: int = 1
+    reward_radius: int = 1
+    coordination_threshold: int = 1
+    pattern_generator: str = "cyclic"
+    evil_pairing: str = "index_shift"
+    k_min: int | None = 1
+    k_max: int | None = 23
+    q_alpha: float = 0.3
+    q_gamma: float = 0.3
+    q_epsilon: float = 0.0
+    q_initial: float = 0.0
+    q_training_passes: int = 100
+    q_reward_scale: float = 1.0
+
+    @classmethod
+    def from_profile(cls, profile: str = "paper", **overrides) -> "EvaluationConfig":
+        """The profile's settings, then `overrides` (None values are ignored), validated."""
+        if profile not in PROFILES:
+            raise ConfigError("profile", f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
+        unknown = set(overrides) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ConfigError(sorted(unknown)[0], f"not a setting; allowed: {', '.join(f.name for f in fields(cls))}")
+        settings = {**PROFILES[profile], **{k: v for k, v in overrides.items() if v is not None}}
+        return cls(profile=profile, **settings)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def grid(self) -> str:
+        return f"{self.rows}x{self.cols}"
+
+    @property
+    def learner(self) -> LearnerParameters:
+        return LearnerParameters(alpha=self.q_alpha, gamma=self.q_gamma, epsilon=self.q_epsilon,
+                                 q_initial=self.q_initial, training_passes=self.q_training_passes,
+                                 reward_scale=self.q_reward_scale)
+
+    def environment(self) -> LambdaStar:
+        return LambdaStar(self.rows, self.cols, self.iterations, PATTERN_GENERATORS[self.pattern_generator](),
+                          self.evil_pairing,
+                          k_min=self.k_min if self.k_min is not None else 0,
+                          k_max=self.k_max if self.k_max is not None else np.iinfo(np.int32).max)
+
+    def as_record(self) -> dict[str, object]:
+        """Flat field -> value mapping, for JSON output and dataset columns."""
+        return asdict(self)
+
+    def with_changes(self, **changes) -> "EvaluationConfig":
+        return replace(self, **changes)
+
+
+def _require_int(config, name: str, minimum: int, what: str = "") -> int:
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(name, f"must be an integer{what} (got {value!r})")
+    if value < minimum:
+        raise ConfigError(name, f"must be >= {minimum}{what} (got {value})")
+    return int(value)
+
+
+def _require_choice(config, name: str, allowed) -> None:
+    value = getattr(config, name)
+    if value not in allowed:
+        raise ConfigError(name, f"unknown value {value!r}; allowed: {', '.join(allowed)}")
+
+
+def _require_range(config, name: str, low: float, high: float, low_open: bool = False) -> None:
+    value = getattr(config, name)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        (low < value if low_open else low <= value) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise ConfigError(name, f"must be a number in {bracket}{low}, {high}] (got {value!r})")
+
+
+def _validate(c: EvaluationConfig) -> None:
+    _require_choice(c, "behaviour", behaviour_names())
+    _require_choice(c, "profile", tuple(PROFILES))
+    _require_choice(c, "protocol", PROTOCOLS)
+    _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
+    _require_choice(c, "evil_pairing", EVIL_PAIRINGS)
+    _require_int(c, "rows", 2, " (the grid is at least 2x2)")
+    _require_int(c, "cols", 2, " (the grid is at least 2x2)")
+    _require_int(c, "group_size", 1)
+    _require_int(c, "iterations", 1)
+    _require_int(c, "episodes", 1)
+    _require_int(c, "seed", 0)
+    _require_int(c, "reward_radius", 0)
+    view = _require_int(c, "observation_range", 1)
+    if 2 * view >= min(c.rows, c.cols):
+        raise ConfigError("observation_range", f"must be below half the grid's shorter side, "
+                          f"at most {(min(c.rows, c.cols) - 1) // 2} on {c.grid} (got {view})")
+    threshold = _require_int(c, "coordination_threshold", 1)
+    if threshold > c.group_size:
+        raise ConfigError("coordination_threshold", f"must be between 1 and the group size "
+                          f"{c.group_size} (got {threshold})")
+    _require_range(c, "q_alpha", 0.0, 1.0, low_open=True)
+    _require_range(c, "q_gamma", 0.0, 1.0)
+    _require_range(c, "q_epsilon", 0.0, 1.0)
+    _require_range(c, "q_initial", -1e6, 1e6)
+    _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
+    _require_int(c, "q_training_passes", 0)
+    _validate_k_range(c)
+
+
+def _validate_k_range(c: EvaluationConfig) -> None:
+    """K range checks: integers, ordered, and reachable by the generator on this grid and T."""
+    if c.k_min is None and c.k_max is None:
+        return
+    for name in ("k_min", "k_max"):
+        if getattr(c, name) is not None:
+            _require_int(c, name, 1)
+    low = c.k_min if c.k_min is not None else 1
+    high = c.k_max if c.k_max is not None else np.iinfo(np.int32).max
+    if low > high:
+        raise ConfigError("k_min", f"must not exceed k_max (got {low}:{high})")
+    reachable = reachable_k(PATTERN_GENERATORS[c.pattern_generator](), c.rows, c.cols, c.iterations)
+    if not ((reachable >= low) & (reachable <= high)).any():
+        raise ConfigError("k_min", f"no {c.pattern_generator} pattern on {c.grid} with {c.iterations} "
+                          f"iterations has K in [{low}, {high}]; reachable K: {reachable.min()}..{reachable.max()}")

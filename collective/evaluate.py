@@ -1,0 +1,101 @@
+"""Evaluate one agent group on Λ*: stream batches of episodes through the simulator and score them.
+
+Memory stays flat whatever the number of episodes: each batch is generated, simulated and folded
+into a `ScoreAccumulator`, then dropped. Episode e always gets the same seeds (see
+`random_streams`), so the result does not depend on the batch size.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from importlib.metadata import version
+
+import numpy as np
+from tqdm import tqdm
+
+from collective.behaviours import get_behaviour
+from collective.config import EvaluationConfig
+from collective.random_streams import episode_seed_table
+from collective.scores import ScoreAccumulator, UpsilonEstimate
+from collective.simulation import simulate_batch
+
+TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    config: EvaluationConfig
+    estimate: UpsilonEstimate
+    entropy_bits: float
+    wall_seconds: float
+    kernel_seconds: float
+    agent_steps: int  # scored agent-steps
+    training_steps: int  # learner agent-steps spent in training passes
+
+    def as_record(self) -> dict[str, object]:
+        """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
+        e = self.estimate
+        total_steps = self.agent_steps + self.training_steps
+        return {
+            "upsilon": e.upsilon, "ci95_low": e.ci95_low, "ci95_high": e.ci95_high, "std": e.std,
+            "upsilon_legg_hutter": e.upsilon_legg_hutter,
+            "episodes": e.episodes, "iterations": self.config.iterations,
+            "group_size": self.config.group_size, "grid": self.config.grid,
+            "behaviour": self.config.behaviour, "protocol": self.config.protocol,
+            "profile": self.config.profile, "k_mean": e.k_mean, "k_normalised_mean": e.k_normalised_mean,
+            "entropy_bits": self.entropy_bits, "seed": self.config.seed,
+            "wall_seconds": self.wall_seconds, "kernel_seconds": self.kernel_seconds,
+            "agent_steps": self.agent_steps, "training_steps": self.training_steps,
+            "agent_steps_per_second": total_steps / self.kernel_seconds if self.kernel_seconds else None,
+            "version": version("collective"),
+            "config": self.config.as_record(),
+        }
+
+
+def batch_episodes(config: EvaluationConfig) -> int:
+    """Episodes per batch: enough work per kernel call to amortise its overhead."""
+    steps = config.group_size * config.iterations
+    learners = get_behaviour(config.behaviour).learns
+    steps *= 1 + (config.q_training_passes if learners else 0)
+    return int(max(1, min(config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps)))
+
+
+def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = ()):
+    """Generate and play the given episode indices; returns (R̄ (episodes,), environment batch, kernel seconds)."""
+    environment = config.environment()
+    batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
+    codes = np.full(config.group_size, get_behaviour(config.behaviour).code, np.int64)
+    learner = config.learner
+    start = time.perf_counter()
+    mean_rewards = simulate_batch(
+        codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
+        config.coordination_threshold, batch.good, batch.evil, batch.starts, batch.agent_seeds,
+        learner.training_passes, learner.alpha, learner.gamma, learner.epsilon, learner.q_initial,
+        learner.reward_scale, False, _NO_POSITIONS, _NO_REWARDS)
+    return mean_rewards, batch, time.perf_counter() - start
+
+
+_NO_POSITIONS = np.empty((0, 0, 0), np.int32)
+_NO_REWARDS = np.empty((0, 0, 0), np.float64)
+
+
+def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
+    """Υ of the configured group over `config.episodes` episodes (paper 003 Definitions 2-3)."""
+    started = time.perf_counter()
+    size = batch_size or batch_episodes(config)
+    accumulator = ScoreAccumulator()
+    kernel_seconds = 0.0
+    with tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False,
+              desc=f"{config.behaviour} x{config.group_size}") as bar:
+        for first in range(0, config.episodes, size):
+            episodes = np.arange(first, min(first + size, config.episodes))
+            mean_rewards, batch, seconds = run_episodes(config, episodes)
+            accumulator.add(mean_rewards, batch.k_raw, batch.k_normalised)
+            kernel_seconds += seconds
+            bar.update(len(episodes))
+    learns = get_behaviour(config.behaviour).learns
+    agent_steps = config.episodes * config.iterations * config.group_size
+    return EvaluationResult(
+        config=config, estimate=accumulator.estimate(), entropy_bits=config.environment().entropy_bits,
+        wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, agent_steps=agent_steps,
+        training_steps=agent_steps * config.q_training_passes if learns else 0)

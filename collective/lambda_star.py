@@ -1,0 +1,70 @@
+"""The Λ* environment class (spec §1-3, paper 003 §4.1-4.3): geometry, ⊕/⊖ trajectories and
+agent start cells for a batch of episodes, ready for the simulator."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from collective.complexity import search_space_entropy_bits
+from collective.patterns import PatternGenerator, independent_evil, index_shift_evil
+from collective.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
+
+EVIL_PAIRINGS = ("index_shift", "independent")
+
+
+@dataclass(frozen=True)
+class LambdaStar:
+    """One Λ* environment class: an m×n torus, its pattern generator and ⊖ pairing, a K range."""
+
+    rows: int
+    cols: int
+    iterations: int
+    generator: PatternGenerator
+    evil_pairing: str = "index_shift"
+    k_min: int = 0
+    k_max: int = np.iinfo(np.int32).max
+
+    @property
+    def entropy_bits(self) -> float:
+        """H(μ) = log2(N(N-1)) bits (paper 003 §4.3)."""
+        return search_space_entropy_bits(self.rows, self.cols)
+
+    def generate(self, seed_table: np.ndarray, group_size: int) -> "EnvironmentBatch":
+        """Episodes for the rows of `seed_table` (see `random_streams.episode_seed_table`)."""
+        good = self.generator.generate(seed_table[:, ENVIRONMENT_SEED], self.rows, self.cols,
+                                       self.iterations, self.k_min, self.k_max)
+        if self.evil_pairing == "index_shift":
+            good_positions, evil_positions = good.positions, index_shift_evil(good.positions, self.rows, self.cols)
+        else:
+            good_positions, evil_positions = independent_evil(
+                self.generator, good, seed_table[:, ENVIRONMENT_SEED] ^ np.uint64(0xE71),
+                self.rows, self.cols, self.iterations)
+        starts = np.stack([start_cells(int(seed), self.rows * self.cols, group_size)
+                           for seed in seed_table[:, START_SEED]]) if len(seed_table) else \
+            np.empty((0, group_size), np.int32)
+        return EnvironmentBatch(good_positions, evil_positions, starts, seed_table[:, AGENT_SEED].copy(),
+                                good.k_raw, good.k_normalised)
+
+
+def start_cells(seed: int, n_cells: int, group_size: int) -> np.ndarray:
+    """Distinct uniform start cells when the group fits on the grid, else uniform (spec §1)."""
+    rng = np.random.default_rng(seed)
+    if group_size <= n_cells:
+        return rng.choice(n_cells, size=group_size, replace=False).astype(np.int32)
+    return rng.integers(0, n_cells, size=group_size).astype(np.int32)
+
+
+@dataclass(frozen=True)
+class EnvironmentBatch:
+    """Everything the simulator needs for a batch of episodes."""
+
+    good: np.ndarray  # (episodes, T+1) int32 ⊕ cells
+    evil: np.ndarray  # (episodes, T+1) int32 ⊖ cells
+    starts: np.ndarray  # (episodes, agents) int32 start cells
+    agent_seeds: np.ndarray  # (episodes,) uint64 seeds of the agents' random streams
+    k_raw: np.ndarray  # (episodes,) int32 LZ76 phrase count of ⊕'s pattern
+    k_normalised: np.ndarray  # (episodes,) float64
+
+    def __len__(self) -> int:
+        return self.good.shape[0]

@@ -1,0 +1,75 @@
+"""Randomness: the SeedSequence tree that keys every episode, and the splitmix64 stream kernels draw from.
+
+Every number in an evaluation comes from `numpy.random.SeedSequence(seed, spawn_key=(..., episode))`,
+so results depend only on the seed and the episode's index, never on batching or worker count.
+Inside compiled kernels each episode owns one splitmix64 stream (Steele, Lea & Flood 2014,
+"Fast splittable pseudorandom number generators"); `SplitMix64` is the same generator in plain
+Python for the reference simulator, which must draw the same numbers in the same order.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+_MASK64 = (1 << 64) - 1
+
+# Columns of the per-episode seed table.
+ENVIRONMENT_SEED, START_SEED, AGENT_SEED = 0, 1, 2
+
+
+def episode_seed_table(seed: int, episodes: np.ndarray, prefix: tuple[int, ...] = ()) -> np.ndarray:
+    """Seeds for the given episode indices, shape (episodes, 3): environment, start cells, agents.
+
+    The tree is SeedSequence(seed) -> spawn_key (*prefix, episode); `prefix` lets a sweep key
+    episodes by cell as well, so episode e of cell c always sees the same numbers.
+    """
+    table = np.empty((len(episodes), 3), dtype=np.uint64)
+    for row, episode in enumerate(episodes):
+        sequence = np.random.SeedSequence(seed, spawn_key=(*prefix, int(episode)))
+        table[row] = sequence.generate_state(3, dtype=np.uint64)
+    return table
+
+
+@njit(cache=True, inline="always")
+def next_u64(stream):
+    """Advance a splitmix64 stream (a uint64 array of shape (1,)) and return its next output."""
+    stream[0] += _GOLDEN_GAMMA
+    z = stream[0]
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def uniform_int(stream, n):
+    """Uniform integer in [0, n) by 32-bit multiply-shift (Lemire 2019), n < 2**32."""
+    return np.int64(((next_u64(stream) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def uniform_float(stream):
+    """Uniform float in [0, 1) from the top 53 bits."""
+    return np.float64(next_u64(stream) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+class SplitMix64:
+    """The kernels' stream in plain Python, for the reference simulator and tests."""
+
+    def __init__(self, seed: int):
+        self.state = int(seed) & _MASK64
+
+    def next_u64(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        return z ^ (z >> 31)
+
+    def uniform_int(self, n: int) -> int:
+        return ((self.next_u64() >> 32) * n) >> 32
+
+    def uniform_float(self) -> float:
+        return (self.next_u64() >> 11) * (1.0 / 9007199254740992.0)

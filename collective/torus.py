@@ -1,0 +1,54 @@
+"""Toroidal grid geometry shared by the compiled kernels (spec §1, paper 003 §4.1.1).
+
+Cells are indexed row-major 0..N-1. The nine actions, in the paper's order, are
+up-left, up, up-right, left, stay, right, down-left, down, down-right: action a moves by
+(a // 3 - 1 rows, a % 3 - 1 columns).
+"""
+from __future__ import annotations
+
+from numba import njit
+
+ACTION_NAMES = ("up-left", "up", "up-right", "left", "stay", "right", "down-left", "down", "down-right")
+N_ACTIONS = 9
+
+
+@njit(cache=True, inline="always")
+def wrap(x, size):
+    """x in [-size, 2*size) brought back onto the ring [0, size)."""
+    if x < 0:
+        return x + size
+    if x >= size:
+        return x - size
+    return x
+
+
+@njit(cache=True, inline="always")
+def axis_distance(a, b, size):
+    """Distance along one toroidal axis (the surpassing rule, paper 003 §4.1.1)."""
+    d = abs(a - b)
+    return min(d, size - d)
+
+
+@njit(cache=True, inline="always")
+def chebyshev(r1, c1, r2, c2, rows, cols):
+    """Toroidal Chebyshev distance: king moves with wrap-around (spec §1)."""
+    return max(axis_distance(r1, r2, rows), axis_distance(c1, c2, cols))
+
+
+@njit(cache=True, inline="always")
+def axis_step_toward(a, b, size):
+    """-1, 0 or +1: one step from a toward b the shorter way round; exactly half-way goes +1 (spec §5)."""
+    forward = (b - a) % size
+    if forward == 0:
+        return 0
+    if 2 * forward <= size:
+        return 1
+    return -1
+
+
+@njit(cache=True, inline="always")
+def proximity(distance, radius):
+    """f(d) = 1/(d+1) inside the reward radius, else 0 (paper 003 §4.1.2)."""
+    if distance <= radius:
+        return 1.0 / (distance + 1.0)
+    return 0.0
