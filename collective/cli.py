@@ -160,6 +160,3 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(records))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -146,10 +146,7 @@ def _validate(c: EvaluationConfig) -> None:
     if 2 * view >= min(c.rows, c.cols):
         raise ConfigError("observation_range", f"must be below half the grid's shorter side, "
                           f"at most {(min(c.rows, c.cols) - 1) // 2} on {c.grid} (got {view})")
-    threshold = _require_int(c, "coordination_threshold", 1)
-    if threshold > c.group_size:
-        raise ConfigError("coordination_threshold", f"must be between 1 and the group size "
-                          f"{c.group_size} (got {threshold})")
+    _require_int(c, "coordination_threshold", 1)  # above the group size, Good never pays (§6.1)
     _require_range(c, "q_alpha", 0.0, 1.0, low_open=True)
     _require_range(c, "q_gamma", 0.0, 1.0)
     _require_range(c, "q_epsilon", 0.0, 1.0)

@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from collective.behaviours import get_behaviour
 from collective.config import EvaluationConfig
+from collective.lambda_star import EnvironmentBatch
 from collective.random_streams import episode_seed_table
 from collective.scores import ScoreAccumulator, UpsilonEstimate
 from collective.simulation import simulate_batch
@@ -60,23 +61,41 @@ def batch_episodes(config: EvaluationConfig) -> int:
     return int(max(1, min(config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps)))
 
 
-def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = ()):
-    """Generate and play the given episode indices; returns (R̄ (episodes,), environment batch, kernel seconds)."""
-    environment = config.environment()
-    batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
-    codes = np.full(config.group_size, get_behaviour(config.behaviour).code, np.int64)
+@dataclass(frozen=True)
+class EpisodeRun:
+    """One simulated batch of episodes."""
+
+    mean_rewards: np.ndarray  # (episodes,) R̄ per episode (paper 003 Definition 2)
+    environments: EnvironmentBatch
+    kernel_seconds: float
+    positions: np.ndarray | None = None  # (episodes, T+1, agents) with record=True
+    rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
+
+
+def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
+                 record: bool = False, behaviours: list[str] | None = None) -> EpisodeRun:
+    """Generate and play the given episode indices; `record` keeps the scored trajectories.
+
+    `behaviours` names each agent's behaviour for a mixed group (default: all `config.behaviour`).
+    """
+    environments = config.environment().generate(episode_seed_table(config.seed, episodes, seed_prefix),
+                                                 config.group_size)
+    names = behaviours or [config.behaviour] * config.group_size
+    codes = np.array([get_behaviour(name).code for name in names], np.int64)
+    shape = (len(episodes), config.iterations, config.group_size) if record else (0, 0, 0)
+    positions = np.zeros((shape[0], shape[1] + record, shape[2]), np.int32)
+    rewards = np.zeros(shape, np.float64)
     learner = config.learner
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
-        config.coordination_threshold, batch.good, batch.evil, batch.starts, batch.agent_seeds,
-        learner.training_passes, learner.alpha, learner.gamma, learner.epsilon, learner.q_initial,
-        learner.reward_scale, False, _NO_POSITIONS, _NO_REWARDS)
-    return mean_rewards, batch, time.perf_counter() - start
-
-
-_NO_POSITIONS = np.empty((0, 0, 0), np.int32)
-_NO_REWARDS = np.empty((0, 0, 0), np.float64)
+        config.coordination_threshold, environments.good, environments.evil, environments.starts,
+        environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
+        learner.q_initial, learner.reward_scale, record, positions, rewards)
+    seconds = time.perf_counter() - start
+    if record:
+        return EpisodeRun(mean_rewards, environments, seconds, positions, rewards)
+    return EpisodeRun(mean_rewards, environments, seconds)
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
@@ -89,9 +108,9 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
               desc=f"{config.behaviour} x{config.group_size}") as bar:
         for first in range(0, config.episodes, size):
             episodes = np.arange(first, min(first + size, config.episodes))
-            mean_rewards, batch, seconds = run_episodes(config, episodes)
-            accumulator.add(mean_rewards, batch.k_raw, batch.k_normalised)
-            kernel_seconds += seconds
+            run = run_episodes(config, episodes)
+            accumulator.add(run.mean_rewards, run.environments.k_raw, run.environments.k_normalised)
+            kernel_seconds += run.kernel_seconds
             bar.update(len(episodes))
     learns = get_behaviour(config.behaviour).learns
     agent_steps = config.episodes * config.iterations * config.group_size

@@ -1,0 +1,216 @@
+"""Throughput of the compiled Λ* simulator, in agent-steps per second on one thread.
+
+For every behaviour at group sizes 1, 10 and 20 (10x10 torus, T=200, profile "paper") it times
+`collective.simulation.simulate_batch` alone. The environment batch is generated beforehand, so
+generating it is not timed. The batch has as many episodes as one `collective.evaluate` batch
+holds, and the kernel replays it enough times to run for about 1.5 s. Each row gets one
+warm-up call (JIT compile, or a load from numba's disk cache) and one call to size the timing,
+and the best of 3 timings counts. After each row the script prints the process's peak RSS.
+It then runs `collective.evaluate.evaluate` for 2,000 and for 20,000 episodes, each in its own
+subprocess, to show that memory does not grow with the number of episodes. Last, it compares
+the group-size-10 rates with the C++ reference figures.
+
+    .venv/bin/python benchmarks/throughput.py              # full table, about 2 minutes
+    .venv/bin/python benchmarks/throughput.py --quick      # group size 10, short timings
+    .venv/bin/python benchmarks/throughput.py --episodes N # one kernel call over N episodes per timing
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib.metadata import version
+
+import numpy as np
+
+from collective.behaviours import behaviour_names, get_behaviour
+from collective.config import EvaluationConfig
+from collective.evaluate import batch_episodes
+from collective.lambda_star import EnvironmentBatch
+from collective.random_streams import episode_seed_table
+from collective.simulation import simulate_batch
+
+PROFILE = "paper"
+GRID = 10
+ITERATIONS = 200
+GROUP_SIZES = (1, 10, 20)
+QUICK_GROUP_SIZES = (10,)
+TARGET_SECONDS = 1.5
+QUICK_TARGET_SECONDS = 0.2
+REPEATS = 3
+LARGEST_BATCH = 1_000_000  # never binding: `batch_episodes` caps a batch at ~4 M agent-steps
+MEMORY_EPISODES = (2_000, 20_000)
+REFERENCE_GROUP_SIZE = 10
+# C++ reference figures quoted in the issue, at group size 10: (behaviour, which of our rates, M steps/s).
+CPP_REFERENCE = (("local_search", "scored", 2.6), ("oracle", "scored", 3.6), ("q_learning", "training", 4.0))
+
+_NO_POSITIONS = np.empty((0, 0, 0), np.int32)
+_NO_REWARDS = np.empty((0, 0, 0), np.float64)
+
+# Runs in a fresh interpreter so that its peak RSS belongs to this one evaluation alone. It reads
+# VmHWM (KiB), the peak RSS of its own process image: Linux carries ru_maxrss across exec, so the
+# child's ru_maxrss would be at least this benchmark's own peak.
+_MEMORY_PROBE = """
+import sys, time
+from collective.config import EvaluationConfig
+from collective.evaluate import evaluate
+config = EvaluationConfig.from_profile("paper", behaviour="local_search", group_size=10, episodes=int(sys.argv[1]))
+started = time.perf_counter()
+result = evaluate(config)
+seconds = time.perf_counter() - started
+with open("/proc/self/status") as status:
+    peak_kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+print(peak_kib, result.estimate.upsilon, seconds)
+"""
+
+
+@dataclass(frozen=True)
+class Row:
+    behaviour: str
+    group_size: int
+    episodes: int  # episodes played per timing
+    kernel_seconds: float  # best of the repeats
+    scored_steps: int  # episodes x T x group size
+    training_steps: int  # episodes x passes x T x group size, learners only
+    upsilon: float
+    peak_rss_kib: int
+
+    @property
+    def scored_rate(self) -> float:
+        return self.scored_steps / self.kernel_seconds
+
+    @property
+    def training_rate(self) -> float:
+        return self.training_steps / self.kernel_seconds
+
+
+def cpu_model() -> str:
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def peak_rss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+
+
+def generate(config: EvaluationConfig, episodes: int) -> EnvironmentBatch:
+    seeds = episode_seed_table(config.seed, np.arange(episodes))
+    return config.environment().generate(seeds, config.group_size)
+
+
+def play(config: EvaluationConfig, batch: EnvironmentBatch) -> np.ndarray:
+    """One kernel call over the whole batch; returns R̄ per episode."""
+    codes = np.full(config.group_size, get_behaviour(config.behaviour).code, np.int64)
+    learner = config.learner
+    return simulate_batch(
+        codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
+        config.coordination_threshold, batch.good, batch.evil, batch.starts, batch.agent_seeds,
+        learner.training_passes, learner.alpha, learner.gamma, learner.epsilon, learner.q_initial,
+        learner.reward_scale, False, _NO_POSITIONS, _NO_REWARDS)
+
+
+def timed_calls(config: EvaluationConfig, batch: EnvironmentBatch, calls: int) -> tuple[float, np.ndarray]:
+    """Kernel seconds for `calls` calls over the batch, and the last call's R̄."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        mean_rewards = play(config, batch)
+    return time.perf_counter() - start, mean_rewards
+
+
+def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episodes: int | None) -> Row:
+    """Time one behaviour and group size; with `fixed_episodes`, one call over that many episodes."""
+    config = EvaluationConfig.from_profile(PROFILE, behaviour=behaviour, group_size=group_size,
+                                           rows=GRID, cols=GRID, iterations=ITERATIONS,
+                                           episodes=fixed_episodes or LARGEST_BATCH)
+    batch = generate(config, fixed_episodes or batch_episodes(config))
+    play(config, batch)  # warm-up
+    if fixed_episodes:
+        calls = 1
+    else:
+        seconds_per_call, _ = timed_calls(config, batch, 1)
+        calls = max(1, round(target_seconds / seconds_per_call))
+    timings = [timed_calls(config, batch, calls) for _ in range(REPEATS)]
+    best_seconds, mean_rewards = min(timings, key=lambda timing: timing[0])
+    episodes = calls * len(batch)
+    scored_steps = episodes * config.iterations * group_size
+    passes = config.q_training_passes if get_behaviour(behaviour).learns else 0
+    return Row(behaviour, group_size, episodes, best_seconds, scored_steps, scored_steps * passes,
+               float(np.mean(mean_rewards)), peak_rss_kib())
+
+
+def format_row(row: Row) -> str:
+    training = f"{row.training_rate / 1e6:12.2f}" if row.training_steps else f"{'-':>12}"
+    return (f"{row.behaviour:<13}{row.group_size:>3}{row.episodes:>10,}{row.kernel_seconds:>10.2f}"
+            f"{row.scored_rate / 1e6:>12.2f}{training}{row.upsilon:>10.4f}{row.peak_rss_kib / 1024:>14.1f}")
+
+
+def memory_check() -> None:
+    """Peak RSS of `evaluate` for local_search G=10 at each size in MEMORY_EPISODES, one subprocess each."""
+    print(f"\nMemory: collective.evaluate.evaluate, local_search G=10, profile {PROFILE!r}, "
+          f"one subprocess per run (peak RSS = the child's VmHWM)")
+    for episodes in MEMORY_EPISODES:
+        probe = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(episodes)],
+                               capture_output=True, text=True, check=True)
+        rss_kib, upsilon, seconds = probe.stdout.split()
+        print(f"  {episodes:>7,} episodes: peak RSS {int(rss_kib) / 1024:7.1f} MiB"
+              f"   (Υ = {float(upsilon):.4f}, {float(seconds):.1f} s)")
+
+
+def reference_comparison(rows: list[Row]) -> str:
+    at_reference = {row.behaviour: row for row in rows if row.group_size == REFERENCE_GROUP_SIZE}
+    parts = []
+    for behaviour, rate_name, reference in CPP_REFERENCE:
+        row = at_reference[behaviour]
+        ours = (row.training_rate if rate_name == "training" else row.scored_rate) / 1e6
+        unit = "training steps/s" if rate_name == "training" else "agent-steps/s"
+        parts.append(f"{behaviour} {ours:.2f} vs {reference} M {unit} = {ours / reference:.1f}x")
+    return f"vs C++ reference (issue), G={REFERENCE_GROUP_SIZE}: " + "; ".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, help="time one kernel call over N episodes per row "
+                        "instead of sizing each timing to ~1.5 s")
+    parser.add_argument("--quick", action="store_true", help="group size 10 only, short timings (smoke test)")
+    args = parser.parse_args()
+    if args.episodes is not None and args.episodes < 1:
+        parser.error("--episodes must be >= 1")
+    started = time.perf_counter()
+    group_sizes = QUICK_GROUP_SIZES if args.quick else GROUP_SIZES
+    target_seconds = QUICK_TARGET_SECONDS if args.quick else TARGET_SECONDS
+    timing = (f"one kernel call over {args.episodes:,} episodes" if args.episodes
+              else f"kernel calls replaying one evaluate-sized batch for ~{target_seconds} s")
+
+    print(f"Machine: {cpu_model()}, numba {version('numba')}, single thread "
+          f"({os.cpu_count()} CPUs visible), collective {version('collective')}")
+    print(f"Setup: profile {PROFILE!r}, {GRID}x{GRID} torus, T={ITERATIONS}. Timed: simulate_batch alone, "
+          f"called directly on an environment batch generated beforehand (generation excluded); "
+          f"per row one warm-up call, then best of {REPEATS} timings of {timing}.")
+    print()
+    print(f"{'behaviour':<13}{'G':>3}{'episodes':>10}{'kernel s':>10}{'scored M/s':>12}"
+          f"{'train M/s*':>12}{'Υ':>10}{'peak RSS MiB':>14}")
+    rows = []
+    for behaviour in behaviour_names():
+        for group_size in group_sizes:
+            row = measure(behaviour, group_size, target_seconds, args.episodes)
+            rows.append(row)
+            print(format_row(row), flush=True)
+    print("* Learners only. Scored rate = episodes x T x G / kernel time; training rate = episodes x "
+          f"{EvaluationConfig.from_profile(PROFILE).q_training_passes} passes x T x G / kernel time; for learners the kernel time "
+          "covers the training passes and the scored pass. Peak RSS: this process's ru_maxrss after the row.")
+
+    memory_check()
+    print()
+    print(reference_comparison(rows))
+    print(f"Total runtime: {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

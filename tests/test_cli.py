@@ -1,0 +1,70 @@
+"""The `collective evaluate` contract: JSON keys, readable table, one-line errors with status 2."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+REQUIRED_KEYS = {"upsilon", "ci95_low", "ci95_high", "episodes", "iterations", "group_size", "grid", "behaviour",
+                 "protocol", "profile", "k_mean", "entropy_bits", "seed", "wall_seconds", "agent_steps_per_second"}
+
+
+def collective(*args):
+    return subprocess.run([sys.executable, "-m", "collective", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_evaluate_json_contract():
+    result = collective("evaluate", "--behaviour", "local_search", "--group-size", "3", "--grid", "10",
+                        "--iterations", "50", "--episodes", "40", "--seed", "9", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert REQUIRED_KEYS <= set(record)
+    assert record["grid"] == "10x10" and record["group_size"] == 3 and record["episodes"] == 40
+    assert record["behaviour"] == "local_search" and record["protocol"] == "none" and record["profile"] == "paper"
+    assert record["ci95_low"] < record["upsilon"] < record["ci95_high"]
+    assert record["entropy_bits"] == pytest.approx(13.2732, abs=1e-4)  # log2(100·99)
+    assert 1 <= record["k_mean"] <= 23  # the paper profile's K range
+    again = json.loads(collective("evaluate", "--behaviour", "local_search", "--group-size", "3", "--grid",
+                                  "10x10", "--iterations", "50", "--episodes", "40", "--seed", "9",
+                                  "--json").stdout)
+    assert again["upsilon"] == record["upsilon"]
+
+
+def test_evaluate_table_and_reference_profile_with_complexity_range():
+    result = collective("evaluate", "--behaviour", "oracle", "--grid", "8x12", "--iterations", "60",
+                        "--episodes", "30", "--complexity", "5:9", "--profile", "lambdastar2016")
+    assert result.returncode == 0, result.stderr
+    assert "oracle" in result.stdout and "8x12" in result.stdout and "lambdastar2016" in result.stdout
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--grid", "1x5"], "--grid"),
+    (["--grid", "ten"], "--grid"),
+    (["--group-size", "0"], "--group-size"),
+    (["--iterations", "0"], "--iterations"),
+    (["--behaviour", "telepath"], "--behaviour"),
+    (["--profile", "lambdastar1999"], "--profile"),
+    (["--grid", "5", "--iterations", "20", "--complexity", "50:60"], "--complexity"),
+    (["--complexity", "9:3"], "--complexity"),
+    (["--observation-range", "5", "--grid", "10"], "--observation-range"),
+    (["--episodes", "-3"], "--episodes"),
+    (["--alpha", "0"], "--alpha"),
+    (["--evil", "twin"], "--evil"),
+])
+def test_bad_input_exits_2_with_one_line(args, option):
+    base = {"--behaviour": "random"}
+    argv = ["evaluate"] + [x for k, v in base.items() if k not in args for x in (k, v)] + args
+    result = collective(*argv)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert option in lines[0] and "Traceback" not in result.stderr
+
+
+def test_help_explains_options():
+    result = collective("evaluate", "--help")
+    assert result.returncode == 0
+    for option in ("--behaviour", "--group-size", "--grid", "--iterations", "--episodes", "--seed", "--profile",
+                   "--observation-range", "--complexity", "--json"):
+        assert option in result.stdout
