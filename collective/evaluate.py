@@ -18,7 +18,7 @@ from collective.config import EvaluationConfig
 from collective.lambda_star import EnvironmentBatch
 from collective.random_streams import episode_seed_table
 from collective.scores import ScoreAccumulator, UpsilonEstimate
-from collective.simulation import simulate_batch
+from collective.simulation import learner_workspace, simulate_batch
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time
 
@@ -72,30 +72,45 @@ class EpisodeRun:
     rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
 
 
-def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
-                 record: bool = False, behaviours: list[str] | None = None) -> EpisodeRun:
-    """Generate and play the given episode indices; `record` keeps the scored trajectories.
+def generate_environments(config: EvaluationConfig, episodes: np.ndarray,
+                          seed_prefix: tuple[int, ...] = ()) -> EnvironmentBatch:
+    """The environments of the given episode indices; every group given the same episodes,
+    seed and prefix faces the same patterns and start cells (a paired design)."""
+    return config.environment().generate(episode_seed_table(config.seed, episodes, seed_prefix),
+                                         config.group_size)
+
+
+def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
+         behaviours: list[str] | None = None) -> EpisodeRun:
+    """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
 
     `behaviours` names each agent's behaviour for a mixed group (default: all `config.behaviour`).
     """
-    environments = config.environment().generate(episode_seed_table(config.seed, episodes, seed_prefix),
-                                                 config.group_size)
     names = behaviours or [config.behaviour] * config.group_size
     codes = np.array([get_behaviour(name).code for name in names], np.int64)
-    shape = (len(episodes), config.iterations, config.group_size) if record else (0, 0, 0)
+    episodes = len(environments)
+    shape = (episodes, config.iterations, config.group_size) if record else (0, 0, 0)
     positions = np.zeros((shape[0], shape[1] + record, shape[2]), np.int32)
     rewards = np.zeros(shape, np.float64)
     learner = config.learner
+    tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
+                               learner.q_initial)
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
         config.coordination_threshold, environments.good, environments.evil, environments.starts,
         environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
-        learner.q_initial, learner.reward_scale, record, positions, rewards)
+        learner.q_initial, learner.reward_scale, tables, record, positions, rewards)
     seconds = time.perf_counter() - start
     if record:
         return EpisodeRun(mean_rewards, environments, seconds, positions, rewards)
     return EpisodeRun(mean_rewards, environments, seconds)
+
+
+def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
+                 record: bool = False, behaviours: list[str] | None = None) -> EpisodeRun:
+    """Generate the given episode indices' environments and play them."""
+    return play(config, generate_environments(config, episodes, seed_prefix), record, behaviours)
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:

@@ -2,9 +2,10 @@
 
 Every number in an evaluation comes from `numpy.random.SeedSequence(seed, spawn_key=(..., episode))`,
 so results depend only on the seed and the episode's index, never on batching or worker count.
-Inside compiled kernels each episode owns one splitmix64 stream (Steele, Lea & Flood 2014,
-"Fast splittable pseudorandom number generators"); `SplitMix64` is the same generator in plain
-Python for the reference simulator, which must draw the same numbers in the same order.
+Inside compiled kernels every (agent, pass) of an episode owns a splitmix64 stream (Steele, Lea &
+Flood 2014, "Fast splittable pseudorandom number generators") seeded by `derive_stream_seed`, so
+one agent's draws never depend on another's, nor on the order agents are simulated in.
+`SplitMix64` is the same generator in plain Python for the reference simulator.
 """
 from __future__ import annotations
 
@@ -34,13 +35,26 @@ def episode_seed_table(seed: int, episodes: np.ndarray, prefix: tuple[int, ...] 
 
 
 @njit(cache=True, inline="always")
-def next_u64(stream):
-    """Advance a splitmix64 stream (a uint64 array of shape (1,)) and return its next output."""
-    stream[0] += _GOLDEN_GAMMA
-    z = stream[0]
+def _mix64(z):
+    """splitmix64's output function: a bijective avalanche of 64 bits."""
     z = (z ^ (z >> np.uint64(30))) * _MIX_1
     z = (z ^ (z >> np.uint64(27))) * _MIX_2
     return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def derive_stream_seed(episode_seed, stream_id, pass_index):
+    """Seed of stream `stream_id` (0: the world, i+1: agent i) in pass `pass_index` (0: the
+    scored pass, p+1: training pass p) of the episode whose agents' seed is `episode_seed`."""
+    z = _mix64(episode_seed + np.uint64(stream_id + 1) * _GOLDEN_GAMMA)
+    return _mix64(z + np.uint64(pass_index + 1) * _GOLDEN_GAMMA)
+
+
+@njit(cache=True, inline="always")
+def next_u64(stream):
+    """Advance a splitmix64 stream (a uint64 array of shape (1,)) and return its next output."""
+    stream[0] += _GOLDEN_GAMMA
+    return _mix64(stream[0])
 
 
 @njit(cache=True, inline="always")
@@ -55,18 +69,27 @@ def uniform_float(stream):
     return np.float64(next_u64(stream) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+def _mix64_python(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
 class SplitMix64:
     """The kernels' stream in plain Python, for the reference simulator and tests."""
+
+    @classmethod
+    def for_stream(cls, episode_seed: int, stream_id: int, pass_index: int) -> "SplitMix64":
+        """The stream `derive_stream_seed` seeds (same ids and pass indices)."""
+        z = _mix64_python((int(episode_seed) + (stream_id + 1) * 0x9E3779B97F4A7C15) & _MASK64)
+        return cls(_mix64_python((z + (pass_index + 1) * 0x9E3779B97F4A7C15) & _MASK64))
 
     def __init__(self, seed: int):
         self.state = int(seed) & _MASK64
 
     def next_u64(self) -> int:
         self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-        return z ^ (z >> 31)
+        return _mix64_python(self.state)
 
     def uniform_int(self, n: int) -> int:
         return ((self.next_u64() >> 32) * n) >> 32

@@ -1,9 +1,10 @@
 """The slow, obviously-correct Λ* simulator: one episode at a time in plain Python.
 
 It restates spec §1 and §5 (paper 003 §4.1, §5.2.1) with coordinates and dictionaries, no
-vectorisation and no shortcuts, and draws random numbers in the order the compiled kernel does,
-so that tests can run both in lock-step from the same seeds and demand identical trajectories
-and rewards. It is for tests and small worked examples only.
+vectorisation and no shortcuts: all agents act together in every pass, training passes included.
+Each agent draws from its own stream per pass, seeded as the compiled kernel seeds it, so tests
+can run both in lock-step and demand identical trajectories and rewards. It is for tests and
+small worked examples only.
 """
 from __future__ import annotations
 
@@ -77,15 +78,17 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
                       ) -> tuple[list[list[int]], list[list[float]]]:
     """Play one episode; returns the scored pass's positions [T+1][agents] and rewards [T][agents]."""
     learner = learner or LearnerSettings()
-    stream = SplitMix64(seed)
     n_cells = world.rows * world.cols
-    hidden_start = stream.uniform_int(n_cells) if "imitation" in behaviours else None
+    world_stream = SplitMix64.for_stream(seed, stream_id=0, pass_index=0)
+    hidden_start = world_stream.uniform_int(n_cells) if "imitation" in behaviours else None
     tables = {i: defaultdict(lambda: [learner.q_initial] * 9)
               for i, b in enumerate(behaviours) if b in ("q_learning", "sarsa")}
     passes = learner.training_passes if tables else 0
-    for _ in range(passes):
-        _play(world, behaviours, good, evil, starts, hidden_start, stream, tables, learner, learning=True)
-    return _play(world, behaviours, good, evil, starts, hidden_start, stream, tables, learner, learning=False)
+    for p in range(passes):
+        streams = [SplitMix64.for_stream(seed, i + 1, pass_index=p + 1) for i in range(len(behaviours))]
+        _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, learning=True)
+    streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
+    return _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, learning=False)
 
 
 def _earliest_interception(world, cell, t, good):
@@ -110,7 +113,7 @@ def _greedy(values, stream):
     return ties[stream.uniform_int(len(ties))]
 
 
-def _play(world, behaviours, good, evil, starts, hidden_start, stream, tables, learner, learning):
+def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, learning):
     T = world.iterations
     positions = [list(starts)]
     rewards = []
@@ -121,7 +124,7 @@ def _play(world, behaviours, good, evil, starts, hidden_start, stream, tables, l
         chosen_actions = {}
         moved = []
         for i, behaviour in enumerate(behaviours):
-            cell = here[i]
+            cell, stream = here[i], streams[i]
             if behaviour == "random":
                 dr, dc = ACTION_MOVES[stream.uniform_int(9)]
                 moved.append(world.moved(cell, dr, dc))

@@ -1,13 +1,19 @@
 """The fast path: batched Λ* episodes in one compiled kernel (spec §1, §5; paper 003 §4.1, §5.2).
 
-`simulate_batch` plays a batch of episodes, each wholly inside the kernel: optional learner
-training passes, then the scored pass. Inputs and outputs are arrays shaped (episodes, ...);
-per-episode state (positions, Q-tables, the oracle's interception pointer) lives in scratch
-arrays reused across episodes. `collective.reference_simulation` is the slow twin that the
-tests run in lock-step with this one.
+`simulate_batch` plays a batch of episodes, each wholly inside the kernel: learner training
+passes, then the scored pass. Inputs and outputs are arrays shaped (episodes, ...); per-episode
+state (positions, Q-tables, the oracle's interception pointer, random streams) lives in scratch
+arrays reused across episodes. `collective.reference_simulation` is the slow twin that the tests
+run in lock-step with this one.
+
+Each agent draws from its own stream per pass (`random_streams.derive_stream_seed`). When the
+agents cannot affect one another's rewards (no coordination threshold), each learner trains alone
+through all its passes, keeping its table hot in cache; the result is the same as training the
+group together, which the lock-step tests check against the reference's interleaved order.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +22,18 @@ from numba import njit
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
-from collective.random_streams import uniform_int
+from collective.random_streams import derive_stream_seed, uniform_int
 from collective.torus import axis_step_toward, chebyshev, proximity, wrap
+
+SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
+WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
+
+# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_search_step.
+Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
+                                "prev_state prev_action prev_reward streams")
+# Learners' tables: q (T, learners, cells, 9) flat; dirty (T, learners, cells); written/n_written
+# list the states written this episode so that only those are reset.
+Tables = namedtuple("Tables", "q dirty written n_written")
 
 
 @dataclass(frozen=True)
@@ -32,121 +48,131 @@ class LearnerParameters:
     reward_scale: float = 1.0
 
 
+def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
+                      training_passes: int, q_initial: float) -> Tables:
+    """The learners' Q-tables, filled with Q0, and the bookkeeping of written states."""
+    learners = int(np.isin(codes, (Q_LEARNING, SARSA)).sum())
+    n_states = rows * cols * iterations * learners
+    written = np.empty(min(n_states, training_passes * iterations * learners), np.int64)
+    return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
+
+
+@njit(cache=True, inline="always")
+def _q_base(t, row, cell, learners, n_cells):
+    """Offset of Q(s=(cell, t), ·) for learner `row` in the flat table (T, learners, cells, 9)."""
+    return ((t * learners + row) * n_cells + cell) * 9
+
+
 @njit(cache=True)
-def _play_pass(codes, rows, cols, iterations, view, radius, threshold,
-               good_r, good_c, evil_r, evil_c, starts, hidden_start, stream,
-               learning, alpha, gamma, epsilon, q_initial, reward_scale,
-               q_table, table_row, learners, written, n_written,
-               pos_r, pos_c, new_r, new_c, pointer, window, state, action,
-               prev_state, prev_action, prev_reward, record, rec_positions, rec_rewards):
-    """One pass of one episode; returns the sum of real rewards over agents and iterations.
+def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
+               good_r, good_c, evil_r, evil_c, hidden_start, episode_seed, pass_index,
+               learning, alpha, gamma, epsilon, reward_scale, tables, learners, scratch,
+               record, rec_positions, rec_rewards):
+    """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
+    table rows `table_row`, start cells `starts`); returns the sum of their real rewards.
 
     Per iteration (spec §1): every agent decides from ⊕/⊖'s current cells, then all move, ⊕/⊖
     take their next pattern step, and rewards come from the new cells. Learners update their
-    Q-tables only when `learning` (training passes), with rewards scaled by `reward_scale`,
-    logging every state they write in `written[:n_written[0]]` so the episode's end can reset them.
+    Q-tables only when `learning` (training passes), with rewards scaled by `reward_scale`.
     """
+    s = scratch
+    q = tables.q
     n_cells = rows * cols
     agents = codes.shape[0]
     for i in range(agents):
-        pos_r[i] = starts[i] // cols
-        pos_c[i] = starts[i] % cols
-        pointer[i] = 0
+        s.pos_r[i] = starts[i] // cols
+        s.pos_c[i] = starts[i] % cols
+        s.pointer[i] = 0
+        s.streams[i, 0] = derive_stream_seed(episode_seed, agent_ids[i] + 1, pass_index)
         if record:
             rec_positions[0, i] = starts[i]
-    pointer[agents] = 0
+    s.pointer[agents] = 0
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
     total = 0.0
     for t in range(iterations):
         gr, gc, er, ec = good_r[t], good_c[t], evil_r[t], evil_c[t]
         for i in range(agents):
-            r, c, code = pos_r[i], pos_c[i], codes[i]
+            r, c, code, stream = s.pos_r[i], s.pos_c[i], codes[i], s.streams[i]
             if code == RANDOM:
                 dr, dc = random_step(stream)
             elif code == LOCAL_SEARCH:
-                dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, window)
+                dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, s.window)
             elif code == ORACLE:
-                dr, dc = oracle_step(r, c, t, good_r, good_c, iterations, rows, cols, pointer, i)
+                dr, dc = oracle_step(r, c, t, good_r, good_c, iterations, rows, cols, s.pointer, i)
             elif code == IMITATION:
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
-                    dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, window)
+                    dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, s.window)
             else:  # Q_LEARNING or SARSA
                 base = _q_base(t, table_row[i], r * cols + c, learners, n_cells)
-                state[i] = base
+                s.state[i] = base
                 if learning:
-                    written[n_written[0]] = base
-                    n_written[0] += 1
-                    action[i] = learner_action(q_table, base, epsilon, stream)
+                    if not tables.dirty[base // 9]:
+                        tables.dirty[base // 9] = True
+                        tables.written[tables.n_written[0]] = base
+                        tables.n_written[0] += 1
+                    s.action[i] = learner_action(q, base, epsilon, stream)
                     if code == SARSA and t > 0:
-                        old = prev_state[i] + prev_action[i]
-                        q_table[old] += alpha * (prev_reward[i] + gamma * q_table[base + action[i]] - q_table[old])
+                        old = s.prev_state[i] + s.prev_action[i]
+                        q[old] += alpha * (s.prev_reward[i] + gamma * q[base + s.action[i]] - q[old])
                 else:
-                    action[i] = greedy_action(q_table, base, stream)
-                dr, dc = action[i] // 3 - 1, action[i] % 3 - 1
-            new_r[i] = wrap(r + dr, rows)
-            new_c[i] = wrap(c + dc, cols)
+                    s.action[i] = greedy_action(q, base, stream)
+                dr, dc = s.action[i] // 3 - 1, s.action[i] % 3 - 1
+            s.new_r[i] = wrap(r + dr, rows)
+            s.new_c[i] = wrap(c + dc, cols)
         if hidden_start >= 0:
-            hdr, hdc = oracle_step(hidden_r, hidden_c, t, good_r, good_c, iterations, rows, cols, pointer, agents)
+            hdr, hdc = oracle_step(hidden_r, hidden_c, t, good_r, good_c, iterations, rows, cols, s.pointer, agents)
             hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
         gr, gc, er, ec = good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1]
         paid = True
         if threshold > 1:  # coordination variant (paper 003 §6.1)
             near = 0
             for i in range(agents):
-                if chebyshev(new_r[i], new_c[i], gr, gc, rows, cols) <= radius:
+                if chebyshev(s.new_r[i], s.new_c[i], gr, gc, rows, cols) <= radius:
                     near += 1
             paid = near >= threshold
         for i in range(agents):
-            r, c = new_r[i], new_c[i]
+            r, c = s.new_r[i], s.new_c[i]
             positive = proximity(chebyshev(r, c, gr, gc, rows, cols), radius) if paid else 0.0
             reward = positive - proximity(chebyshev(r, c, er, ec, rows, cols), radius)
             total += reward
-            pos_r[i], pos_c[i] = r, c
+            s.pos_r[i], s.pos_c[i] = r, c
             if record:
                 rec_positions[t + 1, i] = r * cols + c
                 rec_rewards[t, i] = reward
             code = codes[i]
             if learning and (code == Q_LEARNING or code == SARSA):
                 scaled = reward * reward_scale
-                here = state[i] + action[i]
+                here = s.state[i] + s.action[i]
                 if code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
                     if t + 1 < iterations:  # the state after the last iteration is terminal
-                        target += gamma * max_q(q_table, _q_base(t + 1, table_row[i], r * cols + c,
-                                                                 learners, n_cells))
-                    q_table[here] += alpha * (target - q_table[here])
+                        target += gamma * max_q(q, _q_base(t + 1, table_row[i], r * cols + c, learners, n_cells))
+                    q[here] += alpha * (target - q[here])
                 else:  # SARSA: the update waits for the next action; the last one is terminal
-                    prev_state[i], prev_action[i], prev_reward[i] = state[i], action[i], scaled
+                    s.prev_state[i], s.prev_action[i], s.prev_reward[i] = s.state[i], s.action[i], scaled
                     if t + 1 == iterations:
-                        q_table[here] += alpha * (scaled - q_table[here])
+                        q[here] += alpha * (scaled - q[here])
     return total
-
-
-@njit(cache=True, inline="always")
-def _q_base(t, row, cell, learners, n_cells):
-    """Offset of Q(s=(cell, t), ·) for learner `row` in the flat table, laid out
-    (T, learners, cells, 9) so that one iteration's states of the whole group sit together."""
-    return ((t * learners + row) * n_cells + cell) * 9
 
 
 @njit(cache=True)
 def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    good, evil, starts, seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
-                   record, rec_positions, rec_rewards):
+                   tables, record, rec_positions, rec_rewards):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; starts
-    (episodes, agents); seeds (episodes,) splitmix64 seeds of the agents' streams. With
-    `record`, rec_positions (episodes, T+1, agents) and rec_rewards (episodes, T, agents) get
-    the scored pass's trajectory.
+    (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
+    `learner_workspace`. With `record`, rec_positions (episodes, T+1, agents) and rec_rewards
+    (episodes, T, agents) receive the scored pass's trajectory.
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
-    n_states = rows * cols * iterations
+    agent_ids = np.arange(agents)
     table_row = np.full(agents, -1, np.int64)
     learners = 0
     has_imitator = False
@@ -156,51 +182,51 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             learners += 1
         has_imitator |= codes[i] == IMITATION
     passes = training_passes if learners > 0 else 0
-    q_table = np.full(n_states * learners * 9, q_initial)  # (T, learners, cells, 9), flat
-    written = np.empty(passes * iterations * learners, np.int64)
-    n_written = np.zeros(1, np.int64)
-    pos_r = np.empty(agents, np.int64)
-    pos_c = np.empty(agents, np.int64)
-    new_r = np.empty(agents, np.int64)
-    new_c = np.empty(agents, np.int64)
-    pointer = np.zeros(agents + 1, np.int64)
-    window = np.empty((2 * view + 1) ** 2 + 4 * (2 * view + 1), np.int64)
-    state = np.zeros(agents, np.int64)
-    action = np.zeros(agents, np.int64)
-    prev_state = np.zeros(agents, np.int64)
-    prev_action = np.zeros(agents, np.int64)
-    prev_reward = np.zeros(agents, np.float64)
+    agents_coupled = threshold > 1  # another agent's position can change a learner's reward
+    view_side = 2 * view + 1
+    scratch = Scratch(np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64),
+                      np.empty(agents, np.int64), np.zeros(agents + 1, np.int64),
+                      np.empty(view_side * view_side + 4 * view_side, np.int64), np.zeros(agents, np.int64),
+                      np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents, np.int64),
+                      np.zeros(agents, np.float64), np.empty((agents, 1), np.uint64))
     good_r = np.empty(iterations + 1, np.int64)
     good_c = np.empty(iterations + 1, np.int64)
     evil_r = np.empty(iterations + 1, np.int64)
     evil_c = np.empty(iterations + 1, np.int64)
-    stream = np.empty(1, np.uint64)
+    world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     mean_reward = np.empty(episodes, np.float64)
     for e in range(episodes):
-        stream[0] = seeds[e]
         for t in range(iterations + 1):
             good_r[t], good_c[t] = good[e, t] // cols, good[e, t] % cols
             evil_r[t], evil_c[t] = evil[e, t] // cols, evil[e, t] % cols
-        hidden_start = uniform_int(stream, rows * cols) if has_imitator else -1
-        for _ in range(passes):
-            _play_pass(codes, rows, cols, iterations, view, radius, threshold,
-                       good_r, good_c, evil_r, evil_c, starts[e], hidden_start, stream,
-                       True, alpha, gamma, epsilon, q_initial, reward_scale,
-                       q_table, table_row, learners, written, n_written,
-                       pos_r, pos_c, new_r, new_c, pointer, window, state, action,
-                       prev_state, prev_action, prev_reward, False, no_positions, no_rewards)
+        world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
+        hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
+        if agents_coupled:
+            for p in range(passes):
+                _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
+                           threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], p + 1,
+                           True, alpha, gamma, epsilon, reward_scale, tables, learners, scratch,
+                           False, no_positions, no_rewards)
+        else:
+            for i in range(agents):
+                if table_row[i] < 0:
+                    continue  # a non-learner's training moves affect nobody: skip them
+                for p in range(passes):
+                    _play_pass(codes[i:i + 1], agent_ids[i:i + 1], table_row[i:i + 1], starts[e, i:i + 1],
+                               rows, cols, iterations, view, radius, threshold, good_r, good_c, evil_r,
+                               evil_c, -1, seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale,
+                               tables, learners, scratch, False, no_positions, no_rewards)
         positions_out = rec_positions[e] if record else no_positions
         rewards_out = rec_rewards[e] if record else no_rewards
-        total = _play_pass(codes, rows, cols, iterations, view, radius, threshold,
-                           good_r, good_c, evil_r, evil_c, starts[e], hidden_start, stream,
-                           False, alpha, gamma, epsilon, q_initial, reward_scale,
-                           q_table, table_row, learners, written, n_written,
-                           pos_r, pos_c, new_r, new_c, pointer, window, state, action,
-                           prev_state, prev_action, prev_reward, record, positions_out, rewards_out)
+        total = _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
+                           threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], SCORED_PASS,
+                           False, alpha, gamma, epsilon, reward_scale, tables, learners, scratch,
+                           record, positions_out, rewards_out)
         mean_reward[e] = total / (agents * iterations)
-        for k in range(n_written[0]):  # reset the table for the next episode (spec §5)
-            q_table[written[k]:written[k] + 9] = q_initial
-        n_written[0] = 0
+        for k in range(tables.n_written[0]):  # reset the written states for the next episode (spec §5)
+            tables.q[tables.written[k]:tables.written[k] + 9] = q_initial
+            tables.dirty[tables.written[k] // 9] = False
+        tables.n_written[0] = 0
     return mean_reward
