@@ -1,7 +1,8 @@
 """Throughput of the compiled Λ* simulator, in agent-steps per second on one thread.
 
 For every behaviour at group sizes 1, 10 and 20 (10x10 torus, T=200, profile "paper") it times
-`collective.simulation.simulate_batch` alone. The environment batch is generated beforehand, so
+`collective.simulation.simulate_batch`, with the learner workspace it is handed, as
+`collective.evaluate.run_episodes` times it. The environment batch is generated beforehand, so
 generating it is not timed. The batch has as many episodes as one `collective.evaluate` batch
 holds, and the kernel replays it enough times to run for about 1.5 s. Each row gets one
 warm-up call (JIT compile, or a load from numba's disk cache) and one call to size the timing,
@@ -29,10 +30,8 @@ import numpy as np
 
 from collective.behaviours import behaviour_names, get_behaviour
 from collective.config import EvaluationConfig
-from collective.evaluate import batch_episodes
+from collective.evaluate import batch_episodes, generate_environments, play
 from collective.lambda_star import EnvironmentBatch
-from collective.random_streams import episode_seed_table
-from collective.simulation import simulate_batch
 
 PROFILE = "paper"
 GRID = 10
@@ -43,13 +42,13 @@ TARGET_SECONDS = 1.5
 QUICK_TARGET_SECONDS = 0.2
 REPEATS = 3
 LARGEST_BATCH = 1_000_000  # never binding: `batch_episodes` caps a batch at ~4 M agent-steps
+MEMORY_BEHAVIOUR = "local_search"
+MEMORY_GROUP_SIZE = 10
 MEMORY_EPISODES = (2_000, 20_000)
 REFERENCE_GROUP_SIZE = 10
 # C++ reference figures quoted in the issue, at group size 10: (behaviour, which of our rates, M steps/s).
 CPP_REFERENCE = (("local_search", "scored", 2.6), ("oracle", "scored", 3.6), ("q_learning", "training", 4.0))
 
-_NO_POSITIONS = np.empty((0, 0, 0), np.int32)
-_NO_REWARDS = np.empty((0, 0, 0), np.float64)
 
 # Runs in a fresh interpreter so that its peak RSS belongs to this one evaluation alone. It reads
 # VmHWM (KiB), the peak RSS of its own process image: Linux carries ru_maxrss across exec, so the
@@ -58,7 +57,8 @@ _MEMORY_PROBE = """
 import sys, time
 from collective.config import EvaluationConfig
 from collective.evaluate import evaluate
-config = EvaluationConfig.from_profile("paper", behaviour="local_search", group_size=10, episodes=int(sys.argv[1]))
+profile, behaviour, group_size, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+config = EvaluationConfig.from_profile(profile, behaviour=behaviour, group_size=group_size, episodes=episodes)
 started = time.perf_counter()
 result = evaluate(config)
 seconds = time.perf_counter() - started
@@ -100,28 +100,13 @@ def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
 
 
-def generate(config: EvaluationConfig, episodes: int) -> EnvironmentBatch:
-    seeds = episode_seed_table(config.seed, np.arange(episodes))
-    return config.environment().generate(seeds, config.group_size)
-
-
-def play(config: EvaluationConfig, batch: EnvironmentBatch) -> np.ndarray:
-    """One kernel call over the whole batch; returns R̄ per episode."""
-    codes = np.full(config.group_size, get_behaviour(config.behaviour).code, np.int64)
-    learner = config.learner
-    return simulate_batch(
-        codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
-        config.coordination_threshold, batch.good, batch.evil, batch.starts, batch.agent_seeds,
-        learner.training_passes, learner.alpha, learner.gamma, learner.epsilon, learner.q_initial,
-        learner.reward_scale, False, _NO_POSITIONS, _NO_REWARDS)
-
-
 def timed_calls(config: EvaluationConfig, batch: EnvironmentBatch, calls: int) -> tuple[float, np.ndarray]:
-    """Kernel seconds for `calls` calls over the batch, and the last call's R̄."""
-    start = time.perf_counter()
+    """Kernel seconds (as `evaluate.play` times them) for `calls` calls over the batch, and the last R̄."""
+    seconds = 0.0
     for _ in range(calls):
-        mean_rewards = play(config, batch)
-    return time.perf_counter() - start, mean_rewards
+        run = play(config, batch)
+        seconds += run.kernel_seconds
+    return seconds, run.mean_rewards
 
 
 def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episodes: int | None) -> Row:
@@ -129,7 +114,7 @@ def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episod
     config = EvaluationConfig.from_profile(PROFILE, behaviour=behaviour, group_size=group_size,
                                            rows=GRID, cols=GRID, iterations=ITERATIONS,
                                            episodes=fixed_episodes or LARGEST_BATCH)
-    batch = generate(config, fixed_episodes or batch_episodes(config))
+    batch = generate_environments(config, np.arange(fixed_episodes or batch_episodes(config)))
     play(config, batch)  # warm-up
     if fixed_episodes:
         calls = 1
@@ -152,11 +137,12 @@ def format_row(row: Row) -> str:
 
 
 def memory_check() -> None:
-    """Peak RSS of `evaluate` for local_search G=10 at each size in MEMORY_EPISODES, one subprocess each."""
-    print(f"\nMemory: collective.evaluate.evaluate, local_search G=10, profile {PROFILE!r}, "
+    """Peak RSS of `evaluate` at each number of episodes in MEMORY_EPISODES, one subprocess each."""
+    print(f"\nMemory: collective.evaluate.evaluate, {MEMORY_BEHAVIOUR} G={MEMORY_GROUP_SIZE}, profile {PROFILE!r}, "
           f"one subprocess per run (peak RSS = the child's VmHWM)")
     for episodes in MEMORY_EPISODES:
-        probe = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(episodes)],
+        probe = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, PROFILE, MEMORY_BEHAVIOUR,
+                                str(MEMORY_GROUP_SIZE), str(episodes)],
                                capture_output=True, text=True, check=True)
         rss_kib, upsilon, seconds = probe.stdout.split()
         print(f"  {episodes:>7,} episodes: peak RSS {int(rss_kib) / 1024:7.1f} MiB"
@@ -190,8 +176,9 @@ def main() -> None:
 
     print(f"Machine: {cpu_model()}, numba {version('numba')}, single thread "
           f"({os.cpu_count()} CPUs visible), collective {version('collective')}")
-    print(f"Setup: profile {PROFILE!r}, {GRID}x{GRID} torus, T={ITERATIONS}. Timed: simulate_batch alone, "
-          f"called directly on an environment batch generated beforehand (generation excluded); "
+    print(f"Setup: profile {PROFILE!r}, {GRID}x{GRID} torus, T={ITERATIONS}. Timed: simulate_batch with its "
+          f"learner workspace, as run_episodes times it, called directly on an environment batch generated "
+          f"beforehand (generation excluded); "
           f"per row one warm-up call, then best of {REPEATS} timings of {timing}.")
     print()
     print(f"{'behaviour':<13}{'G':>3}{'episodes':>10}{'kernel s':>10}{'scored M/s':>12}"
@@ -202,9 +189,10 @@ def main() -> None:
             row = measure(behaviour, group_size, target_seconds, args.episodes)
             rows.append(row)
             print(format_row(row), flush=True)
-    print("* Learners only. Scored rate = episodes x T x G / kernel time; training rate = episodes x "
-          f"{EvaluationConfig.from_profile(PROFILE).q_training_passes} passes x T x G / kernel time; for learners the kernel time "
-          "covers the training passes and the scored pass. Peak RSS: this process's ru_maxrss after the row.")
+    passes = EvaluationConfig.from_profile(PROFILE).q_training_passes
+    print(f"* Learners only. Scored rate = episodes x T x G / kernel time; training rate = episodes x {passes} "
+          "passes x T x G / kernel time; for learners the kernel time covers the training passes and the "
+          "scored pass. Peak RSS: this process's ru_maxrss after the row.")
 
     memory_check()
     print()

@@ -18,7 +18,7 @@ from collective.config import EvaluationConfig
 from collective.lambda_star import EnvironmentBatch
 from collective.random_streams import episode_seed_table
 from collective.scores import ScoreAccumulator, UpsilonEstimate
-from collective.simulation import learner_workspace, simulate_batch
+from collective.simulation import agents_coupled, learner_workspace, simulate_batch
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time
 
@@ -88,13 +88,12 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     """
     names = behaviours or [config.behaviour] * config.group_size
     codes = np.array([get_behaviour(name).code for name in names], np.int64)
-    episodes = len(environments)
-    shape = (episodes, config.iterations, config.group_size) if record else (0, 0, 0)
-    positions = np.zeros((shape[0], shape[1] + record, shape[2]), np.int32)
-    rewards = np.zeros(shape, np.float64)
+    shape = (len(environments), config.group_size, config.iterations) if record else (0, 0, 0)
+    positions = np.zeros((shape[0], shape[1], shape[2] + record), np.int32)  # (episodes, agents, T+1)
+    rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)
     learner = config.learner
     tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
-                               learner.q_initial)
+                               learner.q_initial, agents_coupled(config.coordination_threshold))
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
@@ -102,8 +101,9 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
         environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, record, positions, rewards)
     seconds = time.perf_counter() - start
-    if record:
-        return EpisodeRun(mean_rewards, environments, seconds, positions, rewards)
+    if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
+        return EpisodeRun(mean_rewards, environments, seconds, positions.transpose(0, 2, 1),
+                          rewards.transpose(0, 2, 1))
     return EpisodeRun(mean_rewards, environments, seconds)
 
 

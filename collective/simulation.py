@@ -7,9 +7,10 @@ arrays reused across episodes. `collective.reference_simulation` is the slow twi
 run in lock-step with this one.
 
 Each agent draws from its own stream per pass (`random_streams.derive_stream_seed`). When the
-agents cannot affect one another's rewards (no coordination threshold), each learner trains alone
-through all its passes, keeping its table hot in cache; the result is the same as training the
-group together, which the lock-step tests check against the reference's interleaved order.
+agents cannot affect one another (no coordination threshold), each agent plays its whole episode
+alone, training passes and scored pass, in one reused Q-table block that stays in cache; the
+result is the same as playing the group together, which the lock-step tests check against the
+reference's interleaved order. Coupled groups play interleaved, with one table per learner.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_search_step.
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
-# Learners' tables: q (T, learners, cells, 9) flat; dirty (T, learners, cells); written/n_written
+# Learners' tables: q (learners, T, cells, 9) flat; dirty (learners, T, cells); written/n_written
 # list the states written this episode so that only those are reset.
 Tables = namedtuple("Tables", "q dirty written n_written")
 
@@ -48,25 +49,33 @@ class LearnerParameters:
     reward_scale: float = 1.0
 
 
+def agents_coupled(coordination_threshold: int) -> bool:
+    """Whether one agent's moves can change another's rewards or decisions."""
+    return coordination_threshold > 1
+
+
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
-                      training_passes: int, q_initial: float) -> Tables:
-    """The learners' Q-tables, filled with Q0, and the bookkeeping of written states."""
+                      training_passes: int, q_initial: float, coupled: bool) -> Tables:
+    """The learners' Q-tables, filled with Q0, and the bookkeeping of written states: one block
+    per learner when the group is coupled, else a single block each agent reuses in turn."""
     learners = int(np.isin(codes, (Q_LEARNING, SARSA)).sum())
+    if not coupled:
+        learners = min(learners, 1)
     n_states = rows * cols * iterations * learners
     written = np.empty(min(n_states, training_passes * iterations * learners), np.int64)
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
 
 
 @njit(cache=True, inline="always")
-def _q_base(t, row, cell, learners, n_cells):
-    """Offset of Q(s=(cell, t), ·) for learner `row` in the flat table (T, learners, cells, 9)."""
-    return ((t * learners + row) * n_cells + cell) * 9
+def _q_base(t, row, cell, iterations, n_cells):
+    """Offset of Q(s=(cell, t), ·) for learner `row` in the flat table (learners, T, cells, 9)."""
+    return ((row * iterations + t) * n_cells + cell) * 9
 
 
 @njit(cache=True)
 def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
                good_r, good_c, evil_r, evil_c, hidden_start, episode_seed, pass_index,
-               learning, alpha, gamma, epsilon, reward_scale, tables, learners, scratch,
+               learning, alpha, gamma, epsilon, reward_scale, tables, scratch,
                record, rec_positions, rec_rewards):
     """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
     table rows `table_row`, start cells `starts`); returns the sum of their real rewards.
@@ -85,7 +94,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
         s.pointer[i] = 0
         s.streams[i, 0] = derive_stream_seed(episode_seed, agent_ids[i] + 1, pass_index)
         if record:
-            rec_positions[0, i] = starts[i]
+            rec_positions[i, 0] = starts[i]
     s.pointer[agents] = 0
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
@@ -106,7 +115,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
                 else:
                     dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, s.window)
             else:  # Q_LEARNING or SARSA
-                base = _q_base(t, table_row[i], r * cols + c, learners, n_cells)
+                base = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
                 s.state[i] = base
                 if learning:
                     if not tables.dirty[base // 9]:
@@ -140,8 +149,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
             total += reward
             s.pos_r[i], s.pos_c[i] = r, c
             if record:
-                rec_positions[t + 1, i] = r * cols + c
-                rec_rewards[t, i] = reward
+                rec_positions[i, t + 1] = r * cols + c
+                rec_rewards[i, t] = reward
             code = codes[i]
             if learning and (code == Q_LEARNING or code == SARSA):
                 scaled = reward * reward_scale
@@ -149,7 +158,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
                 if code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
                     if t + 1 < iterations:  # the state after the last iteration is terminal
-                        target += gamma * max_q(q, _q_base(t + 1, table_row[i], r * cols + c, learners, n_cells))
+                        target += gamma * max_q(q, _q_base(t + 1, table_row[i], r * cols + c, iterations, n_cells))
                     q[here] += alpha * (target - q[here])
                 else:  # SARSA: the update waits for the next action; the last one is terminal
                     s.prev_state[i], s.prev_action[i], s.prev_reward[i] = s.state[i], s.action[i], scaled
@@ -167,22 +176,21 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; starts
     (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
-    `learner_workspace`. With `record`, rec_positions (episodes, T+1, agents) and rec_rewards
-    (episodes, T, agents) receive the scored pass's trajectory.
+    `learner_workspace`. With `record`, rec_positions (episodes, agents, T+1) and rec_rewards
+    (episodes, agents, T) receive the scored pass's trajectories.
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
+    coupled = threshold > 1  # keep in step with agents_coupled()
     agent_ids = np.arange(agents)
     table_row = np.full(agents, -1, np.int64)
     learners = 0
     has_imitator = False
     for i in range(agents):
         if codes[i] == Q_LEARNING or codes[i] == SARSA:
-            table_row[i] = learners
+            table_row[i] = learners if coupled else 0
             learners += 1
         has_imitator |= codes[i] == IMITATION
-    passes = training_passes if learners > 0 else 0
-    agents_coupled = threshold > 1  # another agent's position can change a learner's reward
     view_side = 2 * view + 1
     scratch = Scratch(np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64),
                       np.empty(agents, np.int64), np.zeros(agents + 1, np.int64),
@@ -203,30 +211,43 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             evil_r[t], evil_c[t] = evil[e, t] // cols, evil[e, t] % cols
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
-        if agents_coupled:
-            for p in range(passes):
-                _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
-                           threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], p + 1,
-                           True, alpha, gamma, epsilon, reward_scale, tables, learners, scratch,
-                           False, no_positions, no_rewards)
-        else:
-            for i in range(agents):
-                if table_row[i] < 0:
-                    continue  # a non-learner's training moves affect nobody: skip them
-                for p in range(passes):
-                    _play_pass(codes[i:i + 1], agent_ids[i:i + 1], table_row[i:i + 1], starts[e, i:i + 1],
-                               rows, cols, iterations, view, radius, threshold, good_r, good_c, evil_r,
-                               evil_c, -1, seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale,
-                               tables, learners, scratch, False, no_positions, no_rewards)
         positions_out = rec_positions[e] if record else no_positions
         rewards_out = rec_rewards[e] if record else no_rewards
-        total = _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
-                           threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], SCORED_PASS,
-                           False, alpha, gamma, epsilon, reward_scale, tables, learners, scratch,
-                           record, positions_out, rewards_out)
+        if coupled:
+            for p in range(training_passes if learners > 0 else 0):
+                _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
+                           threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], p + 1,
+                           True, alpha, gamma, epsilon, reward_scale, tables, scratch,
+                           False, no_positions, no_rewards)
+            total = _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
+                               threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], SCORED_PASS,
+                               False, alpha, gamma, epsilon, reward_scale, tables, scratch,
+                               record, positions_out, rewards_out)
+            _reset_written(tables, q_initial)
+        else:
+            total = 0.0
+            for i in range(agents):
+                one = slice(i, i + 1)
+                for p in range(training_passes if table_row[i] >= 0 else 0):
+                    _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
+                               iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c, -1,
+                               seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale, tables, scratch,
+                               False, no_positions, no_rewards)
+                total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
+                                    iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c,
+                                    hidden_start, seeds[e], SCORED_PASS, False, alpha, gamma, epsilon,
+                                    reward_scale, tables, scratch, record,
+                                    positions_out[one] if record else no_positions,
+                                    rewards_out[one] if record else no_rewards)
+                _reset_written(tables, q_initial)
         mean_reward[e] = total / (agents * iterations)
-        for k in range(tables.n_written[0]):  # reset the written states for the next episode (spec §5)
-            tables.q[tables.written[k]:tables.written[k] + 9] = q_initial
-            tables.dirty[tables.written[k] // 9] = False
-        tables.n_written[0] = 0
     return mean_reward
+
+
+@njit(cache=True)
+def _reset_written(tables, q_initial):
+    """Return the states written since the last reset to Q0 (the table is reset per episode, spec §5)."""
+    for k in range(tables.n_written[0]):
+        tables.q[tables.written[k]:tables.written[k] + 9] = q_initial
+        tables.dirty[tables.written[k] // 9] = False
+    tables.n_written[0] = 0

@@ -110,7 +110,8 @@ def learner_action(q_table, base, epsilon, stream):
 
 @njit(cache=True, inline="always")
 def max_q(q_table, base):
-    best = q_table[base]
-    for a in range(1, 9):
-        best = max(best, q_table[base + a])
-    return best
+    """max_a Q(s, a) as a pairwise tree, so the nine comparisons do not wait on one another."""
+    q = q_table
+    b = base
+    return max(max(max(q[b], q[b + 1]), max(q[b + 2], q[b + 3])),
+               max(max(q[b + 4], q[b + 5]), max(max(q[b + 6], q[b + 7]), q[b + 8])))
