@@ -14,8 +14,7 @@ from collective.behaviours import behaviour_names
 from collective.lambda_star import EVIL_PAIRINGS, LambdaStar
 from collective.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation import LearnerParameters
-
-PROTOCOLS = ("none",)
+from protocols import get_protocol, protocol_names
 
 # Fields each profile sets; anything given explicitly overrides them.
 PROFILES: dict[str, dict[str, object]] = {
@@ -24,11 +23,14 @@ PROFILES: dict[str, dict[str, object]] = {
         evil_pairing="index_shift",  # spec §2 default pairing
         k_min=1, k_max=23,  # paper 003 §5.1 samples K in [2, 23]; Definition 3 allows [1, K_max]
         q_initial=0.0, q_reward_scale=1.0,  # Algorithm 1 uses the raw reward
+        protocol_defaults={},
     ),
     "lambdastar2016": dict(
         pattern_generator="ping_pong", evil_pairing="index_shift",
         k_min=None, k_max=None,  # whatever the ping-pong walk gives
         q_initial=2.0, q_reward_scale=10.0,  # optimistic table, rewards x10 (spec §5)
+        # the 2016 code's stigmergy field and sticky bidding (spec §6)
+        protocol_defaults={"stigmergy": {"form": "reference"}, "auction": {"sticky": "true"}},
     ),
 }
 
@@ -44,8 +46,9 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class EvaluationConfig:
-    behaviour: str = "local_search"
+    behaviour: str = "local_search"  # "mix" when `mix` lists the group
     group_size: int = 1
+    mix: str = ""  # heterogeneous group, e.g. "local_search:3,q_learning:2" (Dai et al. 2019)
     rows: int = 10
     cols: int = 10
     iterations: int = 200
@@ -53,6 +56,7 @@ class EvaluationConfig:
     seed: int = 0
     profile: str = "paper"
     protocol: str = "none"
+    protocol_params: tuple[tuple[str, str], ...] = ()  # (name, value) pairs, sorted
     observation_range: int = 1
     reward_radius: int = 1
     coordination_threshold: int = 1
@@ -76,6 +80,13 @@ class EvaluationConfig:
         if unknown:
             raise ConfigError(sorted(unknown)[0], f"not a setting; allowed: {', '.join(f.name for f in fields(cls))}")
         settings = {**PROFILES[profile], **{k: v for k, v in overrides.items() if v is not None}}
+        protocol_defaults = settings.pop("protocol_defaults")
+        params = dict(protocol_defaults.get(settings.get("protocol", "none"), {}))
+        params.update(dict(settings.get("protocol_params", ())))
+        settings["protocol_params"] = tuple(sorted(params.items()))
+        if settings.get("mix"):
+            members = parse_mix(settings["mix"])
+            settings["behaviour"], settings["group_size"] = "mix", len(members)
         return cls(profile=profile, **settings)
 
     def __post_init__(self) -> None:
@@ -84,6 +95,22 @@ class EvaluationConfig:
     @property
     def grid(self) -> str:
         return f"{self.rows}x{self.cols}"
+
+    @property
+    def behaviours(self) -> list[str]:
+        """Each agent's behaviour, in agent order."""
+        return parse_mix(self.mix) if self.mix else [self.behaviour] * self.group_size
+
+    @property
+    def protocol_values(self) -> tuple[float, ...]:
+        """The protocol's numeric parameters as the kernel takes them."""
+        return get_protocol(self.protocol).kernel_values(dict(self.protocol_params))
+
+    @property
+    def protocol_members(self) -> np.ndarray:
+        """(agents,) bool: which agents take part in the protocol."""
+        applies = get_protocol(self.protocol).applies_to
+        return np.array([b in applies for b in self.behaviours], dtype=bool)
 
     @property
     def learner(self) -> LearnerParameters:
@@ -103,6 +130,19 @@ class EvaluationConfig:
 
     def with_changes(self, **changes) -> "EvaluationConfig":
         return replace(self, **changes)
+
+
+def parse_mix(text: str) -> list[str]:
+    """'local_search:3,q_learning:2' -> 3 local searchers then 2 Q-learners; ValueError when malformed."""
+    members: list[str] = []
+    for part in text.split(","):
+        name, _, count = part.strip().partition(":")
+        if name not in behaviour_names():
+            raise ValueError(f"unknown behaviour {name!r} in the mix; allowed: {', '.join(behaviour_names())}")
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"expected NAME:COUNT with a count >= 1 (got {part.strip()!r})")
+        members += [name] * int(count)
+    return members
 
 
 def _require_int(config, name: str, minimum: int, what: str = "") -> int:
@@ -130,9 +170,18 @@ def _require_range(config, name: str, low: float, high: float, low_open: bool = 
 
 
 def _validate(c: EvaluationConfig) -> None:
-    _require_choice(c, "behaviour", behaviour_names())
+    if c.mix:
+        try:
+            members = parse_mix(c.mix)
+        except ValueError as error:
+            raise ConfigError("mix", str(error)) from None
+        if c.behaviour != "mix" or c.group_size != len(members):
+            raise ConfigError("mix", f"a mix sets behaviour 'mix' and group_size {len(members)}")
+    else:
+        _require_choice(c, "behaviour", behaviour_names())
     _require_choice(c, "profile", tuple(PROFILES))
-    _require_choice(c, "protocol", PROTOCOLS)
+    _require_choice(c, "protocol", protocol_names())
+    _validate_protocol(c)
     _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
     _require_choice(c, "evil_pairing", EVIL_PAIRINGS)
     _require_int(c, "rows", 2, " (the grid is at least 2x2)")
@@ -154,6 +203,19 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
     _validate_k_range(c)
+
+
+def _validate_protocol(c: EvaluationConfig) -> None:
+    """Parameters known and in range; the group has members the protocol applies to (spec §6)."""
+    protocol = get_protocol(c.protocol)
+    try:
+        values = protocol.kernel_values(dict(c.protocol_params))
+    except ValueError as error:
+        raise ConfigError("protocol_params", str(error)) from None
+    try:
+        protocol.check_group(values, int(c.protocol_members.sum()))
+    except ValueError as error:
+        raise ConfigError("protocol", str(error)) from None
 
 
 def _validate_k_range(c: EvaluationConfig) -> None:

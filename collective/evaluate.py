@@ -18,7 +18,8 @@ from collective.config import EvaluationConfig
 from collective.lambda_star import EnvironmentBatch
 from collective.random_streams import episode_seed_table
 from collective.scores import ScoreAccumulator, UpsilonEstimate
-from collective.simulation import agents_coupled, learner_workspace, simulate_batch
+from collective.simulation import agents_coupled, learner_workspace, simulate_batch, talk_workspace
+from protocols import SHARED_Q, get_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time
 
@@ -32,6 +33,8 @@ class EvaluationResult:
     kernel_seconds: float
     agent_steps: int  # scored agent-steps
     training_steps: int  # learner agent-steps spent in training passes
+    messages: float  # protocol messages over all passes (spec §6)
+    bits: float
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -48,16 +51,22 @@ class EvaluationResult:
             "wall_seconds": self.wall_seconds, "kernel_seconds": self.kernel_seconds,
             "agent_steps": self.agent_steps, "training_steps": self.training_steps,
             "agent_steps_per_second": total_steps / self.kernel_seconds if self.kernel_seconds else None,
+            "messages_per_iteration": self.messages / (e.episodes * self.config.iterations),
+            "bits_per_iteration": self.bits / (e.episodes * self.config.iterations),
+            "mix": self.config.mix, "protocol_params": dict(self.config.protocol_params),
             "version": version("collective"),
             "config": self.config.as_record(),
         }
 
 
+def learner_count(config: EvaluationConfig) -> int:
+    return sum(get_behaviour(name).learns for name in config.behaviours)
+
+
 def batch_episodes(config: EvaluationConfig) -> int:
     """Episodes per batch: enough work per kernel call to amortise its overhead."""
     steps = config.group_size * config.iterations
-    learners = get_behaviour(config.behaviour).learns
-    steps *= 1 + (config.q_training_passes if learners else 0)
+    steps *= 1 + (config.q_training_passes if learner_count(config) else 0)
     return int(max(1, min(config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps)))
 
 
@@ -68,6 +77,8 @@ class EpisodeRun:
     mean_rewards: np.ndarray  # (episodes,) R̄ per episode (paper 003 Definition 2)
     environments: EnvironmentBatch
     kernel_seconds: float
+    messages: float  # sent by the protocol over the batch, training passes included
+    bits: float
     positions: np.ndarray | None = None  # (episodes, T+1, agents) with record=True
     rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
 
@@ -80,37 +91,38 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray,
                                          config.group_size)
 
 
-def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
-         behaviours: list[str] | None = None) -> EpisodeRun:
-    """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
-
-    `behaviours` names each agent's behaviour for a mixed group (default: all `config.behaviour`).
-    """
-    names = behaviours or [config.behaviour] * config.group_size
-    codes = np.array([get_behaviour(name).code for name in names], np.int64)
+def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False) -> EpisodeRun:
+    """Play the configured group on a batch of environments; `record` keeps the scored trajectories."""
+    codes = np.array([get_behaviour(name).code for name in config.behaviours], np.int64)
+    protocol = get_protocol(config.protocol)
+    talk = talk_workspace(protocol.code, config.protocol_values, config.protocol_members, config.group_size,
+                          config.rows, config.cols)
     shape = (len(environments), config.group_size, config.iterations) if record else (0, 0, 0)
     positions = np.zeros((shape[0], shape[1], shape[2] + record), np.int32)  # (episodes, agents, T+1)
     rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)
     learner = config.learner
     tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
-                               learner.q_initial, agents_coupled(config.coordination_threshold))
+                               learner.q_initial,
+                               agents_coupled(config.coordination_threshold, protocol.code)
+                               and protocol.code != SHARED_Q)
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
         config.coordination_threshold, environments.good, environments.evil, environments.starts,
         environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
-        learner.q_initial, learner.reward_scale, tables, record, positions, rewards)
+        learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards)
     seconds = time.perf_counter() - start
+    messages, bits = talk.comm
     if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
-        return EpisodeRun(mean_rewards, environments, seconds, positions.transpose(0, 2, 1),
+        return EpisodeRun(mean_rewards, environments, seconds, messages, bits, positions.transpose(0, 2, 1),
                           rewards.transpose(0, 2, 1))
-    return EpisodeRun(mean_rewards, environments, seconds)
+    return EpisodeRun(mean_rewards, environments, seconds, messages, bits)
 
 
 def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
-                 record: bool = False, behaviours: list[str] | None = None) -> EpisodeRun:
+                 record: bool = False) -> EpisodeRun:
     """Generate the given episode indices' environments and play them."""
-    return play(config, generate_environments(config, episodes, seed_prefix), record, behaviours)
+    return play(config, generate_environments(config, episodes, seed_prefix), record)
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
@@ -118,7 +130,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
     accumulator = ScoreAccumulator()
-    kernel_seconds = 0.0
+    kernel_seconds = messages = bits = 0.0
     with tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False,
               desc=f"{config.behaviour} x{config.group_size}") as bar:
         for first in range(0, config.episodes, size):
@@ -126,10 +138,12 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             run = run_episodes(config, episodes)
             accumulator.add(run.mean_rewards, run.environments.k_raw, run.environments.k_normalised)
             kernel_seconds += run.kernel_seconds
+            messages += run.messages
+            bits += run.bits
             bar.update(len(episodes))
-    learns = get_behaviour(config.behaviour).learns
     agent_steps = config.episodes * config.iterations * config.group_size
     return EvaluationResult(
         config=config, estimate=accumulator.estimate(), entropy_bits=config.environment().entropy_bits,
         wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, agent_steps=agent_steps,
-        training_steps=agent_steps * config.q_training_passes if learns else 0)
+        training_steps=config.episodes * config.iterations * learner_count(config) * config.q_training_passes,
+        messages=messages, bits=bits)

@@ -8,8 +8,9 @@ small worked examples only.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from collective.random_streams import SplitMix64
 
@@ -63,6 +64,16 @@ def _axis_step(a: int, b: int, size: int) -> int:
     return 1 if forward <= size - forward else -1
 
 
+@dataclass(frozen=True)
+class ReferenceProtocol:
+    """A protocol as the reference plays it (spec §6): its name, its parameters by name (with
+    defaults filled in), and which agents take part."""
+
+    name: str = "none"
+    params: dict = field(default_factory=dict)
+    members: tuple[bool, ...] = ()
+
+
 @dataclass
 class LearnerSettings:
     alpha: float = 0.3
@@ -74,21 +85,31 @@ class LearnerSettings:
 
 
 def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[int], evil: list[int],
-                      starts: list[int], seed: int, learner: LearnerSettings | None = None
-                      ) -> tuple[list[list[int]], list[list[float]]]:
-    """Play one episode; returns the scored pass's positions [T+1][agents] and rewards [T][agents]."""
+                      starts: list[int], seed: int, learner: LearnerSettings | None = None,
+                      protocol: ReferenceProtocol | None = None) -> tuple[list[list[int]], list[list[float]], list[int]]:
+    """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
+    and the protocol's (messages, bits) over all passes."""
     learner = learner or LearnerSettings()
+    protocol = protocol or ReferenceProtocol(members=tuple(False for _ in behaviours))
+    cost = [0, 0]
     n_cells = world.rows * world.cols
     world_stream = SplitMix64.for_stream(seed, stream_id=0, pass_index=0)
     hidden_start = world_stream.uniform_int(n_cells) if "imitation" in behaviours else None
-    tables = {i: defaultdict(lambda: [learner.q_initial] * 9)
-              for i, b in enumerate(behaviours) if b in ("q_learning", "sarsa")}
+    learners = [i for i, b in enumerate(behaviours) if b in ("q_learning", "sarsa")]
+    if protocol.name == "shared_q":  # one table object for every learner
+        shared = defaultdict(lambda: [learner.q_initial] * 9)
+        tables = {i: shared for i in learners}
+    else:
+        tables = {i: defaultdict(lambda: [learner.q_initial] * 9) for i in learners}
     passes = learner.training_passes if tables else 0
     for p in range(passes):
         streams = [SplitMix64.for_stream(seed, i + 1, pass_index=p + 1) for i in range(len(behaviours))]
-        _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, learning=True)
+        _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, protocol, cost,
+              learning=True)
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
-    return _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, learning=False)
+    positions, rewards = _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner,
+                               protocol, cost, learning=False)
+    return positions, rewards, cost
 
 
 def _earliest_interception(world, cell, t, good):
@@ -99,12 +120,16 @@ def _earliest_interception(world, cell, t, good):
     return good[world.iterations]
 
 
+def _best_observed(world, cell, good_now, evil_now, stream):
+    """The local searcher's choice: (best observed cell, its reward), uniform tie-break (one draw)."""
+    observed = [(world.reward(c, good_now, evil_now), c) for c, _, _ in world.window(cell)]
+    best = max(value for value, _ in observed)
+    ties = [c for value, c in observed if value == best]
+    return ties[stream.uniform_int(len(ties))], best
+
+
 def _local_search(world, cell, good_now, evil_now, stream):
-    observed = [(world.reward(c, good_now, evil_now), dr, dc) for c, dr, dc in world.window(cell)]
-    best = max(value for value, _, _ in observed)
-    ties = [(dr, dc) for value, dr, dc in observed if value == best]
-    dr, dc = ties[stream.uniform_int(len(ties))]
-    return world.moved(cell, (dr > 0) - (dr < 0), (dc > 0) - (dc < 0))
+    return world.step_toward(cell, _best_observed(world, cell, good_now, evil_now, stream)[0])
 
 
 def _greedy(values, stream):
@@ -113,8 +138,97 @@ def _greedy(values, stream):
     return ties[stream.uniform_int(len(ties))]
 
 
-def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, learning):
+def _cell_bits(world) -> int:
+    return math.ceil(math.log2(world.rows * world.cols))
+
+
+def _targets(world, protocol, here, good_now, evil_now, streams, memory, cost):
+    """Each participating searcher's target cell this iteration (spec §6; protocols/*.py)."""
+    members = [i for i, takes_part in enumerate(protocol.members) if takes_part]
+    params, name = protocol.params, protocol.name
+    window_cells = (2 * world.observation_range + 1) ** 2
+    observed = {i: [(c, world.reward(c, good_now, evil_now)) for c, _, _ in world.window(here[i])] for i in members}
+    m = len(members)
+    if name == "stigmergy":
+        if params["form"] == "paper":  # Algorithm 2: a fresh field each iteration, deposits add up
+            fake = defaultdict(float)
+            for i in members:
+                values = [v for _, v in observed[i]]
+                deposit = params["gamma"] * max(values) + (1 - params["gamma"]) * min(values)
+                for c, _ in observed[i]:
+                    fake[c] += deposit
+                cost[0] += 1
+                cost[1] += window_cells * 64
+            scores = {i: [(c, v + fake[c]) for c, v in observed[i]] for i in members}
+        else:  # the 2016 code: one persistent field, updated agent by agent
+            field = memory.setdefault("field", defaultdict(float))
+            for i in members:
+                values = [v for _, v in observed[i]]
+                deposit = params["weight"] * (max(values) + min(values))
+                if deposit != 0:
+                    for c, v in observed[i]:
+                        field[c] = (field[c] + v + deposit) / params["divisor"]
+                    cost[0] += 1
+                    cost[1] += window_cells * 64
+            scores = {i: [(c, field[c]) for c, _ in observed[i]] for i in members}
+        targets = {}
+        for i in members:
+            best = max(v for _, v in scores[i])
+            ties = [c for c, v in scores[i] if v == best]
+            targets[i] = ties[streams[i].uniform_int(len(ties))]
+        return targets
+    if name in ("broadcast", "wisdom"):
+        if name == "wisdom" or params["memory"] == "true":
+            shared = memory.setdefault("map", [0.0] * (world.rows * world.cols))
+            for i in members:
+                wrote = False
+                for c, v in observed[i]:
+                    if v != 0:
+                        shared[c] = (shared[c] + v) / 2
+                        cost[1] += _cell_bits(world) + 64
+                        wrote = True
+                cost[0] += wrote
+            best = max(shared)
+            candidates = [c for c in range(len(shared)) if shared[c] == best]
+        else:
+            reported = {c: v for i in members for c, v in observed[i]}
+            best = max(reported.values())
+            candidates = sorted(c for c, v in reported.items() if v == best)
+            cost[0] += m * (m - 1)
+            cost[1] += m * (m - 1) * (window_cells * 64 + _cell_bits(world))
+        return {i: candidates[streams[i].uniform_int(len(candidates))] for i in members}
+    own = {i: _best_observed(world, here[i], good_now, evil_now, streams[i]) for i in members}
+    if name == "auction":
+        winner = max(members, key=lambda i: (own[i][1], -i))  # the highest bid; first agent on ties
+        target = own[winner][0]
+        if params["sticky"] == "true":
+            if own[winner][1] > memory.get("bid", -math.inf):
+                memory["bid"], memory["target"] = own[winner][1], target
+            target = memory["target"]
+        cost[0] += m * (m - 1)
+        cost[1] += m * (m - 1) * (64 + _cell_bits(world))
+        return {i: target for i in members}
+    if name == "dictatorship":
+        cost[0] += m - 1
+        cost[1] += (m - 1) * _cell_bits(world)
+        return {i: own[members[int(params["dictator"])]][0] for i in members}
+    if name == "hierarchy":  # rank k (1-based) reports to rank k // 2
+        targets = {}
+        for rank, i in enumerate(members, start=1):
+            best = i
+            for child in (2 * rank, 2 * rank + 1):
+                if child <= m and own[members[child - 1]][1] > own[best][1]:
+                    best = members[child - 1]
+            targets[i] = own[best][0]
+        cost[0] += m - 1
+        cost[1] += (m - 1) * (64 + _cell_bits(world))
+        return targets
+    raise ValueError(f"the reference does not know protocol {name!r}")
+
+
+def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, protocol, cost, learning):
     T = world.iterations
+    memory = {}  # protocol state that lasts the pass
     positions = [list(starts)]
     rewards = []
     hidden = hidden_start
@@ -123,9 +237,14 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
         here = positions[-1]
         chosen_actions = {}
         moved = []
+        targets = {}
+        if protocol.name not in ("none", "shared_q"):
+            targets = _targets(world, protocol, here, good[t], evil[t], streams, memory, cost)
         for i, behaviour in enumerate(behaviours):
             cell, stream = here[i], streams[i]
-            if behaviour == "random":
+            if i in targets:
+                moved.append(world.step_toward(cell, targets[i]))
+            elif behaviour == "random":
                 dr, dc = ACTION_MOVES[stream.uniform_int(9)]
                 moved.append(world.moved(cell, dr, dc))
             elif behaviour == "local_search":
@@ -140,6 +259,9 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
             else:
                 q = tables[i]
                 state = (cell, t)
+                if learning and protocol.name == "shared_q":
+                    cost[0] += 1
+                    cost[1] += 64 + math.ceil(math.log2(max(2, world.rows * world.cols * T * 9)))
                 if learning and learner.epsilon > 0 and stream.uniform_float() < learner.epsilon:
                     action = stream.uniform_int(9)
                 else:

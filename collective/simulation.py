@@ -25,13 +25,24 @@ from collective.behaviours.decisions import (greedy_action, learner_action, loca
                                              max_q, oracle_step, random_step)
 from collective.random_streams import derive_stream_seed, uniform_int
 from collective.torus import axis_step_toward, chebyshev, proximity, wrap
+from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
+from protocols.auction import auction_rule
+from protocols.broadcast import broadcast_rule
+from protocols.dictatorship import dictatorship_rule
+from protocols.hierarchy import hierarchy_rule
+from protocols.kernel_support import FLOAT_BITS
+from protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
-# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_search_step.
+# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_best.
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
+# A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
+# members (participating agent indices), targets (agents,), choice (agents, 3), field (cells,),
+# state (2,), and comm (2,), the messages and bits sent, summed over the batch.
+Talk = namedtuple("Talk", "code values members targets choice field state comm")
 # Learners' tables: q (learners, T, cells, 9) flat; dirty (learners, T, cells); written/n_written
 # list the states written this episode so that only those are reset.
 Tables = namedtuple("Tables", "q dirty written n_written")
@@ -49,19 +60,27 @@ class LearnerParameters:
     reward_scale: float = 1.0
 
 
-def agents_coupled(coordination_threshold: int) -> bool:
-    """Whether one agent's moves can change another's rewards or decisions."""
-    return coordination_threshold > 1
+def agents_coupled(coordination_threshold: int, protocol_code: int) -> bool:
+    """Whether one agent's moves can change another's rewards, decisions or learning."""
+    return coordination_threshold > 1 or protocol_code != NONE
+
+
+def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: np.ndarray,
+                   agents: int, rows: int, cols: int) -> Talk:
+    """A group's protocol as the kernel receives it; `participates` (agents,) marks its members."""
+    return Talk(protocol_code, np.asarray(values, np.float64), np.flatnonzero(participates).astype(np.int64),
+                np.full(agents, -1, np.int64), np.zeros((agents, 3)), np.zeros(rows * cols),
+                np.zeros(2), np.zeros(2))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
-                      training_passes: int, q_initial: float, coupled: bool) -> Tables:
+                      training_passes: int, q_initial: float, separate_tables: bool) -> Tables:
     """The learners' Q-tables, filled with Q0, and the bookkeeping of written states: one block
-    per learner when the group is coupled, else a single block each agent reuses in turn."""
+    per learner when they play together with tables of their own, else a single block (shared,
+    or reused by each agent in turn when agents play alone)."""
     learners = int(np.isin(codes, (Q_LEARNING, SARSA)).sum())
-    if not coupled:
-        learners = min(learners, 1)
-    n_states = rows * cols * iterations * learners
+    blocks = learners if separate_tables else min(learners, 1)
+    n_states = rows * cols * iterations * blocks
     written = np.empty(min(n_states, training_passes * iterations * learners), np.int64)
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
 
@@ -75,7 +94,7 @@ def _q_base(t, row, cell, iterations, n_cells):
 @njit(cache=True)
 def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
                good_r, good_c, evil_r, evil_c, hidden_start, episode_seed, pass_index,
-               learning, alpha, gamma, epsilon, reward_scale, tables, scratch,
+               learning, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
                record, rec_positions, rec_rewards):
     """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
     table rows `table_row`, start cells `starts`); returns the sum of their real rewards.
@@ -83,6 +102,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
     Per iteration (spec §1): every agent decides from ⊕/⊖'s current cells, then all move, ⊕/⊖
     take their next pattern step, and rewards come from the new cells. Learners update their
     Q-tables only when `learning` (training passes), with rewards scaled by `reward_scale`.
+    The group's protocol (`talk`) speaks after all agents observe and before any acts (spec §6).
     """
     s = scratch
     q = tables.q
@@ -96,17 +116,27 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
         if record:
             rec_positions[i, 0] = starts[i]
     s.pointer[agents] = 0
+    talk.field[:] = 0.0
+    talk.targets[:] = -1
+    talk.state[0], talk.state[1] = -np.inf, -1.0
+    table_address_bits = np.ceil(np.log2(max(2, tables.q.shape[0])))
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
     total = 0.0
     for t in range(iterations):
         gr, gc, er, ec = good_r[t], good_c[t], evil_r[t], evil_c[t]
+        if talk.code != NONE and talk.code != SHARED_Q:
+            _communicate(talk, s, gr, gc, er, ec, rows, cols, view, radius)
         for i in range(agents):
             r, c, code, stream = s.pos_r[i], s.pos_c[i], codes[i], s.streams[i]
             if code == RANDOM:
                 dr, dc = random_step(stream)
             elif code == LOCAL_SEARCH:
-                dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, s.window)
+                if talk.targets[i] >= 0:
+                    target_r, target_c = talk.targets[i] // cols, talk.targets[i] % cols
+                    dr, dc = axis_step_toward(r, target_r, rows), axis_step_toward(c, target_c, cols)
+                else:
+                    dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, s.window)
             elif code == ORACLE:
                 dr, dc = oracle_step(r, c, t, good_r, good_c, iterations, rows, cols, s.pointer, i)
             elif code == IMITATION:
@@ -118,6 +148,9 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
                 base = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
                 s.state[i] = base
                 if learning:
+                    if talk.code == SHARED_Q:  # each update is a write to the group's table
+                        talk.comm[0] += 1
+                        talk.comm[1] += FLOAT_BITS + table_address_bits
                     if not tables.dirty[base // 9]:
                         tables.dirty[base // 9] = True
                         tables.written[tables.n_written[0]] = base
@@ -168,27 +201,44 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
 
 
 @njit(cache=True)
+def _communicate(talk, s, good_r, good_c, evil_r, evil_c, rows, cols, view, radius):
+    """Run the group's protocol rule for this iteration (protocols/*.py)."""
+    arguments = (talk.values, talk.members, s.pos_r, s.pos_c, good_r, good_c, evil_r, evil_c, rows, cols,
+                 view, radius, s.streams, s.window, talk.field, talk.state, talk.choice, talk.targets, talk.comm)
+    if talk.code == STIGMERGY:
+        stigmergy_rule(*arguments)
+    elif talk.code == BROADCAST:
+        broadcast_rule(*arguments)
+    elif talk.code == AUCTION:
+        auction_rule(*arguments)
+    elif talk.code == DICTATORSHIP:
+        dictatorship_rule(*arguments)
+    elif talk.code == HIERARCHY:
+        hierarchy_rule(*arguments)
+
+
+@njit(cache=True)
 def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    good, evil, starts, seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
-                   tables, record, rec_positions, rec_rewards):
+                   tables, talk, record, rec_positions, rec_rewards):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; starts
     (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
-    `learner_workspace`. With `record`, rec_positions (episodes, agents, T+1) and rec_rewards
+    `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions (episodes, agents, T+1) and rec_rewards
     (episodes, agents, T) receive the scored pass's trajectories.
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
-    coupled = threshold > 1  # keep in step with agents_coupled()
+    coupled = threshold > 1 or talk.code != NONE  # keep in step with agents_coupled()
     agent_ids = np.arange(agents)
     table_row = np.full(agents, -1, np.int64)
     learners = 0
     has_imitator = False
     for i in range(agents):
         if codes[i] == Q_LEARNING or codes[i] == SARSA:
-            table_row[i] = learners if coupled else 0
+            table_row[i] = learners if coupled and talk.code != SHARED_Q else 0
             learners += 1
         has_imitator |= codes[i] == IMITATION
     view_side = 2 * view + 1
@@ -217,11 +267,11 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             for p in range(training_passes if learners > 0 else 0):
                 _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
                            threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], p + 1,
-                           True, alpha, gamma, epsilon, reward_scale, tables, scratch,
+                           True, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
                            False, no_positions, no_rewards)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
                                threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], SCORED_PASS,
-                               False, alpha, gamma, epsilon, reward_scale, tables, scratch,
+                               False, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
                                record, positions_out, rewards_out)
             _reset_written(tables, q_initial)
         else:
@@ -232,11 +282,11 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                     _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
                                iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c, -1,
                                seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale, tables, scratch,
-                               False, no_positions, no_rewards)
+                               talk, False, no_positions, no_rewards)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
                                     iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c,
                                     hidden_start, seeds[e], SCORED_PASS, False, alpha, gamma, epsilon,
-                                    reward_scale, tables, scratch, record,
+                                    reward_scale, tables, scratch, talk, record,
                                     positions_out[one] if record else no_positions,
                                     rewards_out[one] if record else no_rewards)
                 _reset_written(tables, q_initial)

@@ -1,36 +1,51 @@
 """The fast batched kernel and the slow reference simulator, driven from the same seeds, must
-produce identical trajectories and rewards, step by step (spec §1, §5)."""
+produce identical trajectories, rewards and communication counts, step by step (spec §1, §5, §6)."""
 import numpy as np
 import pytest
 
 from collective.config import EvaluationConfig
 from collective.evaluate import run_episodes
-from collective.reference_simulation import LearnerSettings, ReferenceWorld, reference_episode
+from collective.reference_simulation import LearnerSettings, ReferenceProtocol, ReferenceWorld, reference_episode
+from protocols import get_protocol
 
 
-def assert_lockstep(config: EvaluationConfig, behaviours: list[str], episodes: int = 4):
-    run = run_episodes(config, np.arange(episodes), record=True, behaviours=behaviours)
+def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:
+    protocol = get_protocol(config.protocol)
+    params = {p.name: str(p.default) for p in protocol.parameters} | dict(config.protocol_params) | protocol.fixed
+    typed = {k: (float(v) if k in ("gamma", "weight", "divisor", "dictator") else v) for k, v in params.items()}
+    return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members))
+
+
+def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
+    run = run_episodes(config, np.arange(episodes), record=True)
     env = run.environments
     world = ReferenceWorld(config.rows, config.cols, config.iterations, config.observation_range,
                            config.reward_radius, config.coordination_threshold)
     learner = LearnerSettings(alpha=config.q_alpha, gamma=config.q_gamma, epsilon=config.q_epsilon,
                               q_initial=config.q_initial, training_passes=config.q_training_passes,
                               reward_scale=config.q_reward_scale)
+    messages = bits = 0
     for e in range(episodes):
-        positions, rewards = reference_episode(world, behaviours, env.good[e].tolist(), env.evil[e].tolist(),
-                                               env.starts[e].tolist(), int(env.agent_seeds[e]), learner)
+        positions, rewards, cost = reference_episode(
+            world, config.behaviours, env.good[e].tolist(), env.evil[e].tolist(), env.starts[e].tolist(),
+            int(env.agent_seeds[e]), learner, reference_protocol(config))
         for t, (expected, actual) in enumerate(zip(positions, run.positions[e])):
             assert list(actual) == expected, f"episode {e}: positions differ at t={t}"
         assert np.array_equal(np.array(rewards), run.rewards[e]), f"episode {e}: rewards differ"
         assert run.mean_rewards[e] == pytest.approx(np.mean(rewards), abs=1e-12)
+        messages, bits = messages + cost[0], bits + cost[1]
+    assert (run.messages, run.bits) == (messages, bits)
 
 
 SMALL = dict(rows=7, cols=6, iterations=40, episodes=4, q_training_passes=6)
-GROUPS = [["random"] * 3, ["local_search"] * 4, ["oracle"] * 2, ["q_learning"] * 2, ["sarsa"] * 2,
-          ["imitation"] * 3, ["q_learning", "sarsa", "local_search", "imitation", "oracle", "random"]]
+GROUPS = {
+    "random": "random:3", "local_search": "local_search:4", "oracle": "oracle:2", "q_learning": "q_learning:2",
+    "sarsa": "sarsa:2", "imitation": "imitation:3",
+    "mixed": "q_learning:1,sarsa:1,local_search:1,imitation:1,oracle:1,random:1",
+}
 
 
-@pytest.mark.parametrize("behaviours", GROUPS, ids=lambda g: "+".join(sorted(set(g))))
+@pytest.mark.parametrize("mix", GROUPS.values(), ids=GROUPS.keys())
 @pytest.mark.parametrize("variant", [
     dict(),
     dict(q_epsilon=0.2, q_initial=2.0, q_reward_scale=10.0),
@@ -38,11 +53,33 @@ GROUPS = [["random"] * 3, ["local_search"] * 4, ["oracle"] * 2, ["q_learning"] *
     dict(coordination_threshold=2),
     dict(evil_pairing="independent", pattern_generator="ping_pong", k_min=None, k_max=None),
 ], ids=["default", "epsilon-optimistic", "range2-rect", "coordination", "independent-pingpong"])
-def test_fast_kernel_matches_reference(behaviours, variant):
-    settings = {**SMALL, **variant}
-    profile_fields = {k: v for k, v in settings.items() if v is not None}
-    config = EvaluationConfig.from_profile("paper", behaviour=behaviours[0], group_size=len(behaviours),
-                                           **profile_fields)
-    if settings.get("k_min", 0) is None:
+def test_behaviours_match_reference(mix, variant):
+    settings = {**SMALL, **{k: v for k, v in variant.items() if v is not None}}
+    config = EvaluationConfig.from_profile("paper", mix=mix, **settings)
+    if "k_min" in variant:
         config = config.with_changes(k_min=None, k_max=None)
-    assert_lockstep(config, behaviours)
+    assert_lockstep(config)
+
+
+PROTOCOL_CASES = [
+    ("stigmergy", (), "local_search:4"),
+    ("stigmergy", (("form", "reference"),), "local_search:4,random:1"),
+    ("stigmergy", (("gamma", "0.9"),), "local_search:3"),
+    ("broadcast", (), "local_search:4"),
+    ("broadcast", (("memory", "true"),), "local_search:3,oracle:1"),
+    ("wisdom", (), "local_search:5"),
+    ("auction", (), "local_search:4"),
+    ("auction", (("sticky", "true"),), "local_search:4"),
+    ("dictatorship", (("dictator", "2"),), "local_search:4"),
+    ("hierarchy", (), "local_search:7"),
+    ("shared_q", (), "q_learning:3"),
+    ("shared_q", (), "sarsa:2,q_learning:1,local_search:1"),
+]
+
+
+@pytest.mark.parametrize("protocol, params, mix", PROTOCOL_CASES, ids=[f"{p}-{m}" for p, _, m in PROTOCOL_CASES])
+@pytest.mark.parametrize("view", [1, 2])
+def test_protocols_match_reference(protocol, params, mix, view):
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
+                                           observation_range=view, **{**SMALL, "rows": 9, "cols": 8})
+    assert_lockstep(config)

@@ -22,9 +22,9 @@ def random_step(stream):
 
 
 @njit(cache=True)
-def local_search_step(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch):
-    """Argmax of the observed rewards over the range-`view` Moore window, uniform tie-break
-    (paper 003 §5.2.1); a cell further than one step is approached one step per axis.
+def local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch):
+    """The local searcher's choice (paper 003 §5.2.1): (row offset, column offset, reward) of the
+    best cell in its range-`view` Moore window, uniform tie-break; one draw from `stream`.
 
     `scratch` is an int64 work array of at least (2·view+1)² + 4·(2·view+1) entries.
     """
@@ -35,7 +35,7 @@ def local_search_step(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, ra
         # Triangle inequality: every window cell is beyond the reward radius of both objects,
         # so all observed rewards are 0 and the tie-break alone picks the cell.
         j = uniform_int(stream, side * side)
-        return np.sign(j // side - view), np.sign(j % side - view)
+        return j // side - view, j % side - view, 0.0
     ties_at = side * side  # scratch layout: tie list, then per-offset axis distances
     for k in range(side):
         scratch[ties_at + k] = axis_distance(wrap(r + k - view, rows), good_r, rows)
@@ -56,7 +56,15 @@ def local_search_step(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, ra
                 scratch[ties] = i * side + j
                 ties += 1
     chosen = scratch[uniform_int(stream, ties)]
-    return np.sign(chosen // side - view), np.sign(chosen % side - view)
+    return chosen // side - view, chosen % side - view, best
+
+
+@njit(cache=True, inline="always")
+def local_search_step(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch):
+    """Move toward the best observed cell, one step per axis (spec §5: for view > 1 the cell may
+    be further than one step)."""
+    dr, dc, _ = local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch)
+    return np.sign(dr), np.sign(dc)
 
 
 @njit(cache=True)

@@ -1,0 +1,114 @@
+"""Communication protocols (spec §6; paper 003 §5.2.2): how a group talks, one module each.
+
+A protocol is a small `Protocol` subclass registered by name. It declares its parameters, the
+behaviours it applies to (the group's other members act alone), whether it couples the agents
+(coupled groups are simulated together), and the kernel code whose rule `collective.simulation`
+runs each iteration after every agent has observed and before any acts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+NONE, STIGMERGY, SHARED_Q, BROADCAST, AUCTION, DICTATORSHIP, HIERARCHY = range(7)
+PARAMETER_SLOTS = 4  # the kernel receives each protocol's numeric parameters in a vector this long
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One protocol parameter: a number in [low, high], or one of `choices` (stored as its index)."""
+
+    name: str
+    default: object
+    description: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def parse(self, text: str) -> float:
+        """The kernel value of `text`, or ValueError naming what is allowed."""
+        if self.choices:
+            if text not in self.choices:
+                raise ValueError(f"{self.name} must be one of {', '.join(self.choices)} (got {text!r})")
+            return float(self.choices.index(text))
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{self.name} must be a number in [{self.low}, {self.high}] (got {text!r})") from None
+        if not self.low <= value <= self.high:
+            raise ValueError(f"{self.name} must be a number in [{self.low}, {self.high}] (got {text!r})")
+        return value
+
+    @property
+    def allowed(self) -> str:
+        return "|".join(self.choices) if self.choices else f"[{self.low}, {self.high}]"
+
+
+class Protocol:
+    """How a group communicates; subclasses set the class attributes."""
+
+    name: ClassVar[str]
+    code: ClassVar[int]
+    description: ClassVar[str]
+    applies_to: ClassVar[frozenset[str]] = frozenset()  # behaviours that take part
+    minimum_members: ClassVar[int] = 2  # participants needed for the protocol to mean anything
+    parameters: ClassVar[tuple[Parameter, ...]] = ()
+    fixed: ClassVar[dict[str, str]] = {}  # parameters an alias pins (e.g. wisdom = broadcast+memory)
+
+    @classmethod
+    def couples_agents(cls) -> bool:
+        return cls.code != NONE
+
+    @classmethod
+    def check_group(cls, values: tuple[float, ...], participants: int) -> None:
+        """ValueError when the group cannot use this protocol meaningfully."""
+        if participants < cls.minimum_members:
+            members = " or ".join(sorted(cls.applies_to))
+            raise ValueError(f"protocol {cls.name} needs at least {cls.minimum_members} {members} agents "
+                             f"(the group has {participants})")
+
+    @classmethod
+    def kernel_values(cls, params: dict[str, str]) -> tuple[float, ...]:
+        """The numeric parameter vector for the kernel, defaults filled in, in declaration order.
+        Raises ValueError naming an unknown or invalid parameter."""
+        allowed = {p.name: p for p in cls.parameters}
+        for key in params:
+            if key not in allowed or key in cls.fixed:
+                names = ", ".join(p.name for p in cls.parameters if p.name not in cls.fixed) or "none"
+                raise ValueError(f"protocol {cls.name} has no parameter {key!r}; its parameters: {names}")
+        merged = {p.name: str(p.default) for p in cls.parameters} | dict(params) | cls.fixed
+        values = tuple(allowed[name].parse(merged[name]) for name in allowed)
+        return values + (0.0,) * (PARAMETER_SLOTS - len(values))
+
+
+_REGISTRY: dict[str, type[Protocol]] = {}
+
+
+def register(cls: type[Protocol]) -> type[Protocol]:
+    if cls.name in _REGISTRY:
+        raise ValueError(f"protocol {cls.name!r} registered twice")
+    if len(cls.parameters) > PARAMETER_SLOTS:
+        raise ValueError(f"protocol {cls.name!r} has more than {PARAMETER_SLOTS} parameters")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def protocol_names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def get_protocol(name: str) -> type[Protocol]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown protocol {name!r}; allowed: {', '.join(_REGISTRY)}") from None
+
+
+# Importing the modules registers them, in the order `collective protocols` lists them.
+from protocols import none  # noqa: E402,F401,I001
+from protocols import stigmergy  # noqa: E402,F401
+from protocols import shared_q  # noqa: E402,F401
+from protocols import broadcast  # noqa: E402,F401
+from protocols import auction  # noqa: E402,F401
+from protocols import dictatorship  # noqa: E402,F401
+from protocols import hierarchy  # noqa: E402,F401

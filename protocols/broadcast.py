@@ -1,0 +1,77 @@
+"""`broadcast` and `wisdom` (spec §6).
+
+broadcast: every searcher sends its observation to every other member; each searcher then heads
+for the best cell anyone reported (uniform tie-break). With memory=true (the name `wisdom`, the
+reference's wisdom of the crowd) the group keeps one map A per episode, each non-zero observed
+reward folded in as A(c) = (A(c) + R(c))/2 in agent order, and every searcher steps toward the
+global argmax of A.
+"""
+from protocols import BROADCAST, Parameter, Protocol, register
+
+_PARAMETERS = (Parameter("memory", "false", "keep a shared map across iterations (wisdom of the crowd)",
+                         choices=("false", "true")),)
+
+
+@register
+class Broadcast(Protocol):
+    name = "broadcast"
+    code = BROADCAST
+    description = "every searcher hears every observation and heads for the best cell reported"
+    applies_to = frozenset({"local_search"})
+    parameters = _PARAMETERS
+
+
+@register
+class WisdomOfTheCrowd(Protocol):
+    name = "wisdom"
+    code = BROADCAST
+    description = "broadcast with memory: a shared map of rewards seen, all head for its best cell"
+    applies_to = frozenset({"local_search"})
+    parameters = _PARAMETERS
+    fixed = {"memory": "true"}
+
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+from collective.random_streams import uniform_int  # noqa: E402
+from collective.torus import wrap  # noqa: E402
+from protocols.kernel_support import FLOAT_BITS, cell_bits, observed_reward  # noqa: E402
+
+
+@njit(cache=True)
+def broadcast_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
+                   streams, window, field, state, choice, targets, comm):
+    memory = values[0] > 0.5
+    n_cells = rows * cols
+    m = members.shape[0]
+    bits = cell_bits(rows, cols)
+    if memory:  # fold every non-zero observation into the shared map, agent by agent
+        for i in members:
+            wrote = False
+            for dr in range(-view, view + 1):
+                for dc in range(-view, view + 1):
+                    rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
+                    reward = observed_reward(rr, cc, good_r, good_c, evil_r, evil_c, rows, cols, radius)
+                    if reward != 0.0:
+                        field[rr * cols + cc] = (field[rr * cols + cc] + reward) / 2.0
+                        comm[1] += bits + FLOAT_BITS
+                        wrote = True
+            comm[0] += wrote
+        best = field.max()
+        candidates = np.flatnonzero(field == best)
+    else:  # everyone hears everyone: the best reported cells, each listed once
+        side = 2 * view + 1
+        comm[0] += m * (m - 1)
+        comm[1] += m * (m - 1) * (side * side * FLOAT_BITS + bits)
+        reported = np.full(n_cells, -np.inf)
+        for i in members:
+            for dr in range(-view, view + 1):
+                for dc in range(-view, view + 1):
+                    rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
+                    reported[rr * cols + cc] = observed_reward(rr, cc, good_r, good_c, evil_r, evil_c,
+                                                               rows, cols, radius)
+        best = reported.max()
+        candidates = np.flatnonzero(reported == best)
+    for i in members:
+        targets[i] = candidates[uniform_int(streams[i], candidates.shape[0])]

@@ -1,0 +1,38 @@
+"""`dictatorship` (spec §6): one searcher, the dictator, picks its best observed cell and the
+whole group heads for it."""
+from protocols import DICTATORSHIP, Parameter, Protocol, register
+
+
+@register
+class Dictatorship(Protocol):
+    name = "dictatorship"
+    code = DICTATORSHIP
+    description = "one searcher decides the target cell for all"
+    applies_to = frozenset({"local_search"})
+    parameters = (Parameter("dictator", 0, "which searcher rules (its rank among the searchers, from 0)",
+                            low=0, high=10**6),)
+
+    @classmethod
+    def check_group(cls, values, participants):
+        super().check_group(values, participants)
+        if values[0] != int(values[0]) or values[0] >= participants:
+            raise ValueError(f"dictator must be a whole rank below {participants}, the number of searchers "
+                             f"(got {values[0]:g})")
+
+
+from numba import njit  # noqa: E402
+
+from protocols.kernel_support import cell_bits, chosen_cell, local_choices  # noqa: E402
+
+
+@njit(cache=True)
+def dictatorship_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
+                      streams, window, field, state, choice, targets, comm):
+    local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
+                  streams, window, choice)
+    target = chosen_cell(members[int(values[0])], pos_r, pos_c, choice, rows, cols)
+    m = members.shape[0]
+    comm[0] += m - 1
+    comm[1] += (m - 1) * cell_bits(rows, cols)
+    for i in members:
+        targets[i] = target

@@ -1,0 +1,33 @@
+"""`hierarchy` (binary tree, spec §6): searchers ranked k = 1..m in agent order; k reports its best
+observed cell and reward to its parent ⌊k/2⌋; each searcher heads for the best among its own cell
+and its children's reports (its own on ties, then the first child)."""
+from protocols import HIERARCHY, Protocol, register
+
+
+@register
+class Hierarchy(Protocol):
+    name = "hierarchy"
+    code = HIERARCHY
+    description = "binary tree: agent k reports to ⌊k/2⌋ and heads for the best of its own and its children's reports"
+    applies_to = frozenset({"local_search"})
+
+
+from numba import njit  # noqa: E402
+
+from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_choices  # noqa: E402
+
+
+@njit(cache=True)
+def hierarchy_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
+                   streams, window, field, state, choice, targets, comm):
+    local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
+                  streams, window, choice)
+    m = members.shape[0]
+    for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1
+        best = members[rank - 1]
+        for child_rank in (2 * rank, 2 * rank + 1):
+            if child_rank <= m and choice[members[child_rank - 1], 2] > choice[best, 2]:
+                best = members[child_rank - 1]
+        targets[members[rank - 1]] = chosen_cell(best, pos_r, pos_c, choice, rows, cols)
+    comm[0] += m - 1
+    comm[1] += (m - 1) * (FLOAT_BITS + cell_bits(rows, cols))

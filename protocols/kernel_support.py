@@ -1,0 +1,48 @@
+"""Compiled helpers shared by the protocols' iteration rules.
+
+Every rule has one signature, `rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c,
+rows, cols, view, radius, streams, window, field, state, choice, targets, comm)`: it reads the
+searchers' positions (members: indices of the participating agents, in agent order), writes a
+target cell for each participant into `targets` (agents,), and adds messages and bits to comm (2,).
+`field` (cells,) and `state` (2,) hold protocol state for the current pass; `choice` (agents, 3)
+is scratch for each searcher's local choice (row offset, column offset, reward).
+"""
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from collective.behaviours.decisions import local_best
+from collective.torus import chebyshev, proximity, wrap
+
+FLOAT_BITS = 64  # a reward travels as a double
+
+
+@njit(cache=True, inline="always")
+def observed_reward(r, c, good_r, good_c, evil_r, evil_c, rows, cols, radius):
+    """R(c) of the cell at (r, c) (paper 003 §4.1.2)."""
+    return (proximity(chebyshev(r, c, good_r, good_c, rows, cols), radius)
+            - proximity(chebyshev(r, c, evil_r, evil_c, rows, cols), radius))
+
+
+@njit(cache=True, inline="always")
+def cell_bits(rows, cols):
+    """Bits that name one cell of the grid."""
+    return math.ceil(math.log2(rows * cols))
+
+
+@njit(cache=True)
+def local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
+                  streams, window, choice):
+    """Each searcher's own best cell (one draw each): choice[i] = (row offset, column offset, reward)."""
+    for i in members:
+        dr, dc, value = local_best(pos_r[i], pos_c[i], good_r, good_c, evil_r, evil_c, rows, cols, view,
+                                   radius, streams[i], window)
+        choice[i, 0], choice[i, 1], choice[i, 2] = dr, dc, value
+
+
+@njit(cache=True, inline="always")
+def chosen_cell(i, pos_r, pos_c, choice, rows, cols):
+    """Cell index of searcher i's own choice."""
+    return wrap(pos_r[i] + int(choice[i, 0]), rows) * cols + wrap(pos_c[i] + int(choice[i, 1]), cols)

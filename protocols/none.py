@@ -1,0 +1,10 @@
+"""`none`: isolated agents, no communication."""
+from protocols import NONE, Protocol, register
+
+
+@register
+class NoProtocol(Protocol):
+    name = "none"
+    code = NONE
+    description = "isolated agents: nobody communicates"
+    minimum_members = 0

@@ -1,0 +1,85 @@
+"""`stigmergy`: indirect communication through fake rewards (paper 003 §5.2.2, Algorithm 2).
+
+Paper form (default): each iteration the fake field starts at 0; every local searcher j adds
+r̂_j = γ·max R(N_j) + (1-γ)·min R(N_j) to the cells it observes (deposits add up where windows
+overlap), and every searcher moves toward the cell of its window with the highest R(c) + F(c).
+Reference form (`lambdastar2016`, spec §6): one field F per episode, initially 0; each searcher
+in turn computes fr = w·(max + min) and, when fr ≠ 0, sets F(c) = (F(c) + R(c) + fr)/d on every
+observed cell; searchers then move toward the argmax of F over their window. Fake rewards never
+enter the score.
+"""
+from protocols import STIGMERGY, Parameter, Protocol, register
+
+
+@register
+class Stigmergy(Protocol):
+    name = "stigmergy"
+    code = STIGMERGY
+    description = "searchers leave fake rewards that neighbours perceive (Algorithm 2)"
+    applies_to = frozenset({"local_search"})
+    parameters = (
+        Parameter("form", "paper", "paper: per-iteration field; reference: the 2016 code's persistent field",
+                  choices=("paper", "reference")),
+        Parameter("gamma", 0.5, "paper form: weight of the best observed reward (paper: 0 < γ < 1)",
+                  low=0.0, high=1.0),
+        Parameter("weight", 0.4, "reference form: fr = weight·(max + min)", low=0.0, high=10.0),
+        Parameter("divisor", 3.0, "reference form: F(c) = (F(c) + R(c) + fr)/divisor", low=1.0, high=100.0),
+    )
+
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+from collective.random_streams import uniform_int  # noqa: E402
+from collective.torus import wrap  # noqa: E402
+from protocols.kernel_support import FLOAT_BITS, observed_reward  # noqa: E402
+
+PAPER, REFERENCE = 0, 1
+
+
+@njit(cache=True)
+def stigmergy_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
+                   streams, window, field, state, choice, targets, comm):
+    form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
+    side = 2 * view + 1
+    for i in members:  # deposits, all before any agent chooses
+        low, high = np.inf, -np.inf
+        for dr in range(-view, view + 1):
+            for dc in range(-view, view + 1):
+                reward = observed_reward(wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols),
+                                         good_r, good_c, evil_r, evil_c, rows, cols, radius)
+                low, high = min(low, reward), max(high, reward)
+        fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
+        if form == REFERENCE and fake == 0.0:
+            continue
+        comm[0] += 1
+        comm[1] += side * side * FLOAT_BITS
+        for dr in range(-view, view + 1):
+            for dc in range(-view, view + 1):
+                rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
+                if form == PAPER:
+                    field[rr * cols + cc] += fake
+                else:
+                    reward = observed_reward(rr, cc, good_r, good_c, evil_r, evil_c, rows, cols, radius)
+                    field[rr * cols + cc] = (field[rr * cols + cc] + reward + fake) / divisor
+    for i in members:  # each searcher heads for its window's best fake reward
+        best = -np.inf
+        ties = 0
+        for dr in range(-view, view + 1):
+            for dc in range(-view, view + 1):
+                rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
+                value = field[rr * cols + cc]
+                if form == PAPER:
+                    value += observed_reward(rr, cc, good_r, good_c, evil_r, evil_c, rows, cols, radius)
+                if value > best:
+                    best = value
+                    ties = 0
+                if value == best:
+                    window[ties] = rr * cols + cc
+                    ties += 1
+        targets[i] = window[uniform_int(streams[i], ties)]
+    if form == PAPER:  # the paper's field lives one iteration (Algorithm 2, line 2)
+        for i in members:
+            for dr in range(-view, view + 1):
+                for dc in range(-view, view + 1):
+                    field[wrap(pos_r[i] + dr, rows) * cols + wrap(pos_c[i] + dc, cols)] = 0.0
