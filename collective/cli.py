@@ -11,12 +11,13 @@ import sys
 
 from collective.behaviours import behaviour_names, get_behaviour
 from collective.config import PROFILES, ConfigError, EvaluationConfig
+from protocols import get_protocol, protocol_names
 
 # Config field -> the option that sets it, so errors name what the user typed.
 FIELD_OPTIONS = {
     "behaviour": "--behaviour", "group_size": "--group-size", "rows": "--grid", "cols": "--grid",
     "iterations": "--iterations", "episodes": "--episodes", "seed": "--seed", "profile": "--profile",
-    "protocol": "--protocol", "observation_range": "--observation-range", "reward_radius": "--reward-radius",
+    "protocol": "--protocol", "protocol_params": "--protocol-param", "mix": "--mix", "observation_range": "--observation-range", "reward_radius": "--reward-radius",
     "coordination_threshold": "--coordination-threshold", "pattern_generator": "--patterns",
     "evil_pairing": "--evil", "k_min": "--complexity", "k_max": "--complexity",
     "q_alpha": "--alpha", "q_gamma": "--gamma", "q_epsilon": "--epsilon", "q_initial": "--q-initial",
@@ -59,7 +60,15 @@ def parse_complexity(text: str) -> tuple[int, int]:
     return values[0], values[-1]
 
 
-def _add_group_options(parser: argparse.ArgumentParser, behaviour_required: bool) -> None:
+def parse_protocol_param(text: str) -> tuple[str, str]:
+    """'memory=true' -> ('memory', 'true')."""
+    key, sep, value = text.partition("=")
+    if not sep or not key or not value:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (got {text!r})")
+    return key.strip(), value.strip()
+
+
+def _add_group_options(parser: argparse.ArgumentParser) -> None:
     env = parser.add_argument_group("environment (spec §1-2)")
     env.add_argument("--grid", type=parse_grid, default=(10, 10), metavar="MxN",
                      help="toroidal grid size; '10' means 10x10 (default 10x10)")
@@ -80,10 +89,16 @@ def _add_group_options(parser: argparse.ArgumentParser, behaviour_required: bool
     env.add_argument("--evil", default=None, metavar="NAME",
                      help="Evil pairing: index_shift (default) or independent (own pattern, same K)")
     group = parser.add_argument_group("agents (spec §5)")
-    group.add_argument("--behaviour", required=behaviour_required, default=None, metavar="NAME",
+    group.add_argument("--behaviour", default=None, metavar="NAME",
                        help=f"one of: {', '.join(behaviour_names())}")
     group.add_argument("--group-size", type=int, default=1, metavar="G", help="agents in the group (default 1)")
-    group.add_argument("--protocol", default=None, metavar="NAME", help="communication protocol (default none)")
+    group.add_argument("--mix", default=None, metavar="NAME:N,...",
+                       help="a mixed group instead of --behaviour/--group-size, e.g. local_search:3,q_learning:2")
+    group.add_argument("--protocol", default=None, metavar="NAME",
+                       help=f"how the group talks: {', '.join(protocol_names())} (default none; "
+                            "see `collective protocols`)")
+    group.add_argument("--protocol-param", type=parse_protocol_param, action="append", default=[],
+                       metavar="KEY=VALUE", help="a protocol parameter; repeatable")
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
     rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
     rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
@@ -101,21 +116,23 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="score one agent group: Υ with a 95%% CI",
                                    description="Score one agent group on Λ*: Υ (paper 003 Definition 3) "
                                                "with a 95%% confidence interval.")
-    _add_group_options(evaluate, behaviour_required=True)
+    _add_group_options(evaluate)
     demo = commands.add_parser("demo", help="compare the six behaviours on one grid",
                                description="Evaluate random, local search, oracle, Q-learning, SARSA and "
                                            "imitation with the same environments and print a table.")
-    _add_group_options(demo, behaviour_required=False)
+    _add_group_options(demo)
     demo.set_defaults(episodes=300, group_size=5)
     commands.add_parser("behaviours", help="list the behaviours")
+    commands.add_parser("protocols", help="list the protocols and their parameters")
     return parser
 
 
-def config_from_args(args: argparse.Namespace, behaviour: str) -> EvaluationConfig:
+def config_from_args(args: argparse.Namespace, behaviour: str | None) -> EvaluationConfig:
     k_min, k_max = args.complexity if args.complexity else (None, None)
     return EvaluationConfig.from_profile(
-        args.profile, behaviour=behaviour, group_size=args.group_size, rows=args.grid[0], cols=args.grid[1],
-        iterations=args.iterations, episodes=args.episodes, seed=args.seed, protocol=args.protocol,
+        args.profile, behaviour=behaviour, group_size=args.group_size, mix=args.mix, rows=args.grid[0],
+        cols=args.grid[1], iterations=args.iterations, episodes=args.episodes, seed=args.seed,
+        protocol=args.protocol, protocol_params=tuple(args.protocol_param),
         observation_range=args.observation_range, reward_radius=args.reward_radius,
         coordination_threshold=args.coordination_threshold, pattern_generator=args.patterns,
         evil_pairing=args.evil, k_min=k_min, k_max=k_max, q_alpha=args.alpha, q_gamma=args.gamma,
@@ -124,17 +141,32 @@ def config_from_args(args: argparse.Namespace, behaviour: str) -> EvaluationConf
 
 
 def format_table(records: list[dict]) -> str:
-    header = f"{'behaviour':<14}{'G':>4}{'Υ':>9}{'95% CI':>20}{'K mean':>8}{'H bits':>8}{'M steps/s':>11}{'wall s':>8}"
+    header = (f"{'group':<24}{'G':>4}{'protocol':>14}{'Υ':>9}{'95% CI':>20}{'K mean':>8}{'H bits':>8}"
+              f"{'msgs/it':>9}{'M steps/s':>11}{'wall s':>8}")
     lines = [header, "-" * len(header)]
     for r in records:
         ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]"
         rate = (r["agent_steps_per_second"] or 0) / 1e6
-        lines.append(f"{r['behaviour']:<14}{r['group_size']:>4}{r['upsilon']:>+9.4f}{ci:>20}{r['k_mean']:>8.2f}"
-                     f"{r['entropy_bits']:>8.2f}{rate:>11.1f}{r['wall_seconds']:>8.2f}")
+        lines.append(f"{r['mix'] or r['behaviour']:<24}{r['group_size']:>4}{r['protocol']:>14}{r['upsilon']:>+9.4f}"
+                     f"{ci:>20}{r['k_mean']:>8.2f}{r['entropy_bits']:>8.2f}{r['messages_per_iteration']:>9.1f}"
+                     f"{rate:>11.1f}{r['wall_seconds']:>8.2f}")
     first = records[0]
     lines.append(f"grid {first['grid']}, T={first['iterations']}, {first['episodes']} episodes, "
                  f"profile {first['profile']}, protocol {first['protocol']}, seed {first['seed']}, "
                  f"collective {first['version']}")
+    return "\n".join(lines)
+
+
+def describe_protocols() -> str:
+    lines = []
+    for name in protocol_names():
+        protocol = get_protocol(name)
+        members = ", ".join(sorted(protocol.applies_to)) or "-"
+        lines.append(f"{name:<14}{protocol.description} [members: {members}]")
+        for parameter in protocol.parameters:
+            if parameter.name not in protocol.fixed:
+                lines.append(f"{'':<16}{parameter.name}={parameter.allowed} (default {parameter.default}): "
+                             f"{parameter.description}")
     return "\n".join(lines)
 
 
@@ -145,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in behaviour_names():
             print(f"{name:<14}{get_behaviour(name).description}")
         return 0
-    behaviours = [args.behaviour] if args.behaviour else list(DEMO_BEHAVIOURS)
+    if args.command == "protocols":
+        print(describe_protocols())
+        return 0
+    if args.command == "evaluate" and not (args.behaviour or args.mix):
+        parser.exit(2, "collective evaluate: error: argument --behaviour: required (or give --mix)\n")
+    behaviours = [args.behaviour] if args.behaviour or args.mix else list(DEMO_BEHAVIOURS)
     try:
         configs = [config_from_args(args, b) for b in behaviours]
     except ConfigError as error:

@@ -85,7 +85,10 @@ class EvaluationConfig:
         params.update(dict(settings.get("protocol_params", ())))
         settings["protocol_params"] = tuple(sorted(params.items()))
         if settings.get("mix"):
-            members = parse_mix(settings["mix"])
+            try:
+                members = parse_mix(settings["mix"])
+            except ValueError as error:
+                raise ConfigError("mix", str(error)) from None
             settings["behaviour"], settings["group_size"] = "mix", len(members)
         return cls(profile=profile, **settings)
 

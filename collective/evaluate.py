@@ -18,8 +18,8 @@ from collective.config import EvaluationConfig
 from collective.lambda_star import EnvironmentBatch
 from collective.random_streams import episode_seed_table
 from collective.scores import ScoreAccumulator, UpsilonEstimate
-from collective.simulation import agents_coupled, learner_workspace, simulate_batch, talk_workspace
-from protocols import SHARED_Q, get_protocol
+from collective.simulation import learner_workspace, separate_tables, simulate_batch, talk_workspace
+from protocols import get_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time
 
@@ -102,9 +102,7 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)
     learner = config.learner
     tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
-                               learner.q_initial,
-                               agents_coupled(config.coordination_threshold, protocol.code)
-                               and protocol.code != SHARED_Q)
+                               learner.q_initial, separate_tables(config.coordination_threshold, protocol.code))
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,

@@ -102,14 +102,26 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
     else:
         tables = {i: defaultdict(lambda: [learner.q_initial] * 9) for i in learners}
     passes = learner.training_passes if tables else 0
+    # Training passes (spec §5): under a coordination threshold rewards depend on everyone, so the
+    # whole group trains; otherwise only the learners move, and only a shared table links them.
+    trainees = list(range(len(behaviours))) if world.coordination_threshold > 1 else learners
+    training_protocol = protocol if world.coordination_threshold > 1 or protocol.name == "shared_q" else \
+        ReferenceProtocol(members=tuple(False for _ in behaviours))
     for p in range(passes):
-        streams = [SplitMix64.for_stream(seed, i + 1, pass_index=p + 1) for i in range(len(behaviours))]
-        _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, protocol, cost,
-              learning=True)
+        streams = [SplitMix64.for_stream(seed, i + 1, pass_index=p + 1) for i in trainees]
+        _play(world, [behaviours[i] for i in trainees], good, evil, [starts[i] for i in trainees],
+              hidden_start if len(trainees) == len(behaviours) else None, streams,
+              {k: tables[i] for k, i in enumerate(trainees) if i in tables}, learner,
+              _restrict(training_protocol, trainees), cost, learning=True)
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
     positions, rewards = _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner,
                                protocol, cost, learning=False)
     return positions, rewards, cost
+
+
+def _restrict(protocol: ReferenceProtocol, agents: list[int]) -> ReferenceProtocol:
+    members = tuple(protocol.members[i] for i in agents) if protocol.members else ()
+    return ReferenceProtocol(protocol.name, protocol.params, members)
 
 
 def _earliest_interception(world, cell, t, good):

@@ -6,11 +6,14 @@ state (positions, Q-tables, the oracle's interception pointer, random streams) l
 arrays reused across episodes. `collective.reference_simulation` is the slow twin that the tests
 run in lock-step with this one.
 
-Each agent draws from its own stream per pass (`random_streams.derive_stream_seed`). When the
-agents cannot affect one another (no coordination threshold), each agent plays its whole episode
-alone, training passes and scored pass, in one reused Q-table block that stays in cache; the
-result is the same as playing the group together, which the lock-step tests check against the
-reference's interleaved order. Coupled groups play interleaved, with one table per learner.
+Each agent draws from its own stream per pass (`random_streams.derive_stream_seed`), so the
+kernel may play agents apart whenever they cannot affect one another, with the same result as
+playing them together (the reference's order; the lock-step tests check it):
+- scored pass: together when a coordination threshold or a protocol couples the group, else each
+  agent alone;
+- training passes: the whole group together under a coordination threshold (rewards depend on
+  everyone); the learners together when they share a table; else each learner alone, its table
+  hot in cache (one reused block when the scored pass is played alone too).
 """
 from __future__ import annotations
 
@@ -60,9 +63,14 @@ class LearnerParameters:
     reward_scale: float = 1.0
 
 
-def agents_coupled(coordination_threshold: int, protocol_code: int) -> bool:
-    """Whether one agent's moves can change another's rewards, decisions or learning."""
+def play_together(coordination_threshold: int, protocol_code: int) -> bool:
+    """Whether the scored pass must play the group together (agents affect one another)."""
     return coordination_threshold > 1 or protocol_code != NONE
+
+
+def separate_tables(coordination_threshold: int, protocol_code: int) -> bool:
+    """Whether each learner needs its own table block at once (see the module docstring)."""
+    return play_together(coordination_threshold, protocol_code) and protocol_code != SHARED_Q
 
 
 def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: np.ndarray,
@@ -226,21 +234,23 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; starts
     (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
-    `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions (episodes, agents, T+1) and rec_rewards
-    (episodes, agents, T) receive the scored pass's trajectories.
+    `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions
+    (episodes, agents, T+1) and rec_rewards (episodes, agents, T) receive the scored pass.
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
-    coupled = threshold > 1 or talk.code != NONE  # keep in step with agents_coupled()
+    together = threshold > 1 or talk.code != NONE  # keep in step with play_together()
+    shared = talk.code == SHARED_Q
     agent_ids = np.arange(agents)
     table_row = np.full(agents, -1, np.int64)
-    learners = 0
+    learner_ids = np.empty(0, np.int64)
     has_imitator = False
     for i in range(agents):
         if codes[i] == Q_LEARNING or codes[i] == SARSA:
-            table_row[i] = learners if coupled and talk.code != SHARED_Q else 0
-            learners += 1
+            table_row[i] = learner_ids.shape[0] if together and not shared else 0
+            learner_ids = np.append(learner_ids, i)
         has_imitator |= codes[i] == IMITATION
+    passes = training_passes if learner_ids.shape[0] > 0 else 0
     view_side = 2 * view + 1
     scratch = Scratch(np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64),
                       np.empty(agents, np.int64), np.zeros(agents + 1, np.int64),
@@ -263,26 +273,38 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
         positions_out = rec_positions[e] if record else no_positions
         rewards_out = rec_rewards[e] if record else no_rewards
-        if coupled:
-            for p in range(training_passes if learners > 0 else 0):
-                _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
-                           threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], p + 1,
-                           True, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
-                           False, no_positions, no_rewards)
+        if together:
+            if threshold > 1:  # rewards depend on everyone: the whole group trains
+                for p in range(passes):
+                    _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
+                               threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], p + 1,
+                               True, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
+                               False, no_positions, no_rewards)
+            elif shared:  # the learners train together on their one table
+                learner_starts = starts[e][learner_ids]
+                for p in range(passes):
+                    _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids], learner_starts, rows,
+                               cols, iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c, -1,
+                               seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale, tables, scratch,
+                               talk, False, no_positions, no_rewards)
+            else:  # each learner trains alone on its own table
+                for i in learner_ids:
+                    _train_alone(i, codes, agent_ids, table_row, starts[e], rows, cols, iterations, view,
+                                 radius, threshold, good_r, good_c, evil_r, evil_c, seeds[e], passes, alpha,
+                                 gamma, epsilon, reward_scale, tables, scratch, talk)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
                                threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], SCORED_PASS,
                                False, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
                                record, positions_out, rewards_out)
             _reset_written(tables, q_initial)
-        else:
+        else:  # nobody affects anybody: each agent plays its whole episode alone
             total = 0.0
             for i in range(agents):
                 one = slice(i, i + 1)
-                for p in range(training_passes if table_row[i] >= 0 else 0):
-                    _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
-                               iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c, -1,
-                               seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale, tables, scratch,
-                               talk, False, no_positions, no_rewards)
+                if table_row[i] >= 0:
+                    _train_alone(i, codes, agent_ids, table_row, starts[e], rows, cols, iterations, view,
+                                 radius, threshold, good_r, good_c, evil_r, evil_c, seeds[e], passes, alpha,
+                                 gamma, epsilon, reward_scale, tables, scratch, talk)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
                                     iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c,
                                     hidden_start, seeds[e], SCORED_PASS, False, alpha, gamma, epsilon,
@@ -292,6 +314,21 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 _reset_written(tables, q_initial)
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
+
+
+@njit(cache=True)
+def _train_alone(i, codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
+                 good_r, good_c, evil_r, evil_c, episode_seed, passes, alpha, gamma, epsilon, reward_scale,
+                 tables, scratch, talk):
+    """All training passes of learner i, playing by itself (so its group's protocol is silent)."""
+    one = slice(i, i + 1)
+    silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.field, talk.state, talk.comm)
+    no_positions = np.empty((0, 0), np.int32)
+    no_rewards = np.empty((0, 0), np.float64)
+    for p in range(passes):
+        _play_pass(codes[one], agent_ids[one], table_row[one], starts[one], rows, cols, iterations, view, radius,
+                   threshold, good_r, good_c, evil_r, evil_c, -1, episode_seed, p + 1, True, alpha, gamma,
+                   epsilon, reward_scale, tables, scratch, silent, False, no_positions, no_rewards)
 
 
 @njit(cache=True)

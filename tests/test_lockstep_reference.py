@@ -74,12 +74,17 @@ PROTOCOL_CASES = [
     ("hierarchy", (), "local_search:7"),
     ("shared_q", (), "q_learning:3"),
     ("shared_q", (), "sarsa:2,q_learning:1,local_search:1"),
+    ("wisdom", (), "local_search:3,q_learning:2,imitation:1"),
+    ("stigmergy", (), "q_learning:1,local_search:3,sarsa:1"),
+    ("hierarchy", (), "local_search:4,q_learning:1"),
 ]
 
 
 @pytest.mark.parametrize("protocol, params, mix", PROTOCOL_CASES, ids=[f"{p}-{m}" for p, _, m in PROTOCOL_CASES])
 @pytest.mark.parametrize("view", [1, 2])
-def test_protocols_match_reference(protocol, params, mix, view):
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_protocols_match_reference(protocol, params, mix, view, threshold):
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
-                                           observation_range=view, **{**SMALL, "rows": 9, "cols": 8})
+                                           observation_range=view, coordination_threshold=threshold,
+                                           **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)
