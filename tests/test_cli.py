@@ -68,3 +68,38 @@ def test_help_explains_options():
     for option in ("--behaviour", "--group-size", "--grid", "--iterations", "--episodes", "--seed", "--profile",
                    "--observation-range", "--complexity", "--json"):
         assert option in result.stdout
+
+
+def test_evaluate_with_protocol_reports_communication():
+    result = collective("evaluate", "--mix", "local_search:4,oracle:1", "--protocol", "broadcast",
+                        "--protocol-param", "memory=true", "--iterations", "30", "--episodes", "10", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["protocol"] == "broadcast" and record["protocol_params"] == {"memory": "true"}
+    assert record["group_size"] == 5 and record["mix"] == "local_search:4,oracle:1"
+    assert 0 < record["messages_per_iteration"] <= 4 and record["bits_per_iteration"] > 0
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--behaviour", "local_search", "--protocol", "gossip"], "--protocol"),
+    (["--behaviour", "local_search", "--group-size", "3", "--protocol", "shared_q"], "--protocol"),
+    (["--behaviour", "local_search", "--protocol", "hierarchy"], "--protocol"),
+    (["--behaviour", "local_search", "--group-size", "3", "--protocol", "auction", "--protocol-param", "bid=9"],
+     "--protocol-param"),
+    (["--behaviour", "local_search", "--protocol-param", "novalue"], "--protocol-param"),
+    (["--mix", "local_search:2,telepath:1"], "--mix"),
+    (["--group-size", "2"], "--behaviour"),
+])
+def test_bad_protocol_input_exits_2_with_one_line(args, option):
+    result = collective("evaluate", *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0] and "Traceback" not in result.stderr
+
+
+def test_protocols_listing():
+    result = collective("protocols")
+    assert result.returncode == 0
+    listed = [line.split()[0] for line in result.stdout.splitlines() if not line.startswith(" ")]
+    assert listed == ["none", "stigmergy", "shared_q", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy"]
+    assert "gamma=" in result.stdout and "sticky=" in result.stdout
