@@ -1,15 +1,14 @@
 """Throughput of the compiled Λ* simulator, in agent-steps per second on one thread.
 
-For every behaviour at group sizes 1, 10 and 20 (10x10 torus, T=200, profile "paper") it times
-`collective.simulation.simulate_batch`, with the learner workspace it is handed, as
-`collective.evaluate.run_episodes` times it. The environment batch is generated beforehand, so
-generating it is not timed. The batch has as many episodes as one `collective.evaluate` batch
-holds, and the kernel replays it enough times to run for about 1.5 s. Each row gets one
-warm-up call (JIT compile, or a load from numba's disk cache) and one call to size the timing,
-and the best of 3 timings counts. After each row the script prints the process's peak RSS.
-It then runs `collective.evaluate.evaluate` for 2,000 and for 20,000 episodes, each in its own
-subprocess, to show that memory does not grow with the number of episodes. Last, it compares
-the group-size-10 rates with the C++ reference figures.
+For every behaviour at group sizes 1, 10 and 20, and every protocol at group size 10 (10x10 torus,
+T=200, profile "paper"), it times the kernel as `collective.evaluate.play` reports it, on an
+environment batch generated beforehand (generation is not timed). The batch has as many episodes
+as one `collective.evaluate` batch holds, and the kernel replays it for about 1.5 s. Each row gets
+one warm-up call (JIT compile, or a load from numba's disk cache) and one call to size the timing,
+and the best of 3 timings counts. After each row the script prints the process's peak RSS. It
+then runs `collective.evaluate.evaluate` for 2,000 and for 20,000 episodes, each in its own
+subprocess, to show that memory does not grow with the number of episodes. Last, it compares the
+group-size-10 rates with the C++ reference figures quoted in the issues.
 
     .venv/bin/python benchmarks/throughput.py              # full table, about 2 minutes
     .venv/bin/python benchmarks/throughput.py --quick      # group size 10, short timings
@@ -48,6 +47,12 @@ MEMORY_EPISODES = (2_000, 20_000)
 REFERENCE_GROUP_SIZE = 10
 # C++ reference figures quoted in the issue, at group size 10: (behaviour, which of our rates, M steps/s).
 CPP_REFERENCE = (("local_search", "scored", 2.6), ("oracle", "scored", 3.6), ("q_learning", "training", 4.0))
+# Protocol rows, at group size 10: (protocol, its members' behaviour), and the C++ figures.
+PROTOCOL_ROWS = (("stigmergy", "local_search"), ("broadcast", "local_search"), ("wisdom", "local_search"),
+                 ("auction", "local_search"), ("dictatorship", "local_search"), ("hierarchy", "local_search"),
+                 ("shared_q", "q_learning"))
+CPP_PROTOCOL_REFERENCE = (("stigmergy", "scored", 1.7), ("wisdom", "scored", 1.4), ("auction", "scored", 1.9),
+                          ("shared_q", "training", 4.5))
 
 
 # Runs in a fresh interpreter so that its peak RSS belongs to this one evaluation alone. It reads
@@ -71,6 +76,7 @@ print(peak_kib, result.estimate.upsilon, seconds)
 @dataclass(frozen=True)
 class Row:
     behaviour: str
+    protocol: str
     group_size: int
     episodes: int  # episodes played per timing
     kernel_seconds: float  # best of the repeats
@@ -109,9 +115,10 @@ def timed_calls(config: EvaluationConfig, batch: EnvironmentBatch, calls: int) -
     return seconds, run.mean_rewards
 
 
-def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episodes: int | None) -> Row:
-    """Time one behaviour and group size; with `fixed_episodes`, one call over that many episodes."""
-    config = EvaluationConfig.from_profile(PROFILE, behaviour=behaviour, group_size=group_size,
+def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episodes: int | None,
+            protocol: str = "none") -> Row:
+    """Time one group; with `fixed_episodes`, one call over that many episodes."""
+    config = EvaluationConfig.from_profile(PROFILE, behaviour=behaviour, group_size=group_size, protocol=protocol,
                                            rows=GRID, cols=GRID, iterations=ITERATIONS,
                                            episodes=fixed_episodes or LARGEST_BATCH)
     batch = generate_environments(config, np.arange(fixed_episodes or batch_episodes(config)))
@@ -126,13 +133,13 @@ def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episod
     episodes = calls * len(batch)
     scored_steps = episodes * config.iterations * group_size
     passes = config.q_training_passes if get_behaviour(behaviour).learns else 0
-    return Row(behaviour, group_size, episodes, best_seconds, scored_steps, scored_steps * passes,
+    return Row(behaviour, protocol, group_size, episodes, best_seconds, scored_steps, scored_steps * passes,
                float(np.mean(mean_rewards)), peak_rss_kib())
 
 
-def format_row(row: Row) -> str:
+def format_row(row: Row, label: str) -> str:
     training = f"{row.training_rate / 1e6:12.2f}" if row.training_steps else f"{'-':>12}"
-    return (f"{row.behaviour:<13}{row.group_size:>3}{row.episodes:>10,}{row.kernel_seconds:>10.2f}"
+    return (f"{label:<13}{row.group_size:>3}{row.episodes:>10,}{row.kernel_seconds:>10.2f}"
             f"{row.scored_rate / 1e6:>12.2f}{training}{row.upsilon:>10.4f}{row.peak_rss_kib / 1024:>14.1f}")
 
 
@@ -149,15 +156,14 @@ def memory_check() -> None:
               f"   (Υ = {float(upsilon):.4f}, {float(seconds):.1f} s)")
 
 
-def reference_comparison(rows: list[Row]) -> str:
-    at_reference = {row.behaviour: row for row in rows if row.group_size == REFERENCE_GROUP_SIZE}
+def reference_comparison(rows: dict[str, Row], figures) -> str:
     parts = []
-    for behaviour, rate_name, reference in CPP_REFERENCE:
-        row = at_reference[behaviour]
+    for name, rate_name, reference in figures:
+        row = rows[name]
         ours = (row.training_rate if rate_name == "training" else row.scored_rate) / 1e6
         unit = "training steps/s" if rate_name == "training" else "agent-steps/s"
-        parts.append(f"{behaviour} {ours:.2f} vs {reference} M {unit} = {ours / reference:.1f}x")
-    return f"vs C++ reference (issue), G={REFERENCE_GROUP_SIZE}: " + "; ".join(parts)
+        parts.append(f"{name} {ours:.2f} vs {reference} M {unit} = {ours / reference:.1f}x")
+    return f"vs C++ reference (issues), G={REFERENCE_GROUP_SIZE}: " + "; ".join(parts)
 
 
 def main() -> None:
@@ -176,27 +182,37 @@ def main() -> None:
 
     print(f"Machine: {cpu_model()}, numba {version('numba')}, single thread "
           f"({os.cpu_count()} CPUs visible), collective {version('collective')}")
-    print(f"Setup: profile {PROFILE!r}, {GRID}x{GRID} torus, T={ITERATIONS}. Timed: simulate_batch with its "
-          f"learner workspace, as run_episodes times it, called directly on an environment batch generated "
-          f"beforehand (generation excluded); "
-          f"per row one warm-up call, then best of {REPEATS} timings of {timing}.")
+    print(f"Setup: profile {PROFILE!r}, {GRID}x{GRID} torus, T={ITERATIONS}. Timed: the kernel time "
+          f"collective.evaluate.play reports, on an environment batch generated beforehand (generation "
+          f"excluded); per row one warm-up call, then best of {REPEATS} timings of {timing}.")
+    header = (f"{'{}':<13}{'G':>3}{'episodes':>10}{'kernel s':>10}{'scored M/s':>12}"
+              f"{'train M/s*':>12}{'Υ':>10}{'peak RSS MiB':>14}")
     print()
-    print(f"{'behaviour':<13}{'G':>3}{'episodes':>10}{'kernel s':>10}{'scored M/s':>12}"
-          f"{'train M/s*':>12}{'Υ':>10}{'peak RSS MiB':>14}")
-    rows = []
+    print(header.format("behaviour"))
+    at_reference = {}
     for behaviour in behaviour_names():
         for group_size in group_sizes:
             row = measure(behaviour, group_size, target_seconds, args.episodes)
-            rows.append(row)
-            print(format_row(row), flush=True)
+            if group_size == REFERENCE_GROUP_SIZE:
+                at_reference[behaviour] = row
+            print(format_row(row, behaviour), flush=True)
+    print()
+    print(header.format("protocol"))
+    protocol_rows = {}
+    for protocol, behaviour in PROTOCOL_ROWS:
+        row = measure(behaviour, REFERENCE_GROUP_SIZE, target_seconds, args.episodes, protocol)
+        protocol_rows[protocol] = row
+        print(format_row(row, protocol), flush=True)
     passes = EvaluationConfig.from_profile(PROFILE).q_training_passes
     print(f"* Learners only. Scored rate = episodes x T x G / kernel time; training rate = episodes x {passes} "
           "passes x T x G / kernel time; for learners the kernel time covers the training passes and the "
-          "scored pass. Peak RSS: this process's ru_maxrss after the row.")
+          "scored pass. Protocol rows: local searchers (shared_q: Q-learners). Peak RSS: this process's "
+          "ru_maxrss after the row.")
 
     memory_check()
     print()
-    print(reference_comparison(rows))
+    print(reference_comparison(at_reference, CPP_REFERENCE))
+    print(reference_comparison(protocol_rows, CPP_PROTOCOL_REFERENCE))
     print(f"Total runtime: {time.perf_counter() - started:.0f} s")
 
 

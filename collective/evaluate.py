@@ -96,7 +96,7 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     codes = np.array([get_behaviour(name).code for name in config.behaviours], np.int64)
     protocol = get_protocol(config.protocol)
     talk = talk_workspace(protocol.code, config.protocol_values, config.protocol_members, config.group_size,
-                          config.rows, config.cols)
+                          config.rows, config.cols, config.observation_range)
     shape = (len(environments), config.group_size, config.iterations) if record else (0, 0, 0)
     positions = np.zeros((shape[0], shape[1], shape[2] + record), np.int32)  # (episodes, agents, T+1)
     rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)

@@ -43,9 +43,10 @@ WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i 
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
 # A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
-# members (participating agent indices), targets (agents,), choice (agents, 3), field (cells,),
-# state (2,), and comm (2,), the messages and bits sent, summed over the batch.
-Talk = namedtuple("Talk", "code values members targets choice field state comm")
+# members (participating agent indices), targets (agents,), choice (agents, 3), observed
+# (agents, window cells), field (cells,), state (2,), and comm (2,), the messages and bits sent,
+# summed over the batch.
+Talk = namedtuple("Talk", "code values members targets choice observed field state comm")
 # Learners' tables: q (learners, T, cells, 9) flat; dirty (learners, T, cells); written/n_written
 # list the states written this episode so that only those are reset.
 Tables = namedtuple("Tables", "q dirty written n_written")
@@ -74,11 +75,11 @@ def separate_tables(coordination_threshold: int, protocol_code: int) -> bool:
 
 
 def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: np.ndarray,
-                   agents: int, rows: int, cols: int) -> Talk:
+                   agents: int, rows: int, cols: int, view: int) -> Talk:
     """A group's protocol as the kernel receives it; `participates` (agents,) marks its members."""
     return Talk(protocol_code, np.asarray(values, np.float64), np.flatnonzero(participates).astype(np.int64),
-                np.full(agents, -1, np.int64), np.zeros((agents, 3)), np.zeros(rows * cols),
-                np.zeros(2), np.zeros(2))
+                np.full(agents, -1, np.int64), np.zeros((agents, 3)), np.zeros((agents, (2 * view + 1) ** 2)),
+                np.zeros(rows * cols), np.zeros(2), np.zeros(2))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
@@ -212,7 +213,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
 def _communicate(talk, s, good_r, good_c, evil_r, evil_c, rows, cols, view, radius):
     """Run the group's protocol rule for this iteration (protocols/*.py)."""
     arguments = (talk.values, talk.members, s.pos_r, s.pos_c, good_r, good_c, evil_r, evil_c, rows, cols,
-                 view, radius, s.streams, s.window, talk.field, talk.state, talk.choice, talk.targets, talk.comm)
+                 view, radius, s.streams, s.window, talk.field, talk.state, talk.choice, talk.observed, talk.targets,
+                 talk.comm)
     if talk.code == STIGMERGY:
         stigmergy_rule(*arguments)
     elif talk.code == BROADCAST:
@@ -322,7 +324,8 @@ def _train_alone(i, codes, agent_ids, table_row, starts, rows, cols, iterations,
                  tables, scratch, talk):
     """All training passes of learner i, playing by itself (so its group's protocol is silent)."""
     one = slice(i, i + 1)
-    silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.field, talk.state, talk.comm)
+    silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
+                  talk.state, talk.comm)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     for p in range(passes):

@@ -22,7 +22,7 @@ from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_c
 
 @njit(cache=True)
 def auction_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                 streams, window, field, state, choice, targets, comm):
+                 streams, window, field, state, choice, observed, targets, comm):
     """state = (best bid so far, its cell), reset each pass; used when sticky."""
     sticky = values[0] > 0.5
     local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,

@@ -41,7 +41,7 @@ from protocols.kernel_support import FLOAT_BITS, cell_bits, observed_reward  # n
 
 @njit(cache=True)
 def broadcast_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                   streams, window, field, state, choice, targets, comm):
+                   streams, window, field, state, choice, observed, targets, comm):
     memory = values[0] > 0.5
     n_cells = rows * cols
     m = members.shape[0]

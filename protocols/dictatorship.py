@@ -27,7 +27,7 @@ from protocols.kernel_support import cell_bits, chosen_cell, local_choices  # no
 
 @njit(cache=True)
 def dictatorship_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                      streams, window, field, state, choice, targets, comm):
+                      streams, window, field, state, choice, observed, targets, comm):
     local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
                   streams, window, choice)
     target = chosen_cell(members[int(values[0])], pos_r, pos_c, choice, rows, cols)

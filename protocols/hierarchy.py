@@ -19,7 +19,7 @@ from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_c
 
 @njit(cache=True)
 def hierarchy_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                   streams, window, field, state, choice, targets, comm):
+                   streams, window, field, state, choice, observed, targets, comm):
     local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
                   streams, window, choice)
     m = members.shape[0]

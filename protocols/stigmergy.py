@@ -31,46 +31,75 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.random_streams import uniform_int  # noqa: E402
-from collective.torus import wrap  # noqa: E402
-from protocols.kernel_support import FLOAT_BITS, observed_reward  # noqa: E402
+from collective.torus import chebyshev, wrap  # noqa: E402
+from protocols.kernel_support import FLOAT_BITS, observe_window  # noqa: E402
 
 PAPER, REFERENCE = 0, 1
 
 
+@njit(cache=True, inline="always")
+def _meets_deposit(i, members, pos_r, pos_c, rows, cols, view, choice):
+    """Whether searcher i's window overlaps the window of a searcher that deposited (choice[j, 1])."""
+    for j in members:
+        if choice[j, 1] and chebyshev(pos_r[i], pos_c[i], pos_r[j], pos_c[j], rows, cols) <= 2 * view:
+            return True
+    return False
+
+
 @njit(cache=True)
 def stigmergy_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                   streams, window, field, state, choice, targets, comm):
+                   streams, window, field, state, choice, observed, targets, comm):
+    """choice[i, 0] marks searchers that observe a non-zero reward somewhere: beyond view + radius
+    of both objects every observed reward is 0 (triangle inequality), so such a searcher deposits
+    nothing and its own window adds nothing to the fake field. choice[i, 1] marks paper-form
+    deposits: a blind searcher whose window meets no deposit (no depositor within 2·view) sees a
+    field of exact zeros, and its choice is the plain tie-break over the whole window."""
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
     side = 2 * view + 1
+    reach = view + radius
     for i in members:  # deposits, all before any agent chooses
-        low, high = np.inf, -np.inf
-        for dr in range(-view, view + 1):
-            for dc in range(-view, view + 1):
-                reward = observed_reward(wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols),
-                                         good_r, good_c, evil_r, evil_c, rows, cols, radius)
-                low, high = min(low, reward), max(high, reward)
+        sees = (chebyshev(pos_r[i], pos_c[i], good_r, good_c, rows, cols) <= reach
+                or chebyshev(pos_r[i], pos_c[i], evil_r, evil_c, rows, cols) <= reach)
+        choice[i, 0] = sees
+        low, high = 0.0, 0.0
+        if sees:
+            seen = observed[i]
+            observe_window(pos_r[i], pos_c[i], good_r, good_c, evil_r, evil_c, rows, cols, view, radius, seen)
+            low, high = np.inf, -np.inf
+            for k in range(side * side):
+                low, high = min(low, seen[k]), max(high, seen[k])
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
+        choice[i, 1] = sees and fake != 0.0
         if form == REFERENCE and fake == 0.0:
             continue
         comm[0] += 1
         comm[1] += side * side * FLOAT_BITS
+        if fake == 0.0 and not sees:
+            continue  # a deposit of nothing (paper form, blind searcher)
         for dr in range(-view, view + 1):
+            rr = wrap(pos_r[i] + dr, rows)
             for dc in range(-view, view + 1):
-                rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
+                cell = rr * cols + wrap(pos_c[i] + dc, cols)
                 if form == PAPER:
-                    field[rr * cols + cc] += fake
+                    field[cell] += fake
                 else:
-                    reward = observed_reward(rr, cc, good_r, good_c, evil_r, evil_c, rows, cols, radius)
-                    field[rr * cols + cc] = (field[rr * cols + cc] + reward + fake) / divisor
+                    field[cell] = (field[cell] + observed[i, (dr + view) * side + dc + view] + fake) / divisor
     for i in members:  # each searcher heads for its window's best fake reward
+        if form == PAPER and not choice[i, 0] and not _meets_deposit(i, members, pos_r, pos_c, rows, cols,
+                                                                     view, choice):
+            pick = uniform_int(streams[i], side * side)
+            targets[i] = (wrap(pos_r[i] + pick // side - view, rows) * cols
+                          + wrap(pos_c[i] + pick % side - view, cols))
+            continue
         best = -np.inf
         ties = 0
         for dr in range(-view, view + 1):
+            rr = wrap(pos_r[i] + dr, rows)
             for dc in range(-view, view + 1):
-                rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
+                cc = wrap(pos_c[i] + dc, cols)
                 value = field[rr * cols + cc]
-                if form == PAPER:
-                    value += observed_reward(rr, cc, good_r, good_c, evil_r, evil_c, rows, cols, radius)
+                if form == PAPER and choice[i, 0]:
+                    value += observed[i, (dr + view) * side + dc + view]
                 if value > best:
                     best = value
                     ties = 0
@@ -80,6 +109,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c
         targets[i] = window[uniform_int(streams[i], ties)]
     if form == PAPER:  # the paper's field lives one iteration (Algorithm 2, line 2)
         for i in members:
-            for dr in range(-view, view + 1):
-                for dc in range(-view, view + 1):
-                    field[wrap(pos_r[i] + dr, rows) * cols + wrap(pos_c[i] + dc, cols)] = 0.0
+            if choice[i, 0]:
+                for dr in range(-view, view + 1):
+                    for dc in range(-view, view + 1):
+                        field[wrap(pos_r[i] + dr, rows) * cols + wrap(pos_c[i] + dc, cols)] = 0.0
