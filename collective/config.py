@@ -12,11 +12,14 @@ import numpy as np
 
 from collective.behaviours import behaviour_names
 from collective.lambda_star import EVIL_PAIRINGS, LambdaStar
+from collective.landscapes import LANDSCAPE_MOTIONS, FitnessLandscape, landscape_field
 from collective.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation import LearnerParameters
 from protocols import get_protocol, protocol_names
 
 # Fields each profile sets; anything given explicitly overrides them.
+ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
+
 PROFILES: dict[str, dict[str, object]] = {
     "paper": dict(
         pattern_generator="cyclic",  # paper 003 §4.2: recurrent segment of 1..⌊T/2⌋ moves
@@ -55,6 +58,7 @@ class EvaluationConfig:
     episodes: int = 1000
     seed: int = 0
     profile: str = "paper"
+    env: str = "lambda_star"  # the environment class: Λ* or a fitness landscape (spec §7)
     protocol: str = "none"
     protocol_params: tuple[tuple[str, str], ...] = ()  # (name, value) pairs, sorted
     observation_range: int = 1
@@ -64,6 +68,10 @@ class EvaluationConfig:
     evil_pairing: str = "index_shift"
     k_min: int | None = 1
     k_max: int | None = 23
+    landscape_peaks: int = 8  # local optima, one of them global
+    landscape_peak_width: int = 1  # cells from a peak's centre to the edge of its slope
+    landscape_ruggedness: float = 0.5  # 0..1: how close the secondary optima stand to the global one
+    landscape_motion: str = "pattern"  # "pattern": the field moves along a movement pattern; "static"
     q_alpha: float = 0.3
     q_gamma: float = 0.3
     q_epsilon: float = 0.0
@@ -121,11 +129,16 @@ class EvaluationConfig:
                                  q_initial=self.q_initial, training_passes=self.q_training_passes,
                                  reward_scale=self.q_reward_scale)
 
-    def environment(self) -> LambdaStar:
-        return LambdaStar(self.rows, self.cols, self.iterations, PATTERN_GENERATORS[self.pattern_generator](),
-                          self.evil_pairing,
-                          k_min=self.k_min if self.k_min is not None else 0,
-                          k_max=self.k_max if self.k_max is not None else np.iinfo(np.int32).max)
+    def environment(self) -> LambdaStar | FitnessLandscape:
+        """The environment class that generates this configuration's episodes."""
+        generator = PATTERN_GENERATORS[self.pattern_generator]()
+        k_min = self.k_min if self.k_min is not None else 0
+        k_max = self.k_max if self.k_max is not None else np.iinfo(np.int32).max
+        if self.env == "landscape":
+            return FitnessLandscape(self.rows, self.cols, self.iterations, generator, self.landscape_peaks,
+                                    self.landscape_peak_width, self.landscape_ruggedness, self.landscape_motion,
+                                    k_min, k_max)
+        return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max)
 
     def as_record(self) -> dict[str, object]:
         """Flat field -> value mapping, for JSON output and dataset columns."""
@@ -183,6 +196,7 @@ def _validate(c: EvaluationConfig) -> None:
     else:
         _require_choice(c, "behaviour", behaviour_names())
     _require_choice(c, "profile", tuple(PROFILES))
+    _require_choice(c, "env", ENVIRONMENT_CLASSES)
     _require_choice(c, "protocol", protocol_names())
     _validate_protocol(c)
     _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
@@ -205,6 +219,7 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_initial", -1e6, 1e6)
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
+    _validate_landscape(c)
     _validate_k_range(c)
 
 
@@ -219,6 +234,22 @@ def _validate_protocol(c: EvaluationConfig) -> None:
         protocol.check_group(values, int(c.protocol_members.sum()))
     except ValueError as error:
         raise ConfigError("protocol", str(error)) from None
+
+
+def _validate_landscape(c: EvaluationConfig) -> None:
+    """Landscape parameters in range and the peaks placeable on the grid (spec §7)."""
+    peaks = _require_int(c, "landscape_peaks", 1)
+    width = _require_int(c, "landscape_peak_width", 0)
+    _require_range(c, "landscape_ruggedness", 0.0, 1.0)
+    _require_choice(c, "landscape_motion", LANDSCAPE_MOTIONS)
+    if c.env != "landscape":
+        return
+    if c.coordination_threshold > 1:
+        raise ConfigError("coordination_threshold", "applies to Λ*'s Good object only; use 1 with --env landscape")
+    try:
+        landscape_field(np.random.default_rng(0), c.rows, c.cols, peaks, width, c.landscape_ruggedness)
+    except ValueError as error:
+        raise ConfigError("landscape_peaks", f"{error}; use fewer or narrower peaks") from None
 
 
 def _validate_k_range(c: EvaluationConfig) -> None:

@@ -35,6 +35,8 @@ class EvaluationResult:
     training_steps: int  # learner agent-steps spent in training passes
     messages: float  # protocol messages over all passes (spec §6)
     bits: float
+    local_optima_mean: float | None = None  # landscapes only (spec §7)
+    correlation_length_mean: float | None = None
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -53,7 +55,8 @@ class EvaluationResult:
             "agent_steps_per_second": total_steps / self.kernel_seconds if self.kernel_seconds else None,
             "messages_per_iteration": self.messages / (e.episodes * self.config.iterations),
             "bits_per_iteration": self.bits / (e.episodes * self.config.iterations),
-            "mix": self.config.mix, "protocol_params": dict(self.config.protocol_params),
+            "mix": self.config.mix, "protocol_params": dict(self.config.protocol_params), "env": self.config.env,
+            "local_optima_mean": self.local_optima_mean, "correlation_length_mean": self.correlation_length_mean,
             "version": version("collective"),
             "config": self.config.as_record(),
         }
@@ -106,7 +109,8 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
-        config.coordination_threshold, environments.good, environments.evil, environments.starts,
+        config.coordination_threshold, environments.good, environments.evil, environments.fields(),
+        environments.starts,
         environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards)
     seconds = time.perf_counter() - start
@@ -128,7 +132,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
     accumulator = ScoreAccumulator()
-    kernel_seconds = messages = bits = 0.0
+    kernel_seconds = messages = bits = optima = correlation = 0.0
     with tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False,
               desc=f"{config.behaviour} x{config.group_size}") as bar:
         for first in range(0, config.episodes, size):
@@ -138,10 +142,15 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             kernel_seconds += run.kernel_seconds
             messages += run.messages
             bits += run.bits
+            if run.environments.landscapes is not None:
+                optima += float(run.environments.local_optima.sum())
+                correlation += float(run.environments.correlation_length.sum())
             bar.update(len(episodes))
     agent_steps = config.episodes * config.iterations * config.group_size
     return EvaluationResult(
         config=config, estimate=accumulator.estimate(), entropy_bits=config.environment().entropy_bits,
         wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, agent_steps=agent_steps,
         training_steps=config.episodes * config.iterations * learner_count(config) * config.q_training_passes,
-        messages=messages, bits=bits)
+        messages=messages, bits=bits,
+        local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
+        correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None)

@@ -65,6 +65,14 @@ class EnvironmentBatch:
     agent_seeds: np.ndarray  # (episodes,) uint64 seeds of the agents' random streams
     k_raw: np.ndarray  # (episodes,) int32 LZ76 phrase count of ⊕'s pattern
     k_normalised: np.ndarray  # (episodes,) float64
+    # Fitness landscapes only (collective.landscapes); None for Λ*:
+    landscapes: np.ndarray | None = None  # (episodes, cells) base fitness fields; ⊕ = the global optimum
+    local_optima: np.ndarray | None = None  # (episodes,) strict local maxima of each field
+    correlation_length: np.ndarray | None = None  # (episodes,) autocorrelation length, cells
 
     def __len__(self) -> int:
         return self.good.shape[0]
+
+    def fields(self) -> np.ndarray:
+        """The kernel's view: (episodes, cells) landscapes, or (episodes, 0) for Λ*."""
+        return self.landscapes if self.landscapes is not None else np.empty((len(self), 0))

@@ -25,6 +25,7 @@ class ReferenceWorld:
     observation_range: int = 1
     reward_radius: int = 1
     coordination_threshold: int = 1
+    landscape: tuple[float, ...] | None = None  # a fitness landscape's base field, or None for Λ*
 
     def coordinates(self, cell: int) -> tuple[int, int]:
         return divmod(cell, self.cols)
@@ -50,6 +51,14 @@ class ReferenceWorld:
     def reward(self, cell: int, good: int, evil: int) -> float:
         """R(c) = f(d(c, ⊕)) - f(d(c, ⊖)) (paper 003 §4.1.2)."""
         return self.f(self.distance(cell, good)) - self.f(self.distance(cell, evil))
+
+    def payoffs(self, good: list[int], evil: list[int], t: int):
+        """cell -> R at iteration t: Λ*'s, or the landscape's field moved as far as its global
+        optimum (⊕'s path) has moved since the start (paper 003 §6.2)."""
+        if self.landscape is None:
+            return lambda cell: self.reward(cell, good[t], evil[t])
+        (r0, c0), (rt, ct) = self.coordinates(good[0]), self.coordinates(good[t])
+        return lambda cell: self.landscape[self.moved(cell, r0 - rt, c0 - ct)]
 
     def step_toward(self, cell: int, target: int) -> int:
         """One king step toward target, the shorter way round each axis; half-way goes forward."""
@@ -132,16 +141,16 @@ def _earliest_interception(world, cell, t, good):
     return good[world.iterations]
 
 
-def _best_observed(world, cell, good_now, evil_now, stream):
+def _best_observed(world, cell, pays, stream):
     """The local searcher's choice: (best observed cell, its reward), uniform tie-break (one draw)."""
-    observed = [(world.reward(c, good_now, evil_now), c) for c, _, _ in world.window(cell)]
+    observed = [(pays(c), c) for c, _, _ in world.window(cell)]
     best = max(value for value, _ in observed)
     ties = [c for value, c in observed if value == best]
     return ties[stream.uniform_int(len(ties))], best
 
 
-def _local_search(world, cell, good_now, evil_now, stream):
-    return world.step_toward(cell, _best_observed(world, cell, good_now, evil_now, stream)[0])
+def _local_search(world, cell, pays, stream):
+    return world.step_toward(cell, _best_observed(world, cell, pays, stream)[0])
 
 
 def _greedy(values, stream):
@@ -154,12 +163,12 @@ def _cell_bits(world) -> int:
     return math.ceil(math.log2(world.rows * world.cols))
 
 
-def _targets(world, protocol, here, good_now, evil_now, streams, memory, cost):
+def _targets(world, protocol, here, pays, streams, memory, cost):
     """Each participating searcher's target cell this iteration (spec §6; protocols/*.py)."""
     members = [i for i, takes_part in enumerate(protocol.members) if takes_part]
     params, name = protocol.params, protocol.name
     window_cells = (2 * world.observation_range + 1) ** 2
-    observed = {i: [(c, world.reward(c, good_now, evil_now)) for c, _, _ in world.window(here[i])] for i in members}
+    observed = {i: [(c, pays(c)) for c, _, _ in world.window(here[i])] for i in members}
     m = len(members)
     if name == "stigmergy":
         if params["form"] == "paper":  # Algorithm 2: a fresh field each iteration, deposits add up
@@ -209,7 +218,7 @@ def _targets(world, protocol, here, good_now, evil_now, streams, memory, cost):
             cost[0] += m * (m - 1)
             cost[1] += m * (m - 1) * (window_cells * 64 + _cell_bits(world))
         return {i: candidates[streams[i].uniform_int(len(candidates))] for i in members}
-    own = {i: _best_observed(world, here[i], good_now, evil_now, streams[i]) for i in members}
+    own = {i: _best_observed(world, here[i], pays, streams[i]) for i in members}
     if name == "auction":
         winner = max(members, key=lambda i: (own[i][1], -i))  # the highest bid; first agent on ties
         target = own[winner][0]
@@ -247,11 +256,12 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
     pending = {}  # SARSA: agent -> (state, action, scaled reward) awaiting the next action
     for t in range(T):
         here = positions[-1]
+        pays = world.payoffs(good, evil, t)
         chosen_actions = {}
         moved = []
         targets = {}
         if protocol.name not in ("none", "shared_q"):
-            targets = _targets(world, protocol, here, good[t], evil[t], streams, memory, cost)
+            targets = _targets(world, protocol, here, pays, streams, memory, cost)
         for i, behaviour in enumerate(behaviours):
             cell, stream = here[i], streams[i]
             if i in targets:
@@ -260,14 +270,14 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                 dr, dc = ACTION_MOVES[stream.uniform_int(9)]
                 moved.append(world.moved(cell, dr, dc))
             elif behaviour == "local_search":
-                moved.append(_local_search(world, cell, good[t], evil[t], stream))
+                moved.append(_local_search(world, cell, pays, stream))
             elif behaviour == "oracle":
                 moved.append(world.step_toward(cell, _earliest_interception(world, cell, t, good)))
             elif behaviour == "imitation":
                 if world.distance(cell, hidden) <= world.observation_range:
                     moved.append(world.step_toward(cell, hidden))
                 else:
-                    moved.append(_local_search(world, cell, good[t], evil[t], stream))
+                    moved.append(_local_search(world, cell, pays, stream))
             else:
                 q = tables[i]
                 state = (cell, t)
@@ -288,11 +298,12 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
             hidden = world.step_toward(hidden, _earliest_interception(world, hidden, t, good))
         good_next, evil_next = good[t + 1], evil[t + 1]
         near_good = sum(world.distance(c, good_next) <= world.reward_radius for c in moved)
-        paid = near_good >= world.coordination_threshold  # paper 003 §6.1
+        paid = world.coordination_threshold <= 1 or near_good >= world.coordination_threshold  # paper 003 §6.1
+        pays_next = world.payoffs(good, evil, t + 1)
         step_rewards = []
         for i, cell in enumerate(moved):
-            positive = world.f(world.distance(cell, good_next)) if paid else 0.0
-            reward = positive - world.f(world.distance(cell, evil_next))
+            # without coordination the positive part of Λ*'s reward is withheld (§6.1; Λ* only)
+            reward = pays_next(cell) if paid else -world.f(world.distance(cell, evil_next))
             step_rewards.append(reward)
             if learning and i in chosen_actions:
                 q = tables[i]

@@ -27,6 +27,7 @@ from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, R
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
 from collective.random_streams import derive_stream_seed, uniform_int
+from collective.scene import Scene, scene_reward
 from collective.torus import axis_step_toward, chebyshev, proximity, wrap
 from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from protocols.auction import auction_rule
@@ -102,7 +103,7 @@ def _q_base(t, row, cell, iterations, n_cells):
 
 @njit(cache=True)
 def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
-               good_r, good_c, evil_r, evil_c, hidden_start, episode_seed, pass_index,
+               good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, hidden_start, episode_seed, pass_index,
                learning, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
                record, rec_positions, rec_rewards):
     """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
@@ -133,9 +134,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
     hidden_c = hidden_start % cols
     total = 0.0
     for t in range(iterations):
-        gr, gc, er, ec = good_r[t], good_c[t], evil_r[t], evil_c[t]
+        scene = Scene(good_r[t], good_c[t], evil_r[t], evil_c[t], landscape, shift_r[t], shift_c[t],
+                      rows, cols, radius)
         if talk.code != NONE and talk.code != SHARED_Q:
-            _communicate(talk, s, gr, gc, er, ec, rows, cols, view, radius)
+            _communicate(talk, s, scene, view)
         for i in range(agents):
             r, c, code, stream = s.pos_r[i], s.pos_c[i], codes[i], s.streams[i]
             if code == RANDOM:
@@ -145,14 +147,14 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
                     target_r, target_c = talk.targets[i] // cols, talk.targets[i] % cols
                     dr, dc = axis_step_toward(r, target_r, rows), axis_step_toward(c, target_c, cols)
                 else:
-                    dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, s.window)
+                    dr, dc = local_search_step(r, c, scene, view, stream, s.window)
             elif code == ORACLE:
                 dr, dc = oracle_step(r, c, t, good_r, good_c, iterations, rows, cols, s.pointer, i)
             elif code == IMITATION:
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
-                    dr, dc = local_search_step(r, c, gr, gc, er, ec, rows, cols, view, radius, stream, s.window)
+                    dr, dc = local_search_step(r, c, scene, view, stream, s.window)
             else:  # Q_LEARNING or SARSA
                 base = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
                 s.state[i] = base
@@ -176,7 +178,9 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
         if hidden_start >= 0:
             hdr, hdc = oracle_step(hidden_r, hidden_c, t, good_r, good_c, iterations, rows, cols, s.pointer, agents)
             hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
-        gr, gc, er, ec = good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1]
+        after = Scene(good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1], landscape, shift_r[t + 1],
+                      shift_c[t + 1], rows, cols, radius)
+        gr, gc, er, ec = after.good_r, after.good_c, after.evil_r, after.evil_c
         paid = True
         if threshold > 1:  # coordination variant (paper 003 §6.1)
             near = 0
@@ -186,8 +190,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
             paid = near >= threshold
         for i in range(agents):
             r, c = s.new_r[i], s.new_c[i]
-            positive = proximity(chebyshev(r, c, gr, gc, rows, cols), radius) if paid else 0.0
-            reward = positive - proximity(chebyshev(r, c, er, ec, rows, cols), radius)
+            if paid:
+                reward = scene_reward(after, r, c)
+            else:  # Λ* only: the positive part is withheld
+                reward = -proximity(chebyshev(r, c, er, ec, rows, cols), radius)
             total += reward
             s.pos_r[i], s.pos_c[i] = r, c
             if record:
@@ -210,11 +216,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
 
 
 @njit(cache=True)
-def _communicate(talk, s, good_r, good_c, evil_r, evil_c, rows, cols, view, radius):
+def _communicate(talk, s, scene, view):
     """Run the group's protocol rule for this iteration (protocols/*.py)."""
-    arguments = (talk.values, talk.members, s.pos_r, s.pos_c, good_r, good_c, evil_r, evil_c, rows, cols,
-                 view, radius, s.streams, s.window, talk.field, talk.state, talk.choice, talk.observed, talk.targets,
-                 talk.comm)
+    arguments = (talk.values, talk.members, s.pos_r, s.pos_c, scene, view, s.streams, s.window, talk.field,
+                 talk.state, talk.choice, talk.observed, talk.targets, talk.comm)
     if talk.code == STIGMERGY:
         stigmergy_rule(*arguments)
     elif talk.code == BROADCAST:
@@ -229,12 +234,14 @@ def _communicate(talk, s, good_r, good_c, evil_r, evil_c, rows, cols, view, radi
 
 @njit(cache=True)
 def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
-                   good, evil, starts, seeds,
+                   good, evil, landscapes, starts, seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
                    tables, talk, record, rec_positions, rec_rewards):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
-    codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; starts
+    codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
+    (episodes, cells) base fitness fields, or (episodes, 0) for Λ* (for a landscape, `good` is the
+    global optimum's path and the field moves with it, see collective.landscapes); starts
     (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
     `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions
     (episodes, agents, T+1) and rec_rewards (episodes, agents, T) receive the scored pass.
@@ -263,6 +270,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     good_c = np.empty(iterations + 1, np.int64)
     evil_r = np.empty(iterations + 1, np.int64)
     evil_c = np.empty(iterations + 1, np.int64)
+    shift_r = np.zeros(iterations + 1, np.int64)
+    shift_c = np.zeros(iterations + 1, np.int64)
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
@@ -271,6 +280,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         for t in range(iterations + 1):
             good_r[t], good_c[t] = good[e, t] // cols, good[e, t] % cols
             evil_r[t], evil_c[t] = evil[e, t] // cols, evil[e, t] % cols
+            shift_r[t], shift_c[t] = (good_r[t] - good_r[0]) % rows, (good_c[t] - good_c[0]) % cols
+        landscape = landscapes[e]
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
         positions_out = rec_positions[e] if record else no_positions
@@ -279,23 +290,24 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             if threshold > 1:  # rewards depend on everyone: the whole group trains
                 for p in range(passes):
                     _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
-                               threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], p + 1,
+                               threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, hidden_start, seeds[e], p + 1,
                                True, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
                                False, no_positions, no_rewards)
             elif shared:  # the learners train together on their one table
                 learner_starts = starts[e][learner_ids]
                 for p in range(passes):
                     _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids], learner_starts, rows,
-                               cols, iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c, -1,
+                               cols, iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, -1,
                                seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale, tables, scratch,
                                talk, False, no_positions, no_rewards)
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, starts[e], rows, cols, iterations, view,
-                                 radius, threshold, good_r, good_c, evil_r, evil_c, seeds[e], passes, alpha,
+                                 radius, threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, seeds[e],
+                                 passes, alpha,
                                  gamma, epsilon, reward_scale, tables, scratch, talk)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
-                               threshold, good_r, good_c, evil_r, evil_c, hidden_start, seeds[e], SCORED_PASS,
+                               threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, hidden_start, seeds[e], SCORED_PASS,
                                False, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
                                record, positions_out, rewards_out)
             _reset_written(tables, q_initial)
@@ -303,16 +315,17 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             total = 0.0
             for i in range(agents):
                 one = slice(i, i + 1)
+                agent_positions = positions_out[one] if record else no_positions
+                agent_rewards = rewards_out[one] if record else no_rewards
                 if table_row[i] >= 0:
                     _train_alone(i, codes, agent_ids, table_row, starts[e], rows, cols, iterations, view,
-                                 radius, threshold, good_r, good_c, evil_r, evil_c, seeds[e], passes, alpha,
+                                 radius, threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, seeds[e],
+                                 passes, alpha,
                                  gamma, epsilon, reward_scale, tables, scratch, talk)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
                                     iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c,
-                                    hidden_start, seeds[e], SCORED_PASS, False, alpha, gamma, epsilon,
-                                    reward_scale, tables, scratch, talk, record,
-                                    positions_out[one] if record else no_positions,
-                                    rewards_out[one] if record else no_rewards)
+                                    landscape, shift_r, shift_c, hidden_start, seeds[e], SCORED_PASS, False, alpha, gamma, epsilon,
+                                    reward_scale, tables, scratch, talk, record, agent_positions, agent_rewards)
                 _reset_written(tables, q_initial)
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
@@ -320,7 +333,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
 
 @njit(cache=True)
 def _train_alone(i, codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
-                 good_r, good_c, evil_r, evil_c, episode_seed, passes, alpha, gamma, epsilon, reward_scale,
+                 good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, episode_seed, passes, alpha, gamma,
+                 epsilon, reward_scale,
                  tables, scratch, talk):
     """All training passes of learner i, playing by itself (so its group's protocol is silent)."""
     one = slice(i, i + 1)
@@ -330,7 +344,8 @@ def _train_alone(i, codes, agent_ids, table_row, starts, rows, cols, iterations,
     no_rewards = np.empty((0, 0), np.float64)
     for p in range(passes):
         _play_pass(codes[one], agent_ids[one], table_row[one], starts[one], rows, cols, iterations, view, radius,
-                   threshold, good_r, good_c, evil_r, evil_c, -1, episode_seed, p + 1, True, alpha, gamma,
+                   threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, -1, episode_seed, p + 1,
+                   True, alpha, gamma,
                    epsilon, reward_scale, tables, scratch, silent, False, no_positions, no_rewards)
 
 

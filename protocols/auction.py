@@ -21,23 +21,22 @@ from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_c
 
 
 @njit(cache=True)
-def auction_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                 streams, window, field, state, choice, observed, targets, comm):
+def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
+                 targets, comm):
     """state = (best bid so far, its cell), reset each pass; used when sticky."""
     sticky = values[0] > 0.5
-    local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                  streams, window, choice)
+    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
     winner = members[0]
     for i in members:
         if choice[i, 2] > choice[winner, 2]:
             winner = i
-    target = chosen_cell(winner, pos_r, pos_c, choice, rows, cols)
+    target = chosen_cell(winner, pos_r, pos_c, choice, scene.rows, scene.cols)
     if sticky:
         if choice[winner, 2] > state[0]:
             state[0], state[1] = choice[winner, 2], target
         target = int(state[1])
     m = members.shape[0]
     comm[0] += m * (m - 1)
-    comm[1] += m * (m - 1) * (FLOAT_BITS + cell_bits(rows, cols))
+    comm[1] += m * (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols))
     for i in members:
         targets[i] = target

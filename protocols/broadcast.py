@@ -36,13 +36,15 @@ from numba import njit  # noqa: E402
 
 from collective.random_streams import uniform_int  # noqa: E402
 from collective.torus import wrap  # noqa: E402
-from protocols.kernel_support import FLOAT_BITS, cell_bits, observed_reward  # noqa: E402
+from collective.scene import scene_reward  # noqa: E402
+from protocols.kernel_support import FLOAT_BITS, cell_bits  # noqa: E402
 
 
 @njit(cache=True)
-def broadcast_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                   streams, window, field, state, choice, observed, targets, comm):
+def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
+                   targets, comm):
     memory = values[0] > 0.5
+    rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
     m = members.shape[0]
     bits = cell_bits(rows, cols)
@@ -52,7 +54,7 @@ def broadcast_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reward = observed_reward(rr, cc, good_r, good_c, evil_r, evil_c, rows, cols, radius)
+                    reward = scene_reward(scene, rr, cc)
                     if reward != 0.0:
                         field[rr * cols + cc] = (field[rr * cols + cc] + reward) / 2.0
                         comm[1] += bits + FLOAT_BITS
@@ -69,8 +71,7 @@ def broadcast_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reported[rr * cols + cc] = observed_reward(rr, cc, good_r, good_c, evil_r, evil_c,
-                                                               rows, cols, radius)
+                    reported[rr * cols + cc] = scene_reward(scene, rr, cc)
         best = reported.max()
         candidates = np.flatnonzero(reported == best)
     for i in members:

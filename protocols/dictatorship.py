@@ -26,13 +26,12 @@ from protocols.kernel_support import cell_bits, chosen_cell, local_choices  # no
 
 
 @njit(cache=True)
-def dictatorship_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                      streams, window, field, state, choice, observed, targets, comm):
-    local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                  streams, window, choice)
-    target = chosen_cell(members[int(values[0])], pos_r, pos_c, choice, rows, cols)
+def dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
+                      targets, comm):
+    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
+    target = chosen_cell(members[int(values[0])], pos_r, pos_c, choice, scene.rows, scene.cols)
     m = members.shape[0]
     comm[0] += m - 1
-    comm[1] += (m - 1) * cell_bits(rows, cols)
+    comm[1] += (m - 1) * cell_bits(scene.rows, scene.cols)
     for i in members:
         targets[i] = target

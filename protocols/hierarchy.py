@@ -18,16 +18,15 @@ from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_c
 
 
 @njit(cache=True)
-def hierarchy_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                   streams, window, field, state, choice, observed, targets, comm):
-    local_choices(members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                  streams, window, choice)
+def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
+                   targets, comm):
+    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
     m = members.shape[0]
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1
         best = members[rank - 1]
         for child_rank in (2 * rank, 2 * rank + 1):
             if child_rank <= m and choice[members[child_rank - 1], 2] > choice[best, 2]:
                 best = members[child_rank - 1]
-        targets[members[rank - 1]] = chosen_cell(best, pos_r, pos_c, choice, rows, cols)
+        targets[members[rank - 1]] = chosen_cell(best, pos_r, pos_c, choice, scene.rows, scene.cols)
     comm[0] += m - 1
-    comm[1] += (m - 1) * (FLOAT_BITS + cell_bits(rows, cols))
+    comm[1] += (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols))

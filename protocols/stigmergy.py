@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.random_streams import uniform_int  # noqa: E402
+from collective.scene import scene_blind  # noqa: E402
 from collective.torus import chebyshev, wrap  # noqa: E402
 from protocols.kernel_support import FLOAT_BITS, observe_window  # noqa: E402
 
@@ -47,24 +48,23 @@ def _meets_deposit(i, members, pos_r, pos_c, rows, cols, view, choice):
 
 
 @njit(cache=True)
-def stigmergy_rule(values, members, pos_r, pos_c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius,
-                   streams, window, field, state, choice, observed, targets, comm):
-    """choice[i, 0] marks searchers that observe a non-zero reward somewhere: beyond view + radius
-    of both objects every observed reward is 0 (triangle inequality), so such a searcher deposits
-    nothing and its own window adds nothing to the fake field. choice[i, 1] marks paper-form
+def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
+                   targets, comm):
+    """choice[i, 0] marks searchers that observe a non-zero reward somewhere (see
+    `collective.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
+    nothing to the fake field. choice[i, 1] marks paper-form
     deposits: a blind searcher whose window meets no deposit (no depositor within 2·view) sees a
     field of exact zeros, and its choice is the plain tie-break over the whole window."""
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
     side = 2 * view + 1
-    reach = view + radius
+    rows, cols = scene.rows, scene.cols
     for i in members:  # deposits, all before any agent chooses
-        sees = (chebyshev(pos_r[i], pos_c[i], good_r, good_c, rows, cols) <= reach
-                or chebyshev(pos_r[i], pos_c[i], evil_r, evil_c, rows, cols) <= reach)
+        sees = not scene_blind(scene, pos_r[i], pos_c[i], view)
         choice[i, 0] = sees
         low, high = 0.0, 0.0
         if sees:
             seen = observed[i]
-            observe_window(pos_r[i], pos_c[i], good_r, good_c, evil_r, evil_c, rows, cols, view, radius, seen)
+            observe_window(pos_r[i], pos_c[i], scene, view, seen)
             low, high = np.inf, -np.inf
             for k in range(side * side):
                 low, high = min(low, seen[k]), max(high, seen[k])

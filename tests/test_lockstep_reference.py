@@ -1,5 +1,7 @@
 """The fast batched kernel and the slow reference simulator, driven from the same seeds, must
 produce identical trajectories, rewards and communication counts, step by step (spec §1, §5, §6)."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -21,13 +23,17 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
     env = run.environments
     world = ReferenceWorld(config.rows, config.cols, config.iterations, config.observation_range,
                            config.reward_radius, config.coordination_threshold)
+    if env.landscapes is not None:  # each episode's own field
+        worlds = [dataclasses.replace(world, landscape=tuple(field)) for field in env.landscapes]
+    else:
+        worlds = [world] * episodes
     learner = LearnerSettings(alpha=config.q_alpha, gamma=config.q_gamma, epsilon=config.q_epsilon,
                               q_initial=config.q_initial, training_passes=config.q_training_passes,
                               reward_scale=config.q_reward_scale)
     messages = bits = 0
     for e in range(episodes):
         positions, rewards, cost = reference_episode(
-            world, config.behaviours, env.good[e].tolist(), env.evil[e].tolist(), env.starts[e].tolist(),
+            worlds[e], config.behaviours, env.good[e].tolist(), env.evil[e].tolist(), env.starts[e].tolist(),
             int(env.agent_seeds[e]), learner, reference_protocol(config))
         for t, (expected, actual) in enumerate(zip(positions, run.positions[e])):
             assert list(actual) == expected, f"episode {e}: positions differ at t={t}"
@@ -52,7 +58,10 @@ GROUPS = {
     dict(observation_range=2, reward_radius=2, rows=9, cols=11),
     dict(coordination_threshold=2),
     dict(evil_pairing="independent", pattern_generator="ping_pong", k_min=None, k_max=None),
-], ids=["default", "epsilon-optimistic", "range2-rect", "coordination", "independent-pingpong"])
+    dict(env="landscape", landscape_peaks=3, landscape_peak_width=1),
+    dict(env="landscape", landscape_motion="static", observation_range=2, rows=11, cols=9),
+], ids=["default", "epsilon-optimistic", "range2-rect", "coordination", "independent-pingpong", "landscape",
+        "static-landscape-range2"])
 def test_behaviours_match_reference(mix, variant):
     settings = {**SMALL, **{k: v for k, v in variant.items() if v is not None}}
     config = EvaluationConfig.from_profile("paper", mix=mix, **settings)
@@ -82,9 +91,9 @@ PROTOCOL_CASES = [
 
 @pytest.mark.parametrize("protocol, params, mix", PROTOCOL_CASES, ids=[f"{p}-{m}" for p, _, m in PROTOCOL_CASES])
 @pytest.mark.parametrize("view", [1, 2])
-@pytest.mark.parametrize("threshold", [1, 2])
-def test_protocols_match_reference(protocol, params, mix, view, threshold):
+@pytest.mark.parametrize("threshold, env", [(1, "lambda_star"), (2, "lambda_star"), (1, "landscape")])
+def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
-                                           observation_range=view, coordination_threshold=threshold,
-                                           **{**SMALL, "rows": 9, "cols": 8})
+                                           observation_range=view, coordination_threshold=threshold, env=env,
+                                           landscape_peaks=3, **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)

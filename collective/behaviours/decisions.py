@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from collective.random_streams import uniform_float, uniform_int
+from collective.scene import is_landscape, scene_blind, scene_reward
 from collective.torus import axis_distance, axis_step_toward, chebyshev, proximity, wrap
 
 
@@ -22,33 +23,34 @@ def random_step(stream):
 
 
 @njit(cache=True)
-def local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch):
+def local_best(r, c, scene, view, stream, scratch):
     """The local searcher's choice (paper 003 §5.2.1): (row offset, column offset, reward) of the
-    best cell in its range-`view` Moore window, uniform tie-break; one draw from `stream`.
+    best cell in its range-`view` Moore window of `scene`, uniform tie-break; one draw.
 
     `scratch` is an int64 work array of at least (2·view+1)² + 4·(2·view+1) entries.
     """
     side = 2 * view + 1
-    reach = view + radius
-    if (chebyshev(r, c, good_r, good_c, rows, cols) > reach
-            and chebyshev(r, c, evil_r, evil_c, rows, cols) > reach):
-        # Triangle inequality: every window cell is beyond the reward radius of both objects,
-        # so all observed rewards are 0 and the tie-break alone picks the cell.
+    if scene_blind(scene, r, c, view):  # all observed rewards are 0: the tie-break alone picks
         j = uniform_int(stream, side * side)
         return j // side - view, j % side - view, 0.0
-    ties_at = side * side  # scratch layout: tie list, then per-offset axis distances
-    for k in range(side):
-        scratch[ties_at + k] = axis_distance(wrap(r + k - view, rows), good_r, rows)
-        scratch[ties_at + side + k] = axis_distance(wrap(r + k - view, rows), evil_r, rows)
-        scratch[ties_at + 2 * side + k] = axis_distance(wrap(c + k - view, cols), good_c, cols)
-        scratch[ties_at + 3 * side + k] = axis_distance(wrap(c + k - view, cols), evil_c, cols)
+    rows, cols, radius = scene.rows, scene.cols, scene.radius
+    landscape = is_landscape(scene)
+    ties_at = side * side  # scratch layout: tie list, then Λ*'s per-offset axis distances
+    if not landscape:
+        for k in range(side):
+            scratch[ties_at + k] = axis_distance(wrap(r + k - view, rows), scene.good_r, rows)
+            scratch[ties_at + side + k] = axis_distance(wrap(r + k - view, rows), scene.evil_r, rows)
+            scratch[ties_at + 2 * side + k] = axis_distance(wrap(c + k - view, cols), scene.good_c, cols)
+            scratch[ties_at + 3 * side + k] = axis_distance(wrap(c + k - view, cols), scene.evil_c, cols)
     best = -np.inf
     ties = 0
     for i in range(side):
-        row_good, row_evil = scratch[ties_at + i], scratch[ties_at + side + i]
         for j in range(side):
-            value = (proximity(max(row_good, scratch[ties_at + 2 * side + j]), radius)
-                     - proximity(max(row_evil, scratch[ties_at + 3 * side + j]), radius))
+            if landscape:
+                value = scene_reward(scene, wrap(r + i - view, rows), wrap(c + j - view, cols))
+            else:  # R(c) from distances computed once per row and column
+                value = (proximity(max(scratch[ties_at + i], scratch[ties_at + 2 * side + j]), radius)
+                         - proximity(max(scratch[ties_at + side + i], scratch[ties_at + 3 * side + j]), radius))
             if value > best:
                 best = value
                 ties = 0
@@ -60,10 +62,10 @@ def local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, s
 
 
 @njit(cache=True, inline="always")
-def local_search_step(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch):
+def local_search_step(r, c, scene, view, stream, scratch):
     """Move toward the best observed cell, one step per axis (spec §5: for view > 1 the cell may
     be further than one step)."""
-    dr, dc, _ = local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, view, radius, stream, scratch)
+    dr, dc, _ = local_best(r, c, scene, view, stream, scratch)
     return np.sign(dr), np.sign(dc)
 
 
