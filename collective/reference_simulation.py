@@ -95,7 +95,8 @@ class LearnerSettings:
 
 def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[int], evil: list[int],
                       starts: list[int], seed: int, learner: LearnerSettings | None = None,
-                      protocol: ReferenceProtocol | None = None) -> tuple[list[list[int]], list[list[float]], list[int]]:
+                      protocol: ReferenceProtocol | None = None
+                      ) -> tuple[list[list[int]], list[list[float]], list[int]]:
     """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
     and the protocol's (messages, bits) over all passes."""
     learner = learner or LearnerSettings()

@@ -43,6 +43,12 @@ WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_best.
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
+# The settings of a batch: the grid, the agents' view and reward radius, the coordination
+# threshold, and the learners' α, γ, ε and training reward scale.
+Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold alpha gamma epsilon reward_scale")
+# One episode's world, each (T+1,): ⊕/⊖ rows and columns, and the landscape's displacement since
+# the start (rows, columns); landscape is the base field (cells,), empty for Λ*.
+EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape shift_r shift_c")
 # A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
 # members (participating agent indices), targets (agents,), choice (agents, 3), observed
 # (agents, window cells), field (cells,), state (2,), and comm (2,), the messages and bits sent,
@@ -102,10 +108,8 @@ def _q_base(t, row, cell, iterations, n_cells):
 
 
 @njit(cache=True)
-def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
-               good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, hidden_start, episode_seed, pass_index,
-               learning, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
-               record, rec_positions, rec_rewards):
+def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, episode_seed, pass_index,
+               learning, tables, scratch, talk, record, rec_positions, rec_rewards):
     """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
     table rows `table_row`, start cells `starts`); returns the sum of their real rewards.
 
@@ -114,6 +118,11 @@ def _play_pass(codes, agent_ids, table_row, starts, rows, cols, iterations, view
     Q-tables only when `learning` (training passes), with rewards scaled by `reward_scale`.
     The group's protocol (`talk`) speaks after all agents observe and before any acts (spec §6).
     """
+    rows, cols, iterations, view, radius, threshold = (rules.rows, rules.cols, rules.iterations, rules.view_range,
+                                                       rules.radius, rules.threshold)
+    alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
+    good_r, good_c, evil_r, evil_c = paths.good_r, paths.good_c, paths.evil_r, paths.evil_c
+    landscape, shift_r, shift_c = paths.landscape, paths.shift_r, paths.shift_c
     s = scratch
     q = tables.q
     n_cells = rows * cols
@@ -248,6 +257,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
+    rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale)
     together = threshold > 1 or talk.code != NONE  # keep in step with play_together()
     shared = talk.code == SHARED_Q
     agent_ids = np.arange(agents)
@@ -266,22 +276,20 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                       np.empty(view_side * view_side + 4 * view_side, np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.float64), np.empty((agents, 1), np.uint64))
-    good_r = np.empty(iterations + 1, np.int64)
-    good_c = np.empty(iterations + 1, np.int64)
-    evil_r = np.empty(iterations + 1, np.int64)
-    evil_c = np.empty(iterations + 1, np.int64)
-    shift_r = np.zeros(iterations + 1, np.int64)
-    shift_c = np.zeros(iterations + 1, np.int64)
+    steps = iterations + 1
+    good_r, good_c = np.empty(steps, np.int64), np.empty(steps, np.int64)
+    evil_r, evil_c = np.empty(steps, np.int64), np.empty(steps, np.int64)
+    shift_r, shift_c = np.empty(steps, np.int64), np.empty(steps, np.int64)
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     mean_reward = np.empty(episodes, np.float64)
     for e in range(episodes):
-        for t in range(iterations + 1):
+        for t in range(steps):
             good_r[t], good_c[t] = good[e, t] // cols, good[e, t] % cols
             evil_r[t], evil_c[t] = evil[e, t] // cols, evil[e, t] % cols
             shift_r[t], shift_c[t] = (good_r[t] - good_r[0]) % rows, (good_c[t] - good_c[0]) % cols
-        landscape = landscapes[e]
+        paths = EpisodePaths(good_r, good_c, evil_r, evil_c, landscapes[e], shift_r, shift_c)
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
         positions_out = rec_positions[e] if record else no_positions
@@ -289,27 +297,19 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         if together:
             if threshold > 1:  # rewards depend on everyone: the whole group trains
                 for p in range(passes):
-                    _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
-                               threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, hidden_start, seeds[e], p + 1,
-                               True, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
-                               False, no_positions, no_rewards)
+                    _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e], p + 1,
+                               True, tables, scratch, talk, False, no_positions, no_rewards)
             elif shared:  # the learners train together on their one table
                 learner_starts = starts[e][learner_ids]
                 for p in range(passes):
-                    _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids], learner_starts, rows,
-                               cols, iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, -1,
-                               seeds[e], p + 1, True, alpha, gamma, epsilon, reward_scale, tables, scratch,
-                               talk, False, no_positions, no_rewards)
+                    _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids], learner_starts, rules, paths,
+                               -1, seeds[e], p + 1, True, tables, scratch, talk, False, no_positions, no_rewards)
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
-                    _train_alone(i, codes, agent_ids, table_row, starts[e], rows, cols, iterations, view,
-                                 radius, threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, seeds[e],
-                                 passes, alpha,
-                                 gamma, epsilon, reward_scale, tables, scratch, talk)
-            total = _play_pass(codes, agent_ids, table_row, starts[e], rows, cols, iterations, view, radius,
-                               threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, hidden_start, seeds[e], SCORED_PASS,
-                               False, alpha, gamma, epsilon, reward_scale, tables, scratch, talk,
-                               record, positions_out, rewards_out)
+                    _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
+                                 scratch, talk)
+            total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
+                               SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out)
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each agent plays its whole episode alone
             total = 0.0
@@ -318,24 +318,18 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
                 if table_row[i] >= 0:
-                    _train_alone(i, codes, agent_ids, table_row, starts[e], rows, cols, iterations, view,
-                                 radius, threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, seeds[e],
-                                 passes, alpha,
-                                 gamma, epsilon, reward_scale, tables, scratch, talk)
-                total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rows, cols,
-                                    iterations, view, radius, threshold, good_r, good_c, evil_r, evil_c,
-                                    landscape, shift_r, shift_c, hidden_start, seeds[e], SCORED_PASS, False, alpha, gamma, epsilon,
-                                    reward_scale, tables, scratch, talk, record, agent_positions, agent_rewards)
+                    _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
+                                 scratch, talk)
+                total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
+                                    hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
+                                    agent_positions, agent_rewards)
                 _reset_written(tables, q_initial)
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
 
 
 @njit(cache=True)
-def _train_alone(i, codes, agent_ids, table_row, starts, rows, cols, iterations, view, radius, threshold,
-                 good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, episode_seed, passes, alpha, gamma,
-                 epsilon, reward_scale,
-                 tables, scratch, talk):
+def _train_alone(i, codes, agent_ids, table_row, starts, rules, paths, episode_seed, passes, tables, scratch, talk):
     """All training passes of learner i, playing by itself (so its group's protocol is silent)."""
     one = slice(i, i + 1)
     silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
@@ -343,10 +337,8 @@ def _train_alone(i, codes, agent_ids, table_row, starts, rows, cols, iterations,
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     for p in range(passes):
-        _play_pass(codes[one], agent_ids[one], table_row[one], starts[one], rows, cols, iterations, view, radius,
-                   threshold, good_r, good_c, evil_r, evil_c, landscape, shift_r, shift_c, -1, episode_seed, p + 1,
-                   True, alpha, gamma,
-                   epsilon, reward_scale, tables, scratch, silent, False, no_positions, no_rewards)
+        _play_pass(codes[one], agent_ids[one], table_row[one], starts[one], rules, paths, -1, episode_seed, p + 1,
+                   True, tables, scratch, silent, False, no_positions, no_rewards)
 
 
 @njit(cache=True)

@@ -8,7 +8,7 @@ from protocols import HIERARCHY, Protocol, register
 class Hierarchy(Protocol):
     name = "hierarchy"
     code = HIERARCHY
-    description = "binary tree: agent k reports to ⌊k/2⌋ and heads for the best of its own and its children's reports"
+    description = "binary tree: k reports to ⌊k/2⌋, heads for the best of its own and its children's reports"
     applies_to = frozenset({"local_search"})
 
 
