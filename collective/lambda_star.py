@@ -40,11 +40,15 @@ class LambdaStar:
             good_positions, evil_positions = independent_evil(
                 self.generator, good, seed_table[:, ENVIRONMENT_SEED] ^ np.uint64(0xE71),
                 self.rows, self.cols, self.iterations)
-        starts = np.stack([start_cells(int(seed), self.rows * self.cols, group_size)
-                           for seed in seed_table[:, START_SEED]]) if len(seed_table) else \
-            np.empty((0, group_size), np.int32)
-        return EnvironmentBatch(good_positions, evil_positions, starts, seed_table[:, AGENT_SEED].copy(),
-                                good.k_raw, good.k_normalised)
+        return EnvironmentBatch(good_positions, evil_positions,
+                                start_cell_table(seed_table, self.rows * self.cols, group_size),
+                                seed_table[:, AGENT_SEED].copy(), good.k_raw, good.k_normalised)
+
+
+def start_cell_table(seed_table: np.ndarray, n_cells: int, group_size: int) -> np.ndarray:
+    """(episodes, agents) start cells, one row per row of `seed_table`."""
+    rows = [start_cells(int(seed), n_cells, group_size) for seed in seed_table[:, START_SEED]]
+    return np.stack(rows) if rows else np.empty((0, group_size), np.int32)
 
 
 def start_cells(seed: int, n_cells: int, group_size: int) -> np.ndarray:

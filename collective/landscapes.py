@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from collective.complexity import lz76_normalised, lz76_phrase_count, search_space_entropy_bits
-from collective.lambda_star import EnvironmentBatch, start_cells
+from collective.lambda_star import EnvironmentBatch, start_cell_table
 from collective.patterns import PatternGenerator
-from collective.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
+from collective.random_streams import AGENT_SEED, ENVIRONMENT_SEED
 
 LANDSCAPE_MOTIONS = ("pattern", "static")
 PLACEMENT_TRIES = 200  # fresh draws of the peak centres before the peaks count as not fitting
@@ -66,8 +66,7 @@ class FitnessLandscape:
             path = np.repeat(optimum[:, None], self.iterations + 1, axis=1).astype(np.int32)
             k_raw = np.array([lz76_phrase_count(row[:self.iterations].astype(np.int64)) for row in path], np.int32)
             k_normalised = np.array([lz76_normalised(int(k), self.iterations) for k in k_raw])
-        starts = np.stack([start_cells(int(seed), n_cells, group_size) for seed in seed_table[:, START_SEED]]) \
-            if episodes else np.empty((0, group_size), np.int32)
+        starts = start_cell_table(seed_table, n_cells, group_size)
         return EnvironmentBatch(path, path.copy(), starts, seed_table[:, AGENT_SEED].copy(), k_raw, k_normalised,
                                 landscapes=fields,
                                 local_optima=np.array([count_local_optima(f, self.rows, self.cols) for f in fields]),
