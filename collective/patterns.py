@@ -7,6 +7,7 @@ landscapes and the anytime test can reuse them. A ⊖ pairing then derives Evil'
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -73,9 +74,9 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, out):
 
 
 @njit(cache=True)
-def _draw_ping_pong(stream, rows, cols, iterations, out, walk):
-    """Reference generator (spec §2): a random walk of n + U{0..n-1} cells, then played
-    forward, reversed, forward... to T+1 positions; K is measured on the base walk."""
+def _draw_ping_pong(stream, rows, cols, walk):
+    """Reference generator (spec §2): a random walk of n + U{0..n-1} cells into `walk`; returns
+    its K (measured on the base walk) and its length. `_play_back_and_forth` extends it."""
     side = max(rows, cols)
     length = side + uniform_int(stream, side)
     cell = uniform_int(stream, rows * cols)
@@ -86,10 +87,15 @@ def _draw_ping_pong(stream, rows, cols, iterations, out, walk):
         r = wrap(r + action // 3 - 1, rows)
         c = wrap(c + action % 3 - 1, cols)
         walk[i] = r * cols + c
-    for t in range(iterations + 1):
+    return lz76_phrase_count(walk[:length]), length
+
+
+@njit(cache=True)
+def _play_back_and_forth(walk, length, out):
+    """The ping-pong trajectory: the walk forward, reversed, forward... to len(out) positions."""
+    for t in range(out.shape[0]):
         phase = t % (2 * length)
         out[t] = walk[phase] if phase < length else walk[2 * length - 1 - phase]
-    return lz76_phrase_count(walk[:length]), length
 
 
 @njit(cache=True)
@@ -106,8 +112,10 @@ def _generate(kind, seeds, rows, cols, iterations, k_min, k_max, max_tries, posi
             if kind == 0:
                 k = _draw_cyclic(stream, rows, cols, iterations, max_segment, out)
                 length = iterations
-            else:
-                k, length = _draw_ping_pong(stream, rows, cols, iterations, out, walk)
+            else:  # K is the base walk's: play it back only once it is accepted
+                k, length = _draw_ping_pong(stream, rows, cols, walk)
+                if k_min <= k <= k_max:
+                    _play_back_and_forth(walk, length, out)
             if k_min <= k <= k_max:
                 positions[e, :] = out
                 k_raw[e] = k
@@ -152,13 +160,17 @@ class PingPongPatternGenerator:
 PATTERN_GENERATORS: dict[str, type] = {g.name: g for g in (CyclicPatternGenerator, PingPongPatternGenerator)}
 
 
+@functools.lru_cache(maxsize=256)
 def reachable_k(generator: PatternGenerator, rows: int, cols: int, iterations: int,
                 probes: int = 2000) -> np.ndarray:
     """Sorted distinct K values the generator produced in a fixed-seed probe: used to reject
-    K ranges a grid and T cannot deliver before any work starts."""
+    K ranges a grid and T cannot deliver before any work starts. Cached: configurations are
+    validated often and the probe depends on nothing else."""
     seeds = np.random.SeedSequence(0xC011EC7).generate_state(probes, dtype=np.uint64)
     batch = generator.generate(seeds, rows, cols, iterations, 0, np.iinfo(np.int32).max)
-    return np.unique(batch.k_raw)
+    reachable = np.unique(batch.k_raw)
+    reachable.flags.writeable = False  # shared by every caller through the cache
+    return reachable
 
 
 # ---- ⊖ pairings (spec §2 "Balance"; paper 000 Definition 13) ----
