@@ -6,6 +6,7 @@ into a `ScoreAccumulator`, then dropped. Episode e always gets the same seeds (s
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -96,6 +97,19 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray,
 
 def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False) -> EpisodeRun:
     """Play the configured group on a batch of environments; `record` keeps the scored trajectories."""
+    _load_kernel()
+    return _play(config, environments, record)
+
+
+@functools.cache
+def _load_kernel() -> None:
+    """Have numba load (or compile) the simulator before the first timed call of this process, so
+    that kernel_seconds measure simulation only. Every configuration shares the kernel's types."""
+    tiny = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
+    _play(tiny, generate_environments(tiny, np.arange(1)), record=False)
+
+
+def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool) -> EpisodeRun:
     codes = np.array([get_behaviour(name).code for name in config.behaviours], np.int64)
     protocol = get_protocol(config.protocol)
     talk = talk_workspace(protocol.code, config.protocol_values, config.protocol_members, config.group_size,
