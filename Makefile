@@ -12,10 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+QUICKSTART := runs/quickstart
+
 demo: $(STAMP)
-	$(BIN)/collective demo
+	$(BIN)/collective sweep experiments/quickstart.toml --out $(QUICKSTART)
+	$(BIN)/collective figures $(QUICKSTART) --out $(QUICKSTART)/figures
+	$(BIN)/collective dashboard $(QUICKSTART) --out $(QUICKSTART)/report.html
 
 test: $(STAMP)
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -7,18 +7,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+from pathlib import Path
 
 from collective.behaviours import behaviour_names, get_behaviour
 from collective.config import PROFILES, ConfigError, EvaluationConfig
+from collective.sweep import add_sweep_parser, run_sweep
+from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 from protocols import get_protocol, protocol_names
 
 # Config field -> the option that sets it, so errors name what the user typed.
 FIELD_OPTIONS = {
     "behaviour": "--behaviour", "group_size": "--group-size", "rows": "--grid", "cols": "--grid",
     "iterations": "--iterations", "episodes": "--episodes", "seed": "--seed", "profile": "--profile",
-    "protocol": "--protocol", "protocol_params": "--protocol-param", "mix": "--mix", "observation_range": "--observation-range", "reward_radius": "--reward-radius",
-    "coordination_threshold": "--coordination-threshold", "pattern_generator": "--patterns",
+    "protocol": "--protocol", "protocol_params": "--protocol-param", "mix": "--mix",
+    "observation_range": "--observation-range", "reward_radius": "--reward-radius",
+    "coordination_threshold": "--coordination-threshold", "env": "--env", "landscape_peaks": "--peaks",
+    "landscape_peak_width": "--peak-width", "landscape_ruggedness": "--ruggedness", "landscape_motion": "--motion",
+    "pattern_generator": "--patterns",
     "evil_pairing": "--evil", "k_min": "--complexity", "k_max": "--complexity",
     "q_alpha": "--alpha", "q_gamma": "--gamma", "q_epsilon": "--epsilon", "q_initial": "--q-initial",
     "q_training_passes": "--training-passes", "q_reward_scale": "--reward-scale",
@@ -88,6 +95,16 @@ def _add_group_options(parser: argparse.ArgumentParser) -> None:
                      help="pattern generator: cyclic (paper) or ping_pong (reference)")
     env.add_argument("--evil", default=None, metavar="NAME",
                      help="Evil pairing: index_shift (default) or independent (own pattern, same K)")
+    env.add_argument("--env", default=None, metavar="CLASS",
+                     help="environment class: lambda_star (default) or landscape (fitness landscape, spec §7)")
+    land = parser.add_argument_group("fitness landscapes (--env landscape; paper 003 §6.2)")
+    land.add_argument("--peaks", type=int, default=None, help="local optima, one of them global (default 8)")
+    land.add_argument("--peak-width", type=int, default=None,
+                      help="cells from a peak to the foot of its slope (default 1)")
+    land.add_argument("--ruggedness", type=float, default=None,
+                      help="0..1: how close the secondary optima stand to the global one (default 0.5)")
+    land.add_argument("--motion", default=None, metavar="pattern|static",
+                      help="pattern: the field moves along a movement pattern of complexity K (default); static")
     group = parser.add_argument_group("agents (spec §5)")
     group.add_argument("--behaviour", default=None, metavar="NAME",
                        help=f"one of: {', '.join(behaviour_names())}")
@@ -105,7 +122,8 @@ def _add_group_options(parser: argparse.ArgumentParser) -> None:
     rl.add_argument("--epsilon", type=float, default=None, help="exploration rate while training (default 0)")
     rl.add_argument("--q-initial", type=float, default=None, help="initial Q value (paper 0, lambdastar2016 2)")
     rl.add_argument("--training-passes", type=int, default=None, help="training passes per episode (default 100)")
-    rl.add_argument("--reward-scale", type=float, default=None, help="training reward factor (paper 1, lambdastar2016 10)")
+    rl.add_argument("--reward-scale", type=float, default=None,
+                    help="training reward factor (paper 1, lambdastar2016 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -124,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(episodes=300, group_size=5)
     commands.add_parser("behaviours", help="list the behaviours")
     commands.add_parser("protocols", help="list the protocols and their parameters")
+    add_sweep_parser(commands)
+    add_analysis_commands(commands)
+    _add_anytime_parser(commands)
     return parser
 
 
@@ -135,9 +156,75 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None) -> Evaluat
         protocol=args.protocol, protocol_params=tuple(args.protocol_param),
         observation_range=args.observation_range, reward_radius=args.reward_radius,
         coordination_threshold=args.coordination_threshold, pattern_generator=args.patterns,
-        evil_pairing=args.evil, k_min=k_min, k_max=k_max, q_alpha=args.alpha, q_gamma=args.gamma,
+        evil_pairing=args.evil, k_min=k_min, k_max=k_max, env=args.env, landscape_peaks=args.peaks,
+        landscape_peak_width=args.peak_width, landscape_ruggedness=args.ruggedness, landscape_motion=args.motion,
+        q_alpha=args.alpha, q_gamma=args.gamma,
         q_epsilon=args.epsilon, q_initial=args.q_initial, q_training_passes=args.training_passes,
         q_reward_scale=args.reward_scale)
+
+
+# AnytimeConfig field -> its option; an episode's iterations are the anytime test's budget.
+ANYTIME_OPTIONS = {"start_budget": "--start-budget", "start_seconds": "--start-seconds",
+                   "budget_seconds": "--budget-seconds", "max_environments": "--max-environments"}
+
+
+def _add_anytime_parser(commands) -> None:
+    anytime = commands.add_parser(
+        "anytime", help="the adaptive anytime test: Υ at any moment, Ctrl-C to stop", conflict_handler="resolve",
+        description="Paper 000 Definition 19 (Definition 18 with --time-based): one fresh environment after "
+                    "another, complexity ξ following the rewards, budget growing by half; Ctrl-C or "
+                    "--budget-seconds stops it and prints Υ and the trace (ξ, K, budget, reward per environment).")
+    _add_group_options(anytime)
+    for option in ("--iterations", "--episodes"):  # replaced by the test's budget: rejected if given
+        anytime.add_argument(option, default=None, help=argparse.SUPPRESS)
+    test = anytime.add_argument_group("anytime test (paper 000 §5.2-5.3)")
+    test.add_argument("--start-budget", type=int, default=None, metavar="N",
+                      help="iterations of the first environment, then n <- n + floor(n/2) (default 10)")
+    test.add_argument("--time-based", action="store_true",
+                      help="Definition 18: a time slot per environment, converted to iterations at the group's speed")
+    test.add_argument("--start-seconds", type=float, default=None, metavar="S",
+                      help="first time slot with --time-based, then S <- 1.5 S (default 1e-6)")
+    test.add_argument("--budget-seconds", type=float, default=None, metavar="S",
+                      help="stop after S seconds (Θ; default: until Ctrl-C)")
+    test.add_argument("--max-environments", type=int, default=None, metavar="M", help="stop after M environments")
+    test.add_argument("--trace-out", default=None, metavar="FILE.parquet", help="write the trace as Parquet")
+
+
+def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """`collective anytime`: stream the trace (or one JSON object at the end); exit 2 on bad input."""
+    def usage(option: str, message: str) -> None:
+        parser.exit(2, f"collective anytime: error: argument {option}: {message}\n")
+
+    for option, value in (("--iterations", args.iterations), ("--episodes", args.episodes)):
+        if value is not None:
+            usage(option, "not used by anytime: each environment is one episode whose iterations are the "
+                          "test's budget (see --start-budget)")
+    if not (args.behaviour or args.mix):
+        usage("--behaviour", "required (or give --mix)")
+    if args.start_seconds is not None and not args.time_based:
+        usage("--start-seconds", "only with --time-based")
+    if args.trace_out and not Path(args.trace_out).resolve().parent.is_dir():
+        usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
+    from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, run_anytime,
+                                    write_trace)
+
+    settings = {name: getattr(args, name) for name in ANYTIME_OPTIONS if getattr(args, name) is not None}
+    try:
+        config = AnytimeConfig(config_from_args(args, args.behaviour), time_based=args.time_based, **settings)
+    except ConfigError as error:
+        usage(ANYTIME_OPTIONS.get(error.field) or FIELD_OPTIONS.get(error.field, error.field), error.message)
+    if not args.json:
+        print(TRACE_HEADER, flush=True)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even in the background
+    try:
+        result = run_anytime(config, on_step=None if args.json else lambda step: print(format_step(step), flush=True))
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: the results are written whole
+        if args.trace_out:
+            write_trace(result, args.trace_out)
+        print(json.dumps(result.as_record()) if args.json else format_summary(result))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 0
 
 
 def format_table(records: list[dict]) -> str:
@@ -180,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "protocols":
         print(describe_protocols())
         return 0
+    if args.command in ANALYSIS_COMMANDS:
+        return run_analysis_command(args)
+    if args.command == "sweep":
+        return run_sweep(args)
+    if args.command == "anytime":
+        return run_anytime_command(parser, args)
     if args.command == "evaluate" and not (args.behaviour or args.mix):
         parser.exit(2, "collective evaluate: error: argument --behaviour: required (or give --mix)\n")
     behaviours = [args.behaviour] if args.behaviour or args.mix else list(DEMO_BEHAVIOURS)

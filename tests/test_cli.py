@@ -50,6 +50,11 @@ def test_evaluate_table_and_reference_profile_with_complexity_range():
     (["--episodes", "-3"], "--episodes"),
     (["--alpha", "0"], "--alpha"),
     (["--evil", "twin"], "--evil"),
+    (["--env", "maze"], "--env"),
+    (["--env", "landscape", "--peaks", "0"], "--peaks"),
+    (["--env", "landscape", "--grid", "6", "--peaks", "30"], "--peaks"),
+    (["--env", "landscape", "--ruggedness", "2"], "--ruggedness"),
+    (["--env", "landscape", "--motion", "spin"], "--motion"),
 ])
 def test_bad_input_exits_2_with_one_line(args, option):
     base = {"--behaviour": "random"}

@@ -1,0 +1,74 @@
+"""Wall time of one fixed sweep with the serial executor, 1 Ray worker and 2 Ray workers.
+
+The sweep (below) is learner-heavy like the factor study: 4 cells (2 grids x 2 group sizes),
+random, local search, Q-learning and SARSA, 600 episodes, T=100, about 20 work units. Each run
+writes a fresh results store in a temporary directory. "sweep s" is the time from the first
+unit submitted to the last chunk written; "total s" adds starting (and stopping) the embedded
+Ray and its actors. Ratios: Ray overhead = 1 Ray worker / serial, scaling = 1 worker / 2 workers.
+Timings depend on what else the machine runs; quote them with that caveat.
+
+    .venv/bin/python benchmarks/sweep_scaling.py
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+import tomllib
+
+from collective.runtime import RayExecutor, SerialExecutor
+from collective.sweep import run_spec
+from collective.sweep_spec import parse_spec
+
+SPEC = """
+name = "scaling"
+seed = 1
+profile = "paper"
+episodes = 600
+iterations = 100
+
+[factors]
+grid = ["8x8", "12x12"]
+group_size = [2, 6]
+
+[groups]
+behaviours = ["random", "local_search", "q_learning", "sarsa"]
+"""
+
+
+class Timed:
+    """Wraps an executor to time its run apart from its start-up."""
+
+    def __init__(self, executor):
+        self.executor = executor
+        self.name, self.sweep_seconds = executor.name, 0.0
+
+    def __enter__(self):
+        self.executor.__enter__()
+        self.workers = self.executor.workers
+        return self
+
+    def __exit__(self, *exc_info):
+        self.executor.__exit__(*exc_info)
+
+    def run(self, blocks):
+        started = time.perf_counter()
+        yield from self.executor.run(blocks)
+        self.sweep_seconds = time.perf_counter() - started
+
+
+def measure(label: str, executor) -> tuple[float, float]:
+    timed = Timed(executor)
+    with tempfile.TemporaryDirectory() as out:
+        started = time.perf_counter()
+        summary = run_spec(spec, out, timed)
+        total = time.perf_counter() - started
+    print(f"{label:<16}{timed.sweep_seconds:>10.1f}{total:>10.1f}{summary.rows:>10,}")
+    return timed.sweep_seconds, total
+
+
+spec = parse_spec(tomllib.loads(SPEC), "scaling")
+print(f"{'executor':<16}{'sweep s':>10}{'total s':>10}{'rows':>10}")
+serial, _ = measure("serial", SerialExecutor(spec))
+one, _ = measure("ray, 1 worker", RayExecutor(spec, workers=1))
+two, _ = measure("ray, 2 workers", RayExecutor(spec, workers=2))
+print(f"Ray overhead (1 worker / serial): {one / serial:.3f}; scaling (1 worker / 2 workers): {one / two:.2f}x")

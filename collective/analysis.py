@@ -1,0 +1,486 @@
+"""Analyses of sweep datasets: Υ tables with confidence intervals, the gain of collectives over isolated
+agents, protocol comparisons, a regression of Υ on K, H and group size, the PGI index and learning curves.
+
+A dataset holds one row per (cell, episode, group) with the episode's score R̄ (paper 003 Definition 2);
+Υ of a group is the mean of R̄ over its episodes (Definition 3), with a Student-t 95% interval over
+episodes as in `collective.scores`. All groups of one cell play the same environments, so two groups
+are compared on the differences of their scores paired by (cell, episode).
+"""
+from __future__ import annotations
+
+import json
+import math
+import platform
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+from scipy import stats
+
+from collective.results_store import DATASET_DIR, SPEC_FILE
+
+REQUIRED_COLUMNS = ("cell", "episode", "group", "score", "k_raw", "entropy_bits", "group_size", "behaviour",
+                    "mix", "protocol", "env", "grid", "iterations", "q_training_passes", "kernel_seconds")
+GROUP_COLUMNS = ("group", "group_key", "behaviour", "mix", "protocol", "protocol_params")  # name a group type
+K_BIN = "k_bin"  # derived column: K (raw LZ76 phrases) in bins of `k_bin_width`
+K_MID = "k_mid"  # the bin's midpoint, for plotting
+FACTOR_ALIASES = {"k": K_BIN, "K": K_BIN, "h": "entropy_bits", "H": "entropy_bits", "G": "group_size"}
+DEFAULT_BY = ("group", "group_size")
+CONFIDENCE = 0.95
+REFERENCE_BEHAVIOURS = ("random", "oracle")  # accuracy 0 and 1 (paper 004, Step 1)
+# PGI resource scales (paper 004, "PGI Index", Step 2): 0..10 on a log scale between the paper's anchors.
+TIME_SCALE_SECONDS = (365.25 * 24 * 3600, 1e-9)  # score 0 = years, 10 = nanoseconds
+EXPERIENCE_SCALE_STEPS = (1e10, 1.0)  # score 0 = 10B+ demonstrations, 10 = none (9 = <10, 8 = <100 ...)
+
+
+class DatasetError(ValueError):
+    """Input that cannot be analysed: not a dataset, or an unknown factor. The message is one line."""
+
+
+@dataclass
+class SweepSource:
+    """One sweep directory's provenance: its sweep.json (None when only a dataset folder was given)."""
+
+    dataset: Path
+    description: dict | None
+    files: int
+    bytes: int
+
+
+@dataclass
+class Dataset:
+    """The rows of one or more sweeps (concatenated), with their sources."""
+
+    rows: pd.DataFrame
+    sources: list[SweepSource]
+
+
+@dataclass
+class Table:
+    """A titled result table; `note` says what was computed and cites the source."""
+
+    name: str
+    title: str
+    note: str
+    frame: pd.DataFrame
+
+
+@dataclass
+class Analysis:
+    """Every table of `analyze`, in display order."""
+
+    tables: dict[str, Table] = field(default_factory=dict)
+
+    def add(self, table: Table) -> None:
+        self.tables[table.name] = table
+
+
+def load_dataset(paths: list[str | Path]) -> Dataset:
+    """Read sweep directories (or their dataset/ folders); raises DatasetError naming a bad path."""
+    frames, sources = [], []
+    for path in map(Path, paths):
+        if not path.is_dir():
+            raise DatasetError(f"{path}: no such directory")
+        data_dir = path / DATASET_DIR if (path / DATASET_DIR).is_dir() else path
+        parts = sorted(data_dir.glob("part-*.parquet"))
+        if not parts:
+            raise DatasetError(f"{path} is not a sweep dataset: no {DATASET_DIR}/part-*.parquet files "
+                               f"(run `collective sweep SPEC.toml --out DIR` first)")
+        try:
+            table = pq.read_table(parts)
+        except Exception as error:  # pyarrow raises several types for unreadable files
+            raise DatasetError(f"{data_dir}: unreadable Parquet data ({type(error).__name__}: "
+                               f"{str(error).splitlines()[0]})") from None
+        missing = [name for name in REQUIRED_COLUMNS if name not in table.column_names]
+        if missing:
+            raise DatasetError(f"{data_dir} is not a sweep dataset: missing columns {', '.join(missing)}")
+        frames.append(table.drop_columns([c for c in ("spawn_key",) if c in table.column_names]).to_pandas())
+        spec_file = data_dir.parent / SPEC_FILE
+        description = json.loads(spec_file.read_text()) if spec_file.is_file() else None
+        sources.append(SweepSource(dataset=data_dir.resolve(), description=description, files=len(parts),
+                                   bytes=sum(part.stat().st_size for part in parts)))
+    rows = pd.concat(frames, ignore_index=True)
+    if rows.empty:
+        raise DatasetError(f"{', '.join(map(str, paths))}: the dataset has no rows")
+    return Dataset(rows=rows, sources=sources)
+
+
+def add_k_bins(rows: pd.DataFrame, width: int) -> pd.DataFrame:
+    """Copy of `rows` with K binned: bins [1, w], [w+1, 2w], ... labelled "1-4" (or "7" when w = 1)."""
+    if width < 1:
+        raise DatasetError(f"argument --k-bin-width: must be >= 1 (got {width})")
+    index = (rows["k_raw"].to_numpy() - 1) // width
+    low, high = 1 + index * width, (index + 1) * width
+    labels = [str(a) if width == 1 else f"{a}-{b}" for a, b in zip(low, high)]
+    order = [str(a) if width == 1 else f"{a}-{a + width - 1}" for a in sorted(set(low))]
+    rows = rows.copy()
+    rows[K_BIN] = pd.Categorical(labels, categories=order, ordered=True)
+    rows[K_MID] = (low + high) / 2
+    return rows
+
+
+def resolve_factors(rows: pd.DataFrame, names: list[str]) -> list[str]:
+    """Column names for factor names or aliases (k -> binned K, H -> entropy_bits, G -> group_size)."""
+    columns = []
+    for name in names:
+        column = FACTOR_ALIASES.get(name, name)
+        if column not in rows.columns:
+            allowed = ", ".join(list(FACTOR_ALIASES) + [c for c in rows.columns if c not in (K_MID,)])
+            raise DatasetError(f"argument --by: {name!r} is not a column of the dataset; allowed: {allowed}")
+        if column not in columns:
+            columns.append(column)
+    return columns
+
+
+def mean_ci(values: np.ndarray) -> tuple[int, float, float, float]:
+    """(n, mean, low, high): Student-t 95% interval of the mean; NaN bounds when n < 2."""
+    n = len(values)
+    mean = float(np.mean(values)) if n else math.nan
+    if n < 2:
+        return n, mean, math.nan, math.nan
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * float(np.std(values, ddof=1)) / math.sqrt(n)
+    return n, mean, mean - half, mean + half
+
+
+def upsilon_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Υ (mean R̄ over episodes, paper 003 Definition 3) with a 95% CI for every level of `by`."""
+    records = []
+    for key, part in rows.groupby(by, observed=True, sort=True, dropna=False):
+        n, mean, low, high = mean_ci(part["score"].to_numpy())
+        records.append(dict(zip(by, key), episodes=n, upsilon=mean, ci95_low=low, ci95_high=high))
+    return pd.DataFrame(records, columns=[*by, "episodes", "upsilon", "ci95_low", "ci95_high"])
+
+
+def strata_of(by: list[str]) -> list[str]:
+    """The factors of `by` that describe environments or cells, not group types: paired comparisons
+    are made within each of their levels."""
+    return [column for column in by if column not in GROUP_COLUMNS]
+
+
+def _group_types(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[["group", "behaviour", "mix", "protocol"]].drop_duplicates("group").set_index("group")
+
+
+def _paired(rows: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
+    """Scores of two groups on the same environments: columns cell, episode, first, second, + strata."""
+    a = rows[rows["group"] == first]
+    b = rows[rows["group"] == second][["cell", "episode", "score"]]
+    return a.merge(b, on=["cell", "episode"], suffixes=("_first", "_second"))
+
+
+def _paired_statistics(first: np.ndarray, second: np.ndarray) -> dict:
+    """Mean difference with its paired-t 95% CI, Cohen's d_z, paired t and Wilcoxon signed-rank p."""
+    differences = first - second
+    n, mean, low, high = mean_ci(differences)
+    sd = float(np.std(differences, ddof=1)) if n > 1 else math.nan
+    p_t = float(stats.ttest_rel(first, second).pvalue) if n > 1 and sd > 0 else math.nan
+    p_wilcoxon = float(stats.wilcoxon(differences).pvalue) if n > 1 and np.any(differences) else math.nan
+    return dict(pairs=n, difference=mean, ci95_low=low, ci95_high=high,
+                cohen_dz=mean / sd if sd > 0 else math.nan, p_t=p_t, p_wilcoxon=p_wilcoxon)
+
+
+def _holm(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add p_holm: paired-t p values corrected for the whole table (Holm 1979) with statsmodels."""
+    from statsmodels.stats.multitest import multipletests
+
+    frame = frame.copy()
+    frame["p_holm"] = math.nan
+    valid = frame["p_t"].notna()
+    if valid.any():
+        frame.loc[valid, "p_holm"] = multipletests(frame.loc[valid, "p_t"], method="holm")[1]
+    return frame
+
+
+def _compare(rows: pd.DataFrame, pairs: list[tuple[str, str]], strata: list[str], names: tuple[str, str]) -> pd.DataFrame:
+    records = []
+    for first, second in pairs:
+        paired = _paired(rows, first, second)
+        for key, part in (paired.groupby(strata, observed=True, sort=True) if strata else [((), paired)]):
+            key = key if isinstance(key, tuple) else (key,)
+            record = {names[0]: first, names[1]: second, **dict(zip(strata, key)),
+                      f"upsilon_{names[0]}": part["score_first"].mean(),
+                      f"upsilon_{names[1]}": part["score_second"].mean()}
+            record.update(_paired_statistics(part["score_first"].to_numpy(), part["score_second"].to_numpy()))
+            records.append(record)
+    columns = [*names, *strata, f"upsilon_{names[0]}", f"upsilon_{names[1]}", "pairs", "difference", "ci95_low",
+               "ci95_high", "cohen_dz", "p_t", "p_wilcoxon"]
+    return _holm(pd.DataFrame(records, columns=columns))
+
+
+def collective_gains(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+    """Each collective (a group with a protocol) against the isolated agents of the same behaviour or mix
+    (protocol none) in the same cells, paired by (cell, episode); difference = collective - isolated."""
+    types = _group_types(rows)
+    isolated = types[types["protocol"] == "none"]
+    pairs = []
+    for label, group in types[types["protocol"] != "none"].iterrows():
+        match = isolated[(isolated["behaviour"] == group["behaviour"]) & (isolated["mix"] == group["mix"])]
+        pairs += [(label, baseline) for baseline in match.index]
+    return _compare(rows, pairs, strata, ("collective", "isolated"))
+
+
+def protocol_comparisons(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+    """Every pair of collectives (groups with a protocol) that played the same cells, paired by
+    (cell, episode); difference = first - second; `winner` is the better one where Holm p < 0.05."""
+    collectives = sorted(_group_types(rows).query("protocol != 'none'").index)
+    cells = rows.groupby("group")["cell"].agg(set)
+    pairs = [(a, b) for a, b in combinations(collectives, 2) if cells[a] & cells[b]]
+    frame = _compare(rows, pairs, strata, ("first", "second"))
+    significant = frame["p_holm"] < 0.05
+    frame["winner"] = np.where(significant, np.where(frame["difference"] > 0, frame["first"], frame["second"]), "")
+    return frame
+
+
+REGRESSORS = {"k_raw": "K", "entropy_bits": "H", "group_size": "G"}
+
+
+def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per group type, OLS of the episode score on K, H and group size G with all two-way interactions
+    (statsmodels; HC3 robust standard errors). Regressors are centred on their means, so a main effect is
+    the slope at the average of the others; a regressor with one level in the group's data is left out.
+    Returns (coefficients, fit summary)."""
+    import statsmodels.formula.api as smf
+
+    coefficients, fits = [], []
+    for label, part in rows.groupby("group", sort=True):
+        data = pd.DataFrame({short: part[column] - part[column].mean() for column, short in REGRESSORS.items()
+                             if part[column].nunique() > 1})
+        if data.empty or len(part) <= 2 * data.shape[1] + 1:
+            continue
+        data["score"] = part["score"].to_numpy()
+        terms = list(data.columns.drop("score"))
+        formula = "score ~ " + (f"({' + '.join(terms)})**2" if len(terms) > 1 else terms[0])
+        fit = smf.ols(formula, data=data).fit(cov_type="HC3")
+        intervals = fit.conf_int(alpha=1 - CONFIDENCE)
+        for term in fit.params.index:
+            coefficients.append(dict(group=label, term=term.replace(":", " x "), estimate=fit.params[term],
+                                     std_error=fit.bse[term], ci95_low=intervals.loc[term, 0],
+                                     ci95_high=intervals.loc[term, 1], p_value=fit.pvalues[term]))
+        fits.append(dict(group=label, episodes=int(fit.nobs), regressors=", ".join(terms), r_squared=fit.rsquared,
+                         adj_r_squared=fit.rsquared_adj))
+    return (pd.DataFrame(coefficients, columns=["group", "term", "estimate", "std_error", "ci95_low", "ci95_high",
+                                                "p_value"]),
+            pd.DataFrame(fits, columns=["group", "episodes", "regressors", "r_squared", "adj_r_squared"]))
+
+
+def _is_reference(rows: pd.DataFrame, behaviour: str) -> pd.Series:
+    return (rows["behaviour"] == behaviour) & (rows["protocol"] == "none") & (rows["mix"] == "")
+
+
+def reference_upsilon(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, Υ of the random and the oracle groups (NaN where the cell lacks one)."""
+    columns = {behaviour: rows[_is_reference(rows, behaviour)].groupby("cell")["score"].mean()
+               for behaviour in REFERENCE_BEHAVIOURS}
+    return pd.DataFrame(columns).reindex(rows["cell"].unique())
+
+
+def normalised_accuracy(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (group, cell): accuracy = (Υ - Υ_random) / (Υ_oracle - Υ_random) over the cell's episodes,
+    0 for the random agent and 1 for the oracle of the same cell (paper 004, Step 1); NaN where the cell
+    lacks a reference or the oracle does not beat random."""
+    per_cell = rows.groupby(["group", "cell"], sort=False).agg(upsilon=("score", "mean")).reset_index()
+    references = reference_upsilon(rows)
+    span = references["oracle"] - references["random"]
+    per_cell["accuracy"] = ((per_cell["upsilon"] - per_cell["cell"].map(references["random"]))
+                            / per_cell["cell"].map(span.where(span > 0)))
+    return per_cell
+
+
+def learns(behaviour: str, mix: str) -> bool:
+    """True when any member of the group learns (trains before the scored pass)."""
+    from collective.behaviours import get_behaviour
+    from collective.config import parse_mix
+
+    return any(get_behaviour(name).learns for name in (parse_mix(mix) if mix else [behaviour]))
+
+
+def training_experience(rows: pd.DataFrame) -> pd.Series:
+    """Training agent-steps per agent per episode: q_training_passes x iterations for learners, else 0."""
+    learner = {(b, m): learns(b, m) for b, m in rows[["behaviour", "mix"]].drop_duplicates().itertuples(index=False)}
+    flags = np.array([learner[(b, m)] for b, m in zip(rows["behaviour"], rows["mix"])])
+    return pd.Series(np.where(flags, rows["q_training_passes"] * rows["iterations"], 0), index=rows.index)
+
+
+def log_scale_score(value: float, zero_at: float, ten_at: float) -> float:
+    """A 0..10 resource score, linear in log10(value) between the anchors (paper 004, Step 2)."""
+    position = (math.log10(zero_at) - math.log10(max(value, ten_at))) / (math.log10(zero_at) - math.log10(ten_at))
+    return 10 * min(1.0, max(0.0, position))
+
+
+def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The Pragmatic General Intelligence index per (group, group size), paper 004 "PGI Index":
+    PGII = accuracy² x Σ resource scores x Π generalisation factors.
+
+    - accuracy: mean normalised accuracy (see `normalised_accuracy`) over the reference tasks, the cells of
+      Λ* (else the first environment class by name) with the smallest grid (Step 1: "tasks known in
+      advance"), clipped at 0;
+    - resources (Step 2, 0..10 each, log scale): time = kernel seconds per episode (0 = a year, 10 = 1 ns),
+      experience = training agent-steps per episode, q_training_passes x T (0 = 10^10, 10 = none; the
+      paper's demonstration scale, 9 = <10, 8 = <100); memory is not measured and not scored;
+    - generalisation (Step 3): for the other grid sizes of that class, and for the other environment
+      classes, min(1, accuracy there / reference accuracy), one factor each; a factor with no other level
+      in the data is left out (an empty product is 1)."""
+    accuracy = normalised_accuracy(rows)
+    cells = rows.drop_duplicates("cell").set_index("cell")
+    accuracy = accuracy.join(cells[["env", "rows", "cols", "group_size"]], on="cell")
+    classes = sorted(rows["env"].unique())
+    reference_env = "lambda_star" if "lambda_star" in classes else classes[0]
+    areas = (cells["rows"] * cells["cols"])[cells["env"] == reference_env]
+    reference_area = areas.min()
+    experience = training_experience(rows)
+    records = []
+    for (label, size), part in accuracy.groupby(["group", "group_size"], sort=True):
+        in_env = part["env"] == reference_env
+        on_grid = part["rows"] * part["cols"] == reference_area
+        reference = part.loc[in_env & on_grid, "accuracy"].mean()
+        factors = {}
+        for name, unseen in (("generalisation_grid", in_env & ~on_grid), ("generalisation_env", ~in_env)):
+            if unseen.any():
+                ratio = part.loc[unseen, "accuracy"].mean() / reference if reference > 0 else math.nan
+                factors[name] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
+        group_rows = (rows["group"] == label) & (rows["group_size"] == size)
+        seconds = float(rows.loc[group_rows, "kernel_seconds"].mean())
+        steps = float(experience[group_rows].mean())
+        time_score = log_scale_score(seconds, *TIME_SCALE_SECONDS)
+        experience_score = log_scale_score(steps, *EXPERIENCE_SCALE_STEPS)
+        clipped = max(0.0, reference) if not math.isnan(reference) else math.nan
+        product = math.prod(factors.values())
+        records.append(dict(group=label, group_size=size, accuracy=reference, kernel_seconds=seconds,
+                            time_score=time_score, training_steps=steps, experience_score=experience_score,
+                            resource_sum=time_score + experience_score, **factors, generalisation=product,
+                            pgi=0.0 if clipped == 0 else clipped ** 2 * (time_score + experience_score) * product))
+    frame = pd.DataFrame(records)
+    order = ["group", "group_size", "accuracy", "kernel_seconds", "time_score", "training_steps", "experience_score",
+             "resource_sum", "generalisation_grid", "generalisation_env", "generalisation", "pgi"]
+    return frame[[column for column in order if column in frame.columns]]
+
+
+def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
+    """Υ and normalised accuracy of learner groups against training experience (q_training_passes x T
+    agent-steps per episode), when the data has more than one level of it: the skill-acquisition view
+    of paper 002 §II.2.1 (intelligence as the skill gained per unit of experience). `efficiency` is the
+    accuracy gained over the group's least-trained level per 1000 extra training steps."""
+    rows = rows.assign(training_steps=training_experience(rows))
+    learners = rows[rows["training_steps"] > 0]
+    accuracy = normalised_accuracy(rows).set_index(["group", "cell"])["accuracy"]  # per (group, cell)
+    records = []
+    for (label, size), part in learners.groupby(["group", "group_size"], sort=True):
+        if part["training_steps"].nunique() < 2:
+            continue
+        curve = []
+        for steps, level in part.groupby("training_steps", sort=True):
+            n, mean, low, high = mean_ci(level["score"].to_numpy())
+            level_accuracy = accuracy.loc[label].reindex(level["cell"].unique()).mean()
+            curve.append(dict(group=label, group_size=size, training_steps=steps, episodes=n, upsilon=mean,
+                              ci95_low=low, ci95_high=high, accuracy=level_accuracy))
+        first = curve[0]
+        for point in curve:
+            extra = point["training_steps"] - first["training_steps"]
+            point["efficiency"] = (point["accuracy"] - first["accuracy"]) / extra * 1000 if extra else math.nan
+        records += curve
+    return pd.DataFrame(records, columns=["group", "group_size", "training_steps", "episodes", "upsilon", "ci95_low",
+                                          "ci95_high", "accuracy", "efficiency"])
+
+
+def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
+    """Every table for `dataset`, grouped by the factors `by` (names or aliases)."""
+    rows = add_k_bins(dataset.rows, k_bin_width)
+    by = resolve_factors(rows, by)
+    strata = strata_of(by)
+    analysis = Analysis()
+    shown = ", ".join(by)
+    analysis.add(Table("upsilon", f"Υ by {shown}",
+                       "Υ = mean episode score R̄ (paper 003 Definitions 2-3); Student-t 95% CI over episodes.",
+                       upsilon_table(rows, by)))
+    in_strata = f" within {', '.join(strata)}" if strata else ""
+    analysis.add(Table("gains", f"Gain of collectives over isolated agents{in_strata}",
+                       "difference = Υ(collective) - Υ(isolated, same behaviour, protocol none), paired by "
+                       "(cell, episode); paired-t CI, Cohen's d_z = mean/sd of differences, paired t and "
+                       "Wilcoxon p, Holm-corrected over the table.",
+                       collective_gains(rows, strata)))
+    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}",
+                       "difference = Υ(first) - Υ(second) on the same environments, paired by (cell, episode); "
+                       "winner where Holm-corrected paired-t p < 0.05.",
+                       protocol_comparisons(rows, strata)))
+    coefficients, fits = regression(rows)
+    analysis.add(Table("regression", "Regression of Υ on K, H and group size G, with two-way interactions",
+                       "OLS of the episode score per group type (statsmodels, HC3 standard errors); K, H, G "
+                       "centred on their means; a regressor with one level is left out.", coefficients))
+    analysis.add(Table("regression_fit", "Regression fits", "R² of each group type's regression.", fits))
+    analysis.add(Table("pgi", "PGI index (paper 004)",
+                       "PGII = accuracy² x Σ resources x Π generalisation (paper 004, \"PGI Index\", Steps 1-3): "
+                       "accuracy 0 = random, 1 = oracle of the same cell, on Λ*'s (else the first "
+                       "environment class's) smallest grid; resources 0..10 on log scales: time = kernel s/episode (0 = a year, "
+                       "10 = 1 ns), experience = training steps/episode (0 = 10^10, 10 = none); generalisation "
+                       "= min(1, accuracy on other grids or environment classes / reference accuracy).",
+                       pgi_table(rows)))
+    curves = learning_curves(rows)
+    if not curves.empty:
+        analysis.add(Table("learning", "Learning curves: Υ against training experience (paper 002)",
+                           "training_steps = q_training_passes x T per episode; efficiency = accuracy gained over "
+                           "the least-trained level per 1000 extra steps (skill-acquisition efficiency, paper 002 "
+                           "§II.2.1).", curves))
+    return analysis
+
+
+def provenance(dataset: Dataset) -> dict:
+    """Where the data came from: sweeps (id, spec, seed, version), machine, compute time and size."""
+    rows = dataset.rows
+    sweeps = []
+    for source in dataset.sources:
+        description = source.description or {}
+        spec = description.get("spec", {})
+        sweeps.append(dict(dataset=str(source.dataset), sweep_id=description.get("sweep_id"),
+                           name=description.get("name"), description=description.get("description"),
+                           seed=spec.get("seed"), version=description.get("version"), spec=spec,
+                           plan=description.get("plan"), files=source.files, bytes=source.bytes))
+    return dict(
+        sweeps=sweeps, rows=len(rows), columns=len(rows.columns), cells=int(rows["cell"].nunique()),
+        group_types=int(rows["group"].nunique()), episodes_per_cell=int(rows.groupby("cell")["episode"].nunique().max()),
+        bytes=sum(source.bytes for source in dataset.sources),
+        versions=sorted(rows["version"].unique()) if "version" in rows else [],
+        seeds=sorted(int(seed) for seed in rows["seed"].unique()) if "seed" in rows else [],
+        wall_seconds=float(rows["wall_seconds"].sum()) if "wall_seconds" in rows else math.nan,
+        kernel_seconds=float(rows["kernel_seconds"].sum()),
+        report_machine=f"{platform.node()} ({platform.system()} {platform.release()}, {platform.machine()}, "
+                f"Python {platform.python_version()})")
+
+
+def _number(value: object) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "" if math.isnan(value) else f"{value:.4g}" if abs(value) < 1e-3 or abs(value) >= 1e5 else f"{value:.4f}"
+    return str(value)
+
+
+def _text_cells(frame: pd.DataFrame) -> list[list[str]]:
+    return [[_number(value) for value in row] for row in frame.itertuples(index=False)]
+
+
+def format_analysis(analysis: Analysis, fmt: str) -> str:
+    """The tables as aligned text, CSV sections ("# name" lines), one JSON object or Markdown."""
+    if fmt == "json":
+        return json.dumps({name: dict(title=table.title, note=table.note,
+                                      rows=json.loads(table.frame.to_json(orient="records")))
+                           for name, table in analysis.tables.items()}, ensure_ascii=False, indent=1)
+    blocks = []
+    for name, table in analysis.tables.items():
+        header, cells = [str(c) for c in table.frame.columns], _text_cells(table.frame)
+        if fmt == "csv":
+            blocks.append(f"# {name}: {table.title}\n" + table.frame.to_csv(index=False))
+        elif fmt == "markdown":
+            lines = [f"### {table.title}", "", table.note, "", "| " + " | ".join(header) + " |",
+                     "|" + "|".join("---" for _ in header) + "|"]
+            lines += ["| " + " | ".join(row) + " |" for row in cells]
+            blocks.append("\n".join(lines) + "\n")
+        else:
+            widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
+            lines = [table.title, table.note, "  ".join(h.rjust(w) for h, w in zip(header, widths)),
+                     "  ".join("-" * w for w in widths)]
+            lines += ["  ".join(value.rjust(w) for value, w in zip(row, widths)) for row in cells]
+            if not cells:
+                lines.append("(no rows: the dataset has nothing to compare here)")
+            blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)

@@ -1,0 +1,268 @@
+"""The sweep's results store: one Parquet dataset per sweep that never loses or duplicates a row.
+
+Layout of a sweep directory:
+
+    DIR/sweep.json      the full spec, sweep id, package version and plan (written once)
+    DIR/manifest.jsonl  one line per finished chunk: unit id, file, rows, bytes, sha256
+    DIR/sweep.lock      the PID holding the directory while a sweep runs
+    DIR/dataset/        part-<unit>.parquet chunks only: open it with pandas.read_parquet,
+                        pyarrow.dataset.dataset or duckdb's read_parquet('DIR/dataset/*.parquet')
+
+A chunk is written to a dot-file (which Parquet readers skip), flushed, renamed into place and
+only then recorded in the manifest, so a chunk is either whole and listed or absent. On start the
+manifest is checked against the files: a listed chunk whose size or checksum differs (truncated,
+corrupt, missing) is deleted and redone, and chunks not listed (the driver died between rename and
+manifest) are deleted, so a resumed sweep never holds a row twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+import types
+import typing
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from collective.config import EvaluationConfig
+
+DATASET_DIR = "dataset"
+SPEC_FILE = "sweep.json"
+MANIFEST_FILE = "manifest.jsonl"
+LOCK_FILE = "sweep.lock"
+# Columns that hold timings: the only ones allowed to differ between runs of the same spec.
+TIMING_COLUMNS = ("wall_seconds", "kernel_seconds")
+# Per-row columns besides the config fields, in dataset order.
+RESULT_FIELDS = (
+    ("sweep_id", pa.string()), ("cell", pa.int64()), ("group", pa.string()), ("group_key", pa.int64()),
+    ("episode", pa.int64()), ("grid", pa.string()),
+    ("score", pa.float64()),  # R̄ of the episode (paper 003 Definition 2); Υ is its mean over episodes
+    ("k_raw", pa.int64()), ("k_normalised", pa.float64()), ("entropy_bits", pa.float64()),
+    ("local_optima", pa.int64()), ("correlation_length", pa.float64()),  # landscape rows only (spec §7)
+    ("spawn_key", pa.list_(pa.int64())),  # (cell, episode, group): the agents' SeedSequence spawn key
+    ("messages_per_iteration", pa.float64()), ("bits_per_iteration", pa.float64()),
+    ("wall_seconds", pa.float64()), ("kernel_seconds", pa.float64()),  # the group's batch time / episodes
+    ("version", pa.string()),
+)
+_ARROW_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
+
+
+class StoreError(RuntimeError):
+    """The output directory cannot take this sweep (in use, or holds another sweep)."""
+
+
+def row_schema() -> pa.Schema:
+    """Result columns, then one column per `EvaluationConfig` field (nullable where the field is
+    Optional; tuples such as protocol_params as canonical JSON text). Derived from the dataclass,
+    so new config fields become columns without edits here."""
+    hints = typing.get_type_hints(EvaluationConfig)
+    config_fields = []
+    for field in fields(EvaluationConfig):
+        kinds = [kind for kind in typing.get_args(hints[field.name]) if kind is not type(None)] \
+            if isinstance(hints[field.name], types.UnionType) else [hints[field.name]]
+        config_fields.append(pa.field(field.name, _ARROW_TYPES.get(kinds[0], pa.string())))
+    return pa.schema([pa.field(name, kind) for name, kind in RESULT_FIELDS] + config_fields)
+
+
+def config_column_value(value: object) -> object:
+    """A config value as its column holds it: scalars unchanged, anything else canonical JSON."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One manifest line: a finished work unit's chunk file."""
+
+    unit: str
+    file: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _process_start_ticks(pid: int) -> int | None:
+    """Start time of a live process (Linux /proc), to tell a PID from a later process reusing it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _process_alive(pid: int, start_ticks: int | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return start_ticks is None or _process_start_ticks(pid) in (None, start_ticks)
+
+
+class DirectoryLock:
+    """An exclusive claim on a sweep directory: a lock file naming the host and PID that holds it.
+
+    A lock left by a process that is gone (killed driver) is stale and taken over; a live holder's
+    lock, or one from another host that cannot be checked, refuses the second sweep."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / LOCK_FILE
+        self.held = False
+
+    def acquire(self) -> None:
+        for _ in range(2):  # at most one stale lock to clear
+            try:
+                descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                self._clear_if_stale()
+                continue
+            with os.fdopen(descriptor, "w") as handle:
+                json.dump({"pid": os.getpid(), "host": socket.gethostname(),
+                           "start_ticks": _process_start_ticks(os.getpid()), "since": time.time()}, handle)
+            self.held = True
+            return
+        raise StoreError(f"{self.path.parent} is in use by another sweep (lock {self.path})")
+
+    def _clear_if_stale(self) -> None:
+        try:
+            holder = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            holder = None  # a lock cut short while being written: its writer died
+        if holder is not None:
+            if holder.get("host") != socket.gethostname():
+                raise StoreError(f"{self.path.parent} is in use by a sweep on host {holder.get('host')} "
+                                 f"(PID {holder.get('pid')}); delete {self.path} if that sweep is gone")
+            if _process_alive(int(holder["pid"]), holder.get("start_ticks")):
+                raise StoreError(f"{self.path.parent} is in use by another sweep (PID {holder['pid']}); "
+                                 f"wait for it or choose another --out")
+        self.path.unlink(missing_ok=True)
+
+    def release(self) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+
+
+class ResultsStore:
+    """A sweep directory opened for writing: lock held, manifest verified, ready for chunks."""
+
+    def __init__(self, directory: str | Path, sweep_id: str, description: dict, planned: set[str]):
+        """`description` is written to sweep.json; `sweep_id` must match an existing one to resume;
+        `planned` are the unit ids of the sweep's plan: chunks of any other unit are dropped."""
+        self.directory = Path(directory)
+        self.planned = planned
+        self.dataset = self.directory / DATASET_DIR
+        self.sweep_id = sweep_id
+        self.description = description
+        self.lock = DirectoryLock(self.directory)
+        self.finished: dict[str, ChunkRecord] = {}
+        self.schema = row_schema()
+
+    def __enter__(self) -> "ResultsStore":
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        try:
+            self._check_sweep_file()
+            self.dataset.mkdir(exist_ok=True)
+            self._atomic_write_text(self.directory / SPEC_FILE,
+                                    json.dumps(dict(self.description, sweep_id=self.sweep_id), indent=2))
+            self.finished = self._verified_manifest()
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.lock.release()
+
+    def _check_sweep_file(self) -> None:
+        """Refuse a directory that holds another sweep, or other files."""
+        spec_file = self.directory / SPEC_FILE
+        if spec_file.exists():
+            try:
+                existing = json.loads(spec_file.read_text()).get("sweep_id")
+            except ValueError:
+                existing = None  # cut short while being written: rewritten below
+            if existing not in (None, self.sweep_id):
+                raise StoreError(f"{self.directory} holds sweep {existing}, not {self.sweep_id}: "
+                                 f"a changed spec needs a new --out directory")
+        elif any(path.name not in (DATASET_DIR, LOCK_FILE, MANIFEST_FILE) and not path.name.startswith(".")
+                 for path in self.directory.iterdir()):
+            raise StoreError(f"{self.directory} is not empty and holds no {SPEC_FILE}: choose an empty or new "
+                             f"--out directory")
+
+    def _verified_manifest(self) -> dict[str, ChunkRecord]:
+        """Manifest entries of planned units whose chunk is intact; everything else in the dataset
+        is removed (a unit planned differently by another package version is simply redone)."""
+        manifest = self.directory / MANIFEST_FILE
+        listed: dict[str, ChunkRecord] = {}
+        if manifest.exists():
+            for line in manifest.read_text().splitlines():
+                try:
+                    record = ChunkRecord(**json.loads(line))
+                except (ValueError, TypeError):
+                    continue  # a line cut short by a killed driver: its chunk is redone
+                listed[record.unit] = record
+        intact = {unit: record for unit, record in listed.items() if unit in self.planned and self._intact(record)}
+        keep = {record.file for record in intact.values()}
+        for path in self.dataset.iterdir():
+            if path.name not in keep:
+                path.unlink()  # stray temporary file, unlisted or damaged chunk
+        if intact != listed or not manifest.exists():
+            self._atomic_write_text(manifest, "".join(json.dumps(asdict(r)) + "\n" for r in intact.values()))
+        return intact
+
+    def _intact(self, record: ChunkRecord) -> bool:
+        path = self.dataset / record.file
+        return path.is_file() and path.stat().st_size == record.bytes and _sha256(path) == record.sha256
+
+    def _atomic_write_text(self, path: Path, text: str) -> None:
+        temporary = path.with_name(f".{path.name}.tmp")
+        with open(temporary, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+        _fsync_directory(path.parent)
+
+    def write_chunk(self, unit: str, table: pa.Table) -> ChunkRecord:
+        """Write a finished unit's rows atomically, then record it in the manifest."""
+        name = f"part-{unit}.parquet"
+        temporary = self.dataset / f".{name}.tmp"
+        pq.write_table(table.cast(self.schema), temporary, compression="zstd")
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, self.dataset / name)
+        _fsync_directory(self.dataset)
+        path = self.dataset / name
+        record = ChunkRecord(unit=unit, file=name, rows=table.num_rows, bytes=path.stat().st_size,
+                             sha256=_sha256(path))
+        with open(self.directory / MANIFEST_FILE, "a") as handle:
+            handle.write(json.dumps(asdict(record)) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.finished[unit] = record
+        return record

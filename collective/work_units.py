@@ -1,0 +1,158 @@
+"""What a sweep's workers do: plan it into environment blocks and work units, generate a block,
+play a unit. Every executor (serial or Ray) runs these same functions.
+
+An *environment block* is a range of one cell's episodes, generated once and shared by every group
+of the cell (the paired design). A *work unit* is one or more groups playing a sub-range of a
+block; units aim at `TARGET_UNIT_AGENT_STEPS` (about one to two seconds of kernel time at the
+rates of `benchmarks/throughput.py`), so the scheduler's overhead stays small and Ray never enters
+the step loop. The plan depends only on the spec, never on the worker count, so a resumed sweep
+finds the same units whatever `--workers` it is given.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass, fields, replace
+from importlib.metadata import version
+
+import numpy as np
+import pyarrow as pa
+
+from collective.behaviours import get_behaviour
+from collective.config import EvaluationConfig
+from collective.evaluate import generate_environments, play
+from collective.lambda_star import EnvironmentBatch
+from collective.results_store import config_column_value, row_schema
+from collective.sweep_spec import SweepSpec
+
+TARGET_UNIT_AGENT_STEPS = 20_000_000  # agent-steps (training passes included) per work unit
+MAX_BLOCK_BYTES = 64 << 20  # environment arrays held per block
+PACKAGE_VERSION = version("collective")
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """Groups `groups` of cell `cell` playing episodes [first, stop) of the block starting at `block_first`."""
+
+    id: str  # stable across runs: names the unit's chunk in the results store
+    cell: int  # index into SweepSpec.cells
+    block_first: int
+    first: int
+    stop: int
+    groups: tuple[int, ...]  # indices into SweepSpec.groups
+    cost: int  # estimated agent-steps
+
+    @property
+    def rows(self) -> int:
+        return (self.stop - self.first) * len(self.groups)
+
+
+@dataclass(frozen=True)
+class EnvironmentBlock:
+    """Episodes [first, stop) of one cell, and the units that play them."""
+
+    cell: int
+    first: int
+    stop: int
+    units: tuple[WorkUnit, ...]
+
+
+def episode_cost(config: EvaluationConfig) -> int:
+    """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns."""
+    learns = any(get_behaviour(name).learns for name in config.behaviours)
+    return config.iterations * config.group_size * (1 + (config.q_training_passes if learns else 0))
+
+
+def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
+    """Split every cell into blocks and units. A group whose block costs more than a unit's target
+    is split by episodes; cheaper groups are packed together over the whole block."""
+    blocks = []
+    for c, cell in enumerate(spec.cells):
+        reference = cell.configs[cell.playing[0]]
+        block_bytes = (2 * (reference.iterations + 1) + reference.group_size) * 4 + 40  # per episode
+        block_bytes += reference.rows * reference.cols * 8 if reference.env == "landscape" else 0
+        size = max(1, min(spec.episodes, MAX_BLOCK_BYTES // block_bytes))
+        for first in range(0, spec.episodes, size):
+            stop = min(first + size, spec.episodes)
+            blocks.append(EnvironmentBlock(c, first, stop, _block_units(spec, c, first, stop)))
+    return tuple(blocks)
+
+
+def _block_units(spec: SweepSpec, c: int, first: int, stop: int) -> tuple[WorkUnit, ...]:
+    cell = spec.cells[c]
+    units, packed, packed_cost = [], [], 0
+
+    def unit(groups: tuple[int, ...], start: int, end: int, cost: int) -> WorkUnit:
+        group_digest = hashlib.sha256(",".join(str(spec.groups[g].key) for g in groups).encode()).hexdigest()[:8]
+        return WorkUnit(f"c{cell.key:015x}-e{start}-{end}-g{group_digest}", c, first, start, end, groups, cost)
+
+    for g in cell.playing:
+        per_episode = episode_cost(cell.configs[g])
+        cost = per_episode * (stop - first)
+        if cost >= TARGET_UNIT_AGENT_STEPS:
+            pieces = math.ceil(cost / TARGET_UNIT_AGENT_STEPS)
+            bounds = np.linspace(first, stop, pieces + 1).round().astype(int)
+            units += [unit((g,), int(a), int(b), per_episode * int(b - a)) for a, b in zip(bounds, bounds[1:]) if b > a]
+            continue
+        packed.append(g)
+        packed_cost += cost
+        if packed_cost >= TARGET_UNIT_AGENT_STEPS:
+            units.append(unit(tuple(packed), first, stop, packed_cost))
+            packed, packed_cost = [], 0
+    if packed:
+        units.append(unit(tuple(packed), first, stop, packed_cost))
+    return tuple(units)
+
+
+def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch:
+    """The block's environments, keyed by (cell, episode): the same for every group of the cell."""
+    cell = spec.cells[block.cell]
+    return generate_environments(cell.configs[cell.playing[0]], np.arange(block.first, block.stop),
+                                 seed_prefix=(cell.key,))
+
+
+def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key: int) -> np.ndarray:
+    """(episodes,) uint64 seeds of a group's agents: SeedSequence(seed, spawn_key=(cell, episode, group))."""
+    return np.array([np.random.SeedSequence(seed, spawn_key=(cell_key, int(e), group_key)).generate_state(1, np.uint64)[0]
+                     for e in episodes], dtype=np.uint64)
+
+
+def _episodes_of(environments: EnvironmentBatch, start: int, stop: int) -> EnvironmentBatch:
+    """Rows [start, stop) of an environment batch, copied: arrays from Ray's object store are
+    read-only, and read-only arrays would make numba compile (for ~30 s) a second simulator."""
+    return EnvironmentBatch(**{field.name: None if getattr(environments, field.name) is None
+                               else np.array(getattr(environments, field.name)[start:stop])
+                               for field in fields(EnvironmentBatch)})
+
+
+def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
+    """Play each of the unit's groups on its episodes of the block; one row per (episode, group)."""
+    cell = spec.cells[unit.cell]
+    batch = _episodes_of(environments, unit.first - unit.block_first, unit.stop - unit.block_first)
+    episodes = np.arange(unit.first, unit.stop)
+    tables = []
+    for g in unit.groups:
+        config, group = cell.configs[g], spec.groups[g]
+        seeds = group_agent_seeds(spec.seed, cell.key, episodes, group.key)
+        started = time.perf_counter()
+        run = play(config, replace(batch, agent_seeds=seeds))
+        wall = time.perf_counter() - started
+        n = len(episodes)
+        columns = {
+            "sweep_id": [spec.sweep_id] * n, "cell": [cell.key] * n, "group": [group.label] * n,
+            "group_key": [group.key] * n, "episode": episodes, "grid": [config.grid] * n,
+            "score": run.mean_rewards, "k_raw": batch.k_raw.astype(np.int64),
+            "k_normalised": batch.k_normalised, "entropy_bits": [config.environment().entropy_bits] * n,
+            "local_optima": [None] * n if batch.local_optima is None else batch.local_optima,
+            "correlation_length": [None] * n if batch.correlation_length is None else batch.correlation_length,
+            "spawn_key": [[cell.key, int(e), group.key] for e in episodes],
+            # the protocol's totals over the batch (training passes included) per scored iteration
+            "messages_per_iteration": [run.messages / (n * config.iterations)] * n,
+            "bits_per_iteration": [run.bits / (n * config.iterations)] * n,
+            "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
+            "version": [PACKAGE_VERSION] * n,
+        }
+        columns.update({name: [config_column_value(value)] * n for name, value in config.as_record().items()})
+        tables.append(pa.table(columns, schema=row_schema()))
+    return pa.concat_tables(tables)

@@ -1,0 +1,1 @@
+"""Publication figures and the self-contained HTML report of a sweep dataset."""

@@ -1,0 +1,94 @@
+"""`collective analyze`, `figures` and `dashboard`: their options, and runners that import the heavy
+modules (pandas, statsmodels, matplotlib) only when the command runs.
+
+Bad input (a directory that is not a dataset, an unknown factor) exits with status 2 and one line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+COMMANDS = ("analyze", "figures", "dashboard")
+FORMATS = ("table", "csv", "json", "markdown")
+TABLES = ("upsilon", "gains", "protocols", "regression", "regression_fit", "pgi", "learning")
+
+
+def _comma_list(text: str) -> list[str]:
+    values = [part.strip() for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list (got {text!r})")
+    return values
+
+
+def _table_list(text: str) -> list[str]:
+    values = _comma_list(text)
+    unknown = [value for value in values if value not in TABLES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown table {unknown[0]!r}; allowed: {', '.join(TABLES)}")
+    return values
+
+
+def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", nargs="+", metavar="DATASET",
+                        help="a sweep directory (collective sweep --out DIR) or its dataset/ folder; several are "
+                             "analysed together (e.g. sweeps that differ in training passes)")
+    parser.add_argument("--by", type=_comma_list, default=None, metavar="F1,F2",
+                        help="factors of the Υ table: any column, or k (K binned), H (entropy_bits), G "
+                             "(group_size); default group,group_size. Paired comparisons are made within the "
+                             "levels of the factors that are not group types")
+    parser.add_argument("--k-bin-width", type=int, default=4, metavar="W",
+                        help="width of the K bins, in LZ76 phrases (default 4: 1-4, 5-8, ...)")
+
+
+def add_analysis_commands(commands) -> None:
+    """Add analyze, figures and dashboard to the CLI's subparsers."""
+    analyze = commands.add_parser("analyze", help="Υ tables with CIs, collective gains, protocol tests, "
+                                                  "regression, PGI index",
+                                  description="Tables from a sweep dataset: Υ with 95%% CIs by any factor, "
+                                              "the gain of collectives over isolated agents and protocol "
+                                              "comparisons (paired by environment), a regression of Υ on K, H "
+                                              "and group size, the PGI index and learning curves.")
+    _add_dataset_options(analyze)
+    analyze.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    analyze.add_argument("--tables", type=_table_list, default=None, metavar="T1,T2",
+                         help=f"only these tables: {', '.join(TABLES)} (default all)")
+    figures = commands.add_parser("figures", help="publication figures (PDF and PNG) of a sweep dataset",
+                                  description="Υ against K, H and group size, K x group-size heat maps and "
+                                              "organisational structures side by side, as PDF and PNG.")
+    _add_dataset_options(figures)
+    figures.add_argument("--out", required=True, metavar="DIR", help="directory for the figure files")
+    dashboard = commands.add_parser("dashboard", help="one self-contained HTML report of a sweep dataset",
+                                    description="Figures, tables, provenance and data size in one HTML file "
+                                                "that needs no network.")
+    _add_dataset_options(dashboard)
+    dashboard.add_argument("--out", required=True, metavar="FILE.html", help="the report to write")
+
+
+def run_analysis_command(args: argparse.Namespace) -> int:
+    """Run analyze, figures or dashboard; a DatasetError becomes one line and status 2."""
+    from collective.analysis import DEFAULT_BY, DatasetError, analyse, format_analysis, load_dataset
+
+    try:
+        dataset = load_dataset(args.dataset)
+        analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width)
+        if args.command == "analyze":
+            if args.tables:
+                analysis.tables = {name: table for name, table in analysis.tables.items() if name in args.tables}
+            print(format_analysis(analysis, args.format))
+        elif args.command == "figures":
+            from dashboards.figures import write_figures
+
+            for written in write_figures(dataset, args.out, args.k_bin_width):
+                print(f"{written.pdf}\n{written.png}")
+        else:
+            from dashboards.report import write_report
+
+            print(write_report(dataset, analysis, args.out, args.k_bin_width))
+    except DatasetError as error:
+        print(f"collective {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"collective {args.command}: error: {error.filename}: {error.strerror}",
+              file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,62 @@
+"""Tiny sweep datasets for the analysis, figure and dashboard tests, built once per test session.
+
+`tiny` crosses 2 grids x 2 group sizes with random, local search, oracle and Q-learning groups and two
+local-search protocols at size 3; `trained` plays Q-learning (with random and oracle references) with
+more training passes, so the two together vary training experience.
+"""
+import functools
+import subprocess
+import sys
+from pathlib import Path
+
+EPISODES, ITERATIONS = 10, 15
+GRIDS = ("4x4", "6x6")
+TINY_PASSES, TRAINED_PASSES = 2, 8
+TINY = f"""
+name = "tiny"
+seed = 3
+profile = "paper"
+episodes = {EPISODES}
+iterations = {ITERATIONS}
+[factors]
+grid = {list(GRIDS)}
+group_size = [1, 3]
+[groups]
+behaviours = ["random", "local_search", "oracle", "q_learning"]
+protocols = [
+    {{ name = "none" }},
+    {{ name = "stigmergy", behaviours = ["local_search"], group_sizes = [3] }},
+    {{ name = "wisdom", behaviours = ["local_search"], group_sizes = [3] }},
+]
+[settings]
+q_training_passes = {TINY_PASSES}
+"""
+TRAINED = f"""
+name = "trained"
+seed = 3
+profile = "paper"
+episodes = {EPISODES}
+iterations = {ITERATIONS}
+[factors]
+grid = ["4x4"]
+group_size = [1]
+[groups]
+behaviours = ["random", "oracle", "q_learning"]
+[settings]
+q_training_passes = {TRAINED_PASSES}
+"""
+
+
+def collective(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "collective", *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+
+
+@functools.cache
+def sweep(root: Path, name: str) -> Path:
+    """Run the named spec serially into root/name once per session; returns the sweep directory."""
+    spec = root / f"{name}.toml"
+    spec.write_text({"tiny": TINY, "trained": TRAINED}[name])
+    result = collective("sweep", spec, "--out", root / name, "--executor", "serial")
+    assert result.returncode == 0, result.stderr
+    return root / name

@@ -1,0 +1,73 @@
+"""Shared pieces of the sweep tests: tiny specs, the CLI in a subprocess, rows without timings."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from collective.results_store import TIMING_COLUMNS
+
+# Two grids x two group sizes, three behaviours and a protocol that plays only the larger groups.
+TINY_SPEC = """
+name = "tiny"
+seed = 7
+profile = "paper"
+episodes = 24
+iterations = 30
+
+[factors]
+grid = ["5x5", "6x6"]
+group_size = [1, 3]
+
+[groups]
+behaviours = ["random", "local_search", "q_learning"]
+protocols = [{ name = "none" }, { name = "wisdom", behaviours = ["local_search"], group_sizes = [3] }]
+
+[settings]
+q_training_passes = 10
+"""
+TINY_ROWS = 2 * 24 * 3 + 2 * 24 * 4  # cells of size 1 play 3 groups, of size 3 four
+
+# Learners on several cells, split into many chunks of ~1 s: long enough to be interrupted.
+SLOW_SPEC = """
+name = "slow"
+seed = 3
+profile = "paper"
+episodes = 4000
+iterations = 60
+
+[factors]
+grid = ["5x5", "7x7"]
+group_size = [3]
+
+[groups]
+behaviours = ["random", "q_learning"]
+"""
+SLOW_ROWS = 2 * 4000 * 2
+
+
+def write_spec(directory: Path, text: str, name: str = "spec.toml") -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def collective(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "collective", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def start_collective(*args: str, env: dict | None = None) -> subprocess.Popen:
+    """The CLI in its own session, so a test can kill it and everything it started."""
+    return subprocess.Popen([sys.executable, "-m", "collective", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, **(env or {})})
+
+
+def rows(dataset: Path) -> pd.DataFrame:
+    """The dataset's rows without timing columns, in (cell, group, episode) order."""
+    frame = pd.read_parquet(dataset).drop(columns=list(TIMING_COLUMNS))
+    return frame.sort_values(["cell", "group_key", "episode"]).reset_index(drop=True)

@@ -1,0 +1,137 @@
+"""`collective analyze`: Υ tables, paired gains and protocol tests, regression, PGI and learning curves
+from a fresh tiny sweep, and one-line errors with status 2 for bad input."""
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis_data import EPISODES, GRIDS, ITERATIONS, TINY_PASSES, TRAINED_PASSES, collective, sweep
+from collective.analysis import analyse, load_dataset
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return sweep(tmp_path_factory.getbasetemp(), "tiny")
+
+
+@pytest.fixture(scope="module")
+def rows(tiny):
+    return pd.read_parquet(tiny / "dataset")
+
+
+@pytest.fixture(scope="module")
+def analysis(tiny):
+    return analyse(load_dataset([tiny]), ["group", "group_size"])
+
+
+def test_upsilon_table_is_the_mean_score_with_a_confidence_interval(analysis, rows):
+    table = analysis.tables["upsilon"].frame
+    assert set(table["group"]) == set(rows["group"])
+    assert (table["episodes"] == EPISODES * len(GRIDS)).all()  # every group plays both grids
+    direct = rows.groupby(["group", "group_size"])["score"].mean()
+    for record in table.itertuples():
+        assert record.upsilon == pytest.approx(direct[(record.group, record.group_size)])
+        assert record.ci95_low < record.upsilon < record.ci95_high
+    oracle = table[table["group"] == "oracle"]["upsilon"].min()
+    random = table[table["group"] == "random"]["upsilon"].max()
+    assert oracle > random
+
+
+def test_factor_aliases_bin_k_and_cover_every_episode(tiny, rows):
+    table = analyse(load_dataset([tiny]), ["k", "H"], k_bin_width=5).tables["upsilon"].frame
+    assert list(table.columns[:2]) == ["k_bin", "entropy_bits"]
+    assert table["episodes"].sum() == len(rows)
+    for label in table["k_bin"].astype(str):
+        low, high = map(int, label.split("-"))
+        assert high - low == 4 and (low - 1) % 5 == 0
+    assert set(table["entropy_bits"]) == set(rows["entropy_bits"])
+
+
+def test_collective_gain_is_paired_by_cell_and_episode(analysis, rows):
+    gains = analysis.tables["gains"].frame
+    assert set(gains["collective"]) == {"local_search+stigmergy", "local_search+wisdom"}
+    assert set(gains["isolated"]) == {"local_search"} and set(gains["group_size"]) == {3}
+    stigmergy = gains[gains["collective"] == "local_search+stigmergy"].iloc[0]
+    assert stigmergy["pairs"] == EPISODES * len(GRIDS)
+    pivot = rows[rows["group_size"] == 3].pivot_table(index=["cell", "episode"], columns="group", values="score")
+    differences = pivot["local_search+stigmergy"] - pivot["local_search"]
+    assert stigmergy["difference"] == pytest.approx(differences.mean())
+    assert stigmergy["cohen_dz"] == pytest.approx(differences.mean() / differences.std(ddof=1))
+    assert stigmergy["ci95_low"] < stigmergy["difference"] < stigmergy["ci95_high"]
+    assert (gains["p_holm"] >= gains["p_t"]).all()
+
+
+def test_protocol_comparison_names_a_winner_only_when_significant(analysis):
+    comparisons = analysis.tables["protocols"].frame
+    assert len(comparisons) == 1
+    pair = comparisons.iloc[0]
+    assert {pair["first"], pair["second"]} == {"local_search+stigmergy", "local_search+wisdom"}
+    assert pair["difference"] == pytest.approx(pair["upsilon_first"] - pair["upsilon_second"])
+    better = pair["first"] if pair["difference"] > 0 else pair["second"]
+    assert pair["winner"] == (better if pair["p_holm"] < 0.05 else "")
+
+
+def test_regression_has_interactions_and_drops_constant_factors(analysis):
+    coefficients = analysis.tables["regression"].frame
+    fits = analysis.tables["regression_fit"].frame
+    local = set(coefficients[coefficients["group"] == "local_search"]["term"])
+    assert {"K", "H", "G", "K x H", "K x G", "H x G"} <= local
+    protocol = set(coefficients[coefficients["group"] == "local_search+stigmergy"]["term"])
+    assert "G" not in protocol and "K x H" in protocol  # a protocol plays one group size only
+    assert fits["r_squared"].between(0, 1).all()
+    assert (coefficients["ci95_low"] <= coefficients["estimate"]).all()
+
+
+def test_pgi_accuracy_is_zero_for_random_and_one_for_oracle(analysis):
+    pgi = analysis.tables["pgi"].frame.set_index(["group", "group_size"])
+    assert pgi.loc[("random", 1), "accuracy"] == pytest.approx(0) and pgi.loc[("random", 1), "pgi"] == 0
+    oracle = pgi.loc[("oracle", 1)]
+    assert oracle["accuracy"] == pytest.approx(1)
+    assert oracle["pgi"] == pytest.approx(oracle["resource_sum"] * oracle["generalisation"])
+    assert pgi.loc[("q_learning", 1), "training_steps"] == TINY_PASSES * ITERATIONS
+    assert pgi.loc[("q_learning", 1), "experience_score"] < 10 == pgi.loc[("local_search", 1), "experience_score"]
+    assert pgi["generalisation_grid"].dropna().between(0, 1).all()
+    bound = pgi["accuracy"].clip(lower=0) ** 2 * 20  # two resources of at most 10, factors at most 1
+    assert (pgi["pgi"] <= bound + 1e-12).all()
+
+
+def test_learning_curves_need_varied_training_experience(tmp_path_factory, tiny, analysis):
+    assert "learning" not in analysis.tables
+    trained = sweep(tmp_path_factory.getbasetemp(), "trained")
+    curves = analyse(load_dataset([tiny, trained / "dataset"]), ["group"]).tables["learning"].frame
+    single = curves[(curves["group"] == "q_learning") & (curves["group_size"] == 1)]
+    assert list(single["training_steps"]) == [TINY_PASSES * ITERATIONS, TRAINED_PASSES * ITERATIONS]
+    assert np.isnan(single["efficiency"].iloc[0]) and not np.isnan(single["efficiency"].iloc[1])
+
+
+def test_cli_formats(tiny):
+    as_json = collective("analyze", tiny, "--format", "json", "--tables", "upsilon,gains")
+    assert as_json.returncode == 0, as_json.stderr
+    tables = json.loads(as_json.stdout)
+    assert set(tables) == {"upsilon", "gains"} and tables["upsilon"]["rows"][0]["ci95_low"] is not None
+    as_csv = collective("analyze", tiny / "dataset", "--format", "csv", "--by", "protocol", "--tables", "upsilon")
+    assert as_csv.stdout.startswith("# upsilon:")
+    frame = pd.read_csv(io.StringIO(as_csv.stdout), comment="#")
+    assert set(frame["protocol"]) == {"none", "stigmergy", "wisdom"}
+    as_text = collective("analyze", tiny)
+    for title in ("Υ by group, group_size", "Gain of collectives", "Protocol comparisons", "Regression", "PGI"):
+        assert title in as_text.stdout
+    markdown = collective("analyze", tiny, "--format", "markdown", "--tables", "pgi").stdout
+    assert "### PGI index" in markdown and "| group | group_size |" in markdown
+
+
+@pytest.mark.parametrize("args, message", [
+    (["analyze", "{tmp}"], "is not a sweep dataset"),
+    (["analyze", "{tmp}/missing"], "no such directory"),
+    (["analyze", "{tiny}", "--by", "nope"], "'nope' is not a column"),
+    (["analyze", "{tiny}", "--format", "xml"], "argument --format"),
+    (["analyze", "{tiny}", "--k-bin-width", "0"], "--k-bin-width"),
+    (["figures", "{tmp}", "--out", "{tmp}/figures"], "is not a sweep dataset"),
+    (["dashboard", "{tiny}", "--by", "K,nope", "--out", "{tmp}/r.html"], "'nope' is not a column"),
+])
+def test_bad_input_exits_2_with_one_line(tiny, tmp_path, args, message):
+    result = collective(*[a.format(tmp=tmp_path, tiny=tiny) for a in args])
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,165 @@
+"""The anytime test (spec §8; paper 000 Definitions 18-19): adaptation, interruption, no reuse, CLI."""
+import itertools
+import json
+import math
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from collective.anytime import AnytimeConfig, anytime_steps, draw_environment, run_anytime
+from collective.cli import main
+from collective.config import ConfigError, EvaluationConfig
+from collective.evaluate import play
+
+
+def anytime(behaviour, seed=0, **settings):
+    return AnytimeConfig(EvaluationConfig.from_profile("paper", behaviour=behaviour, seed=seed), **settings)
+
+
+def first_steps(config, count):
+    return list(itertools.islice(anytime_steps(config), count))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_oracle_complexity_climbs_and_random_does_not(seed):
+    """Paper 000 §5.2, Table 3: ξ rises with positive rewards; a random agent (expected reward 0 in
+    balanced environments, Definition 13) stays at the simplest levels."""
+    oracle = first_steps(anytime("oracle", seed), 15)
+    random = first_steps(anytime("random", seed), 15)
+    assert oracle[-1].xi_next > 10 * oracle[0].xi
+    assert max(step.xi for step in random) < 4
+    assert oracle[-1].upsilon > 0.5 and abs(random[-1].upsilon) < 0.2
+
+
+def test_trace_follows_definitions_18_and_19():
+    steps = first_steps(anytime("local_search", seed=4), 12)
+    budget, budgets = 10, []
+    for _ in steps:
+        budgets.append(budget)
+        budget += budget // 2  # spec §8: n <- n + floor(n/2)
+    assert [s.budget for s in steps] == budgets
+    # ξ starts at 1, but no pattern of two or more positions has K = 1 (LZ76 '111111111' -> 2,
+    # spec §2), so Definition 18's "not found" rule lifts it to 2 before the first environment.
+    assert steps[0].xi == 2.0 and steps[0].k == 2
+    for before, after in zip(steps, steps[1:]):
+        lift = after.xi - before.xi * (1 + before.reward / 2)  # ξ <- ξ + ξ·reward/2, then +1 per "not found"
+        assert lift >= -1e-12 and abs(lift - round(lift)) < 1e-9
+    for step in steps:  # the environment's K lies in [ξ-1, ξ] unless clamped at the paper's K_max = 23
+        assert step.k <= math.floor(step.xi) and (step.k >= step.xi - 1 or step.k == 23)
+    rewards = [s.reward for s in steps]
+    assert [s.upsilon for s in steps] == pytest.approx([np.mean(rewards[:i + 1]) for i in range(len(steps))])
+
+
+def test_time_based_slot_grows_by_half():
+    """Definition 18: τ starts at 1 µs and grows τ <- τ + τ/2; episodes never drop below n0."""
+    steps = first_steps(anytime("oracle", time_based=True), 8)
+    assert [s.seconds for s in steps] == pytest.approx([1e-6 * 1.5 ** i for i in range(8)])
+    assert all(s.budget >= 10 for s in steps) and math.isfinite(steps[-1].upsilon)
+
+
+def test_interrupting_at_any_point_returns_a_finite_estimate(monkeypatch):
+    seen = []
+
+    def stop_after_three(step):
+        seen.append(step)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    result = run_anytime(anytime("local_search"), on_step=stop_after_three)
+    assert result.stopped == "interrupted" and len(result.trace) == 3
+    assert result.upsilon == pytest.approx(np.mean([s.reward for s in seen]))
+    assert result.xi_final == pytest.approx(seen[-1].xi * (1 + seen[-1].reward / 2))
+
+    def interrupted_play(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("collective.anytime.play", interrupted_play)  # Ctrl-C inside the first episode
+    result = run_anytime(anytime("local_search"))
+    assert result.stopped == "interrupted" and result.trace == ()
+    assert result.upsilon == 0.0 and result.interactions == 0  # Definition 18's initial Υ
+
+
+def test_stop_conditions():
+    assert run_anytime(anytime("random", max_environments=5)).stopped == "max_environments"
+    timed = run_anytime(anytime("local_search", budget_seconds=0.3))
+    assert timed.stopped == "budget_seconds" and timed.wall_seconds >= 0.3 and timed.trace
+    # a learner's Q-table has N·T·9 entries: the test stops before one that would not fit
+    limited = run_anytime(anytime("q_learning", memory_limit_bytes=100 * 60 * 9 * 8))
+    assert limited.stopped == "memory_limit" and [s.budget for s in limited.trace] == [10, 15, 22, 33, 49]
+
+
+@pytest.mark.parametrize("grid", [(10, 10), (3, 3)])
+def test_no_environment_is_reused(grid):
+    """Paper 000 §5.2: S_used grows by each environment played; none is played twice. On a 3x3
+    grid a random agent stays at K = 2, where few distinct environments exist, so redraws happen."""
+    config = AnytimeConfig(EvaluationConfig.from_profile("paper", behaviour="random", rows=grid[0], cols=grid[1],
+                                                         seed=7), max_environments=25)
+    trace = run_anytime(config).trace
+    assert len({(s.environment, s.draw) for s in trace}) == len(trace)
+    identities = set()
+    for step in trace:
+        batch = draw_environment(config, step.environment, step.draw, step.budget, step.k)
+        assert int(batch.k_raw[0]) == step.k
+        identities.add((batch.starts.tobytes(), batch.good[0, :11].tobytes()))  # first n0 + 1 = 11 cells
+        episode = config.evaluation.with_changes(iterations=step.budget, k_min=None, k_max=None)
+        assert float(play(episode, batch).mean_rewards[0]) == step.reward  # the trace is reproducible
+    assert len(identities) == len(trace)
+    if grid == (3, 3):
+        assert any(step.draw > 0 for step in trace)
+
+
+def test_json_and_parquet_trace(tmp_path, capsys):
+    out = tmp_path / "trace.parquet"
+    assert main(["anytime", "--behaviour", "oracle", "--group-size", "2", "--seed", "3", "--max-environments", "4",
+                 "--json", "--trace-out", str(out)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert {"upsilon", "xi_final", "environments", "interactions", "seed", "config", "trace"} <= set(record)
+    assert record["environments"] == 4 and record["interactions"] == 10 + 15 + 22 + 33
+    assert record["seed"] == 3 and record["config"]["group_size"] == 2 and record["stopped"] == "max_environments"
+    table = pq.read_table(out)
+    assert table.num_rows == 4 and table.column("budget").to_pylist() == [10, 15, 22, 33]
+    assert table.column("upsilon").to_pylist()[-1] == record["upsilon"]
+    assert set(table.column_names) >= {"xi", "k", "budget", "reward", "upsilon"}
+
+
+def test_ctrl_c_prints_a_finite_estimate_and_exits_0():
+    process = subprocess.Popen([sys.executable, "-m", "collective", "anytime", "--behaviour", "local_search"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [process.stdout.readline() for _ in range(3)]  # the header and two environments
+    process.send_signal(signal.SIGINT)
+    rest, errors = process.communicate(timeout=120)
+    assert process.returncode == 0, errors
+    summary = rest.strip().splitlines()[-1]
+    assert len(lines[2].split()) == 7 and "stopped: interrupted" in summary
+    assert math.isfinite(float(summary.split()[2].rstrip(";")))
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--episodes", "5"], "--episodes"),
+    (["--iterations", "50"], "--iterations"),
+    (["--start-budget", "1"], "--start-budget"),
+    (["--start-seconds", "0.1"], "--start-seconds"),
+    (["--time-based", "--start-seconds", "0"], "--start-seconds"),
+    (["--budget-seconds", "0"], "--budget-seconds"),
+    (["--max-environments", "0"], "--max-environments"),
+    (["--trace-out", "/no/such/dir/trace.parquet"], "--trace-out"),
+    (["--grid", "5", "--complexity", "40:50"], "--complexity"),
+    (["--behaviour", "telepath"], "--behaviour"),
+])
+def test_bad_input_exits_2_with_one_line(args, option, capsys):
+    argv = ["anytime"] + ([] if "--behaviour" in args else ["--behaviour", "random"]) + args
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and f"argument {option}:" in captured.err
+
+
+def test_config_rejects_a_budget_that_cannot_grow():
+    with pytest.raises(ConfigError, match="start_budget"):
+        anytime("random", start_budget=1)  # 1 + floor(1/2) = 1: Definition 19's budget would never grow

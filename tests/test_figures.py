@@ -1,0 +1,107 @@
+"""`collective figures`: content of every figure (panels, axis labels, series, CI bands, references),
+files written as PDF with embedded fonts and PNG, and graceful output when a factor has one level."""
+import matplotlib.image
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.container import ErrorbarContainer
+from matplotlib.image import AxesImage
+
+from analysis_data import GRIDS, collective, sweep
+from collective.analysis import Dataset, load_dataset
+from dashboards.figures import build_figures
+
+SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},
+          "wisdom": {"local_search+wisdom"}}
+REFERENCES = {"random", "oracle"}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return sweep(tmp_path_factory.getbasetemp(), "tiny")
+
+
+@pytest.fixture(scope="module")
+def figures(tiny):
+    return {spec.name: spec.figure for spec in build_figures(load_dataset([tiny]))}
+
+
+def visible_axes(figure):
+    return [ax for ax in figure.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+
+
+def labelled_lines(ax):
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+@pytest.mark.parametrize("name, x_symbol", [("upsilon_vs_k", "K"), ("upsilon_vs_entropy", r"\mathcal{H}"),
+                                            ("upsilon_vs_group_size", "G")])
+def test_series_figures_have_one_panel_per_protocol_with_ci_bands_and_references(figures, name, x_symbol):
+    axes = visible_axes(figures[name])
+    assert len(axes) == len(SERIES)
+    assert "Upsilon" in axes[0].get_ylabel()
+    for ax, (protocol, series) in zip(axes, SERIES.items()):
+        assert protocol in ax.get_title() or (protocol == "none" and "no protocol" in ax.get_title())
+        assert x_symbol in ax.get_xlabel()
+        lines = labelled_lines(ax)
+        assert {line.get_label() for line in lines} == series | REFERENCES
+        bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        assert len(bands) == len(lines)  # a CI band per curve, references included
+
+
+def test_entropy_figure_has_a_point_per_grid(figures):
+    for ax in visible_axes(figures["upsilon_vs_entropy"]):
+        for line in labelled_lines(ax):
+            assert len(line.get_xdata()) == len(GRIDS)
+        assert any(grid in label.get_text() for label in ax.get_xticklabels() for grid in GRIDS)
+
+
+def test_heat_map_per_group_type_with_references_on_the_colour_bar(figures):
+    figure = figures["heatmap_k_group_size"]
+    panels = [ax for ax in visible_axes(figure) if any(isinstance(i, AxesImage) for i in ax.get_images())]
+    assert sorted(ax.get_title() for ax in panels) == sorted(set().union(*SERIES.values()))
+    assert all("group size" in ax.get_xlabel() for ax in panels)
+    colour_bar = [ax for ax in figure.axes if ax.get_label() == "<colorbar>"]
+    assert len(colour_bar) == 1 and {t.get_text() for t in colour_bar[0].texts} == REFERENCES
+    for ax in panels:
+        assert all("±" in text.get_text() for text in ax.texts if "\n" in text.get_text())
+
+
+def test_structures_side_by_side_with_error_bars(figures):
+    axes = visible_axes(figures["structures"])
+    assert len(axes) == 1 and "3" in axes[0].get_title()  # the one collective group size
+    bars = [c for c in axes[0].containers if isinstance(c, ErrorbarContainer)]
+    names = {label.get_text() for label in axes[0].get_xticklabels()}
+    assert len(bars) == len(names) == len(set().union(*SERIES.values()))
+    assert {line.get_label() for line in labelled_lines(axes[0])} == REFERENCES
+
+
+def test_one_level_factors_degrade_to_single_points(tiny):
+    dataset = load_dataset([tiny])
+    one_grid = dataset.rows[(dataset.rows["grid"] == GRIDS[0]) & (dataset.rows["group_size"] == 3)]
+    specs = {s.name: s.figure for s in build_figures(Dataset(rows=one_grid, sources=dataset.sources))}
+    for ax in visible_axes(specs["upsilon_vs_entropy"]):
+        assert all(len(line.get_xdata()) == 1 for line in labelled_lines(ax))
+        assert len([c for c in ax.containers if isinstance(c, ErrorbarContainer)]) == len(labelled_lines(ax))
+
+
+def test_cli_writes_pdf_with_embedded_fonts_and_png(tiny, tmp_path):
+    result = collective("figures", tiny, "--out", tmp_path / "figures")
+    assert result.returncode == 0, result.stderr
+    paths = result.stdout.split()
+    assert {p.rsplit("/", 1)[1] for p in paths} >= {"upsilon_vs_k.pdf", "upsilon_vs_k.png", "structures.pdf"}
+    for path in paths:
+        data = open(path, "rb").read()
+        if path.endswith(".pdf"):
+            assert data.startswith(b"%PDF") and b"/FontFile2" in data  # TrueType fonts embedded
+        else:
+            height, width = matplotlib.image.imread(path).shape[:2]
+            assert height > 300 and width > 300
+
+
+def test_learning_curve_figure_when_training_experience_varies(tmp_path_factory, tiny):
+    trained = sweep(tmp_path_factory.getbasetemp(), "trained")
+    specs = {s.name: s.figure for s in build_figures(load_dataset([tiny, trained]))}
+    ax, = visible_axes(specs["learning_curves"])
+    assert "training experience" in ax.get_xlabel() and ax.get_xscale() == "log"
+    curves = {line.get_label(): line for line in labelled_lines(ax)}
+    assert REFERENCES <= set(curves) and len(curves["q_learning, $G = 1$"].get_xdata()) == 2

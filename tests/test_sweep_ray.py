@@ -1,0 +1,143 @@
+"""Sweeps on Ray with real parts: embedded Ray at several worker counts, a killed worker process,
+a killed driver resumed, and a cluster started with `ray start` and joined by address."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from collective.results_store import MANIFEST_FILE, TIMING_COLUMNS
+from collective.runtime import RayExecutor, SerialExecutor
+from collective.sweep import run_spec
+from collective.sweep_spec import parse_spec
+from collective.work_units import generate_block, plan, play_unit
+from sweep_support import SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC, rows, start_collective, write_spec
+
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return parse_spec(tomllib.loads(TINY_SPEC), "tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny_reference(tiny, tmp_path_factory):
+    return rows(run_spec(tiny, tmp_path_factory.mktemp("serial"), SerialExecutor(tiny)).dataset)
+
+
+@pytest.fixture(scope="module")
+def slow():
+    return parse_spec(tomllib.loads(SLOW_SPEC), "slow")
+
+
+def kill_session(process: subprocess.Popen) -> None:
+    """End a process started with start_new_session and everything still in its session."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_embedded_ray_rows_equal_serial_rows_for_any_worker_count(tiny, tiny_reference, tmp_path, workers):
+    summary = run_spec(tiny, tmp_path, RayExecutor(tiny, workers=workers))
+    assert summary.executor == "ray" and summary.workers == workers
+    assert rows(summary.dataset).equals(tiny_reference)
+
+
+def test_killed_worker_process_loses_no_row(slow):
+    import ray
+
+    blocks = list(plan(slow))
+    units = {unit.id: unit for block in blocks for unit in block.units}
+    results = {}
+    with RayExecutor(slow, workers=2) as executor:
+        assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}  # loopback only
+        victim = executor.host_pids()[0]
+        for unit, table in executor.run(blocks):
+            if not results:
+                os.kill(victim, signal.SIGKILL)  # the actor restarts and its unfinished call is retried
+            results[unit.id] = table
+        assert victim not in executor.host_pids()
+    assert set(results) == set(units) and sum(t.num_rows for t in results.values()) == SLOW_ROWS
+    for block in (blocks[0], blocks[-1]):  # the rows equal the serial executor's
+        environments = generate_block(slow, block)
+        for unit in block.units:
+            expected = play_unit(slow, unit, environments).drop_columns(list(TIMING_COLUMNS))
+            assert results[unit.id].drop_columns(list(TIMING_COLUMNS)).equals(expected)
+
+
+def test_killed_driver_resumes_without_duplicates(slow, tmp_path):
+    spec = write_spec(tmp_path, SLOW_SPEC)
+    out = tmp_path / "out"
+    units = sum(len(block.units) for block in plan(slow))
+    driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2")
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / MANIFEST_FILE).exists() or not (out / MANIFEST_FILE).read_text().strip():
+            assert driver.poll() is None, driver.stderr.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        kill_session(driver)
+    finished = len((out / MANIFEST_FILE).read_text().splitlines())
+    assert 1 <= finished < units
+    assert (out / "sweep.lock").exists()  # left behind by the killed driver: stale
+    resumed = subprocess.run([sys.executable, "-m", "collective", "sweep", str(spec), "--out", str(out),
+                              "--workers", "1"], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed from {finished} chunks" in resumed.stdout
+    frame = rows(out / "dataset")
+    assert len(frame) == SLOW_ROWS and not frame.duplicated(["cell", "episode", "group_key"]).any()
+    assert frame.groupby(["cell", "group_key"]).episode.agg(lambda e: sorted(e) == list(range(4000))).all()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_cluster_started_with_ray_start_and_joined_by_address(tiny, tiny_reference, tmp_path):
+    port = free_port()
+    # Loopback only, token authentication on; --block keeps `ray start` in the foreground so that
+    # the test stops exactly the cluster it started (`ray stop` would stop every Ray on the machine).
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as temp_dir:
+        head = subprocess.Popen([RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                                 "--include-dashboard=false", "--num-cpus", "2", "--object-store-memory",
+                                 str(200 << 20), "--disable-usage-stats", "--temp-dir", temp_dir, "--block"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                assert head.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+            result = subprocess.run(
+                [sys.executable, "-m", "collective", "sweep", str(write_spec(tmp_path, TINY_SPEC)), "--out",
+                 str(tmp_path / "out"), "--address", f"127.0.0.1:{port}"],
+                capture_output=True, text=True, timeout=600, env=env)
+        finally:
+            head.terminate()  # `ray start --block` stops its processes on SIGTERM
+            try:
+                head.wait(timeout=60)
+            finally:
+                kill_session(head)
+    assert result.returncode == 0, result.stderr
+    assert "on ray with 2 worker(s)" in result.stdout
+    assert rows(tmp_path / "out" / "dataset").equals(tiny_reference)
+    assert len(tiny_reference) == TINY_ROWS

@@ -1,0 +1,109 @@
+"""Sweep specs: the shipped specs validate, bad specs fail naming the key path, seeds are keyed stably."""
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from collective.sweep_spec import SpecError, load_spec, parse_spec
+from sweep_support import TINY_SPEC, collective, write_spec
+
+EXPERIMENTS = Path(__file__).parent.parent / "experiments"
+
+
+def tiny(**changes) -> dict:
+    """The tiny spec as a dict with top-level or dotted-path changes (None deletes the key)."""
+    source = tomllib.loads(TINY_SPEC)
+    for path, value in changes.items():
+        *parents, key = path.split("__")
+        table = source
+        for parent in parents:
+            table = table[parent]
+        if value is None:
+            del table[key]
+        else:
+            table[key] = value
+    return source
+
+
+def test_shipped_specs_validate_and_factor_study_has_its_size():
+    quick = load_spec(EXPERIMENTS / "quickstart.toml")
+    assert quick.name == "quickstart" and len(quick.cells) == 9
+    study = load_spec(EXPERIMENTS / "factors.toml")
+    assert len(study.groups) == 13 and study.episodes == 1000 and study.iterations == 100
+    grids = {dict(cell.factors)["grid"] for cell in study.cells}
+    sizes = {dict(cell.factors)["group_size"] for cell in study.cells}
+    assert len(grids) == 6 and len(sizes) == 5 and len(study.cells) == 30
+    protocols = {group.protocol for group in study.groups}
+    assert len(protocols) == 8  # none and the seven protocols
+
+
+# (changes to the tiny spec, the key path the error must name, a fragment of the allowed values)
+BAD_SPECS = [
+    (dict(factors__grdi=["5x5"]), "factors.grdi", "allowed: grid, group_size"),
+    (dict(sede=1), "sede", "allowed: name, description, seed"),
+    (dict(seed=None), "seed", "required"),
+    (dict(factors__grid=["5x5", "ten"]), "factors.grid[1]", "MxN"),
+    (dict(factors__grid=["1x5"]), "factors.grid[0]", "at least 2x2"),
+    (dict(factors__grid=[]), "factors.grid", "non-empty list"),
+    (dict(factors__group_size=[1, 3, 0]), "factors.group_size[2]", ">= 1"),
+    (dict(factors__complexity=["9:3"]), "factors.complexity[0]", "must not exceed k_max"),
+    (dict(factors__complexity=["50:60"]), "factors.complexity[0]", "reachable K"),
+    (dict(factors__observation_range=[1, 3]), "factors.observation_range[1]", "at most 2 on 5x5"),
+    (dict(factors__environment=["moon"]), "factors.environment[0]", "allowed: lambda_star, landscape"),
+    (dict(groups__behaviours=["random", "telepath"]), "groups.behaviours[1]", "allowed: random, local_search"),
+    (dict(groups__protocols=[{"name": "gossip"}]), "groups.protocols[0].name", "allowed: none, stigmergy"),
+    (dict(groups__protocols=[{"name": "wisdom"}]), "groups.protocols[0].name", "at least 2"),
+    (dict(groups__protocols=[{"name": "wisdom", "group_sizes": [3], "colour": 1}]), "groups.protocols[0].colour",
+     "allowed: name, params"),
+    (dict(groups__protocols=[{"name": "wisdom", "behaviours": ["local_search"], "group_sizes": [4]}]),
+     "groups.protocols[0].group_sizes", "allowed: [1, 3]"),
+    (dict(groups__protocols=[{"name": "none"}, {"name": "stigmergy", "behaviours": ["local_search"],
+                                                  "group_sizes": [3], "params": {"loudness": 2}}]),
+     "groups.protocols[1].params", "loudness"),
+    (dict(groups__mixes=["local_search:2,telepath:1"]), "groups.mixes[0]", "allowed: random"),
+    (dict(groups__mixes=["local_search:1,q_learning:1"], groups__protocols=[{"name": "none"}]), "groups.mixes[0]",
+     "plays in no cell"),
+    (dict(groups__behaviours=["random", "random"]), "groups", "listed twice"),
+    (dict(settings__q_alpha=0), "settings.q_alpha", "(0.0, 1.0]"),
+    (dict(settings__behaviour="random"), "settings.behaviour", "set by groups.behaviours"),
+    (dict(settings__colour=1), "settings.colour", "reward_radius, coordination_threshold"),
+    (dict(profile="lambdastar1999"), "profile", "allowed: paper, lambdastar2016"),
+    (dict(episodes=0), "episodes", ">= 1"),
+    (dict(iterations="many"), "iterations", "integer"),
+]
+
+
+@pytest.mark.parametrize("changes, path, allowed", BAD_SPECS, ids=[case[1] for case in BAD_SPECS])
+def test_bad_spec_names_key_path_and_allowed_values(changes, path, allowed):
+    with pytest.raises(SpecError) as caught:
+        parse_spec(tiny(**changes))
+    assert caught.value.path == path
+    assert allowed in caught.value.message
+
+
+def test_bad_spec_on_the_command_line_exits_2_with_one_line(tmp_path):
+    spec = write_spec(tmp_path, TINY_SPEC.replace('grid = ["5x5", "6x6"]', 'grid = ["5x5", "6x6"]\ngrdi = [1]'))
+    result = collective("sweep", str(spec), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "factors.grdi" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()  # nothing started
+    broken = write_spec(tmp_path, "seed = [", "broken.toml")
+    assert collective("sweep", str(broken), "--out", str(tmp_path / "out")).returncode == 2
+
+
+def test_dry_run_prints_the_plan_and_exits(tmp_path):
+    result = collective("sweep", str(EXPERIMENTS / "factors.toml"), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "30 cells x 13 group types" in result.stdout and "348,000 rows" in result.stdout
+    assert "estimated time" in result.stdout
+
+
+def test_keys_are_stable_when_another_factor_value_changes():
+    before = parse_spec(tiny())
+    after = parse_spec(tiny(factors__grid=["5x5", "7x7"]))
+    assert before.cells[0].key == after.cells[0].key and before.cells[1].key == after.cells[1].key  # 5x5 cells
+    assert {c.key for c in before.cells[2:]}.isdisjoint(c.key for c in after.cells[2:])
+    assert [g.key for g in before.groups] == [g.key for g in after.groups]
+    assert before.sweep_id != after.sweep_id
+    more_episodes = parse_spec(tiny(episodes=48))
+    assert [c.key for c in more_episodes.cells] == [c.key for c in before.cells]  # episode e keeps its seeds
