@@ -10,7 +10,7 @@ Each agent draws from its own stream per pass (`random_streams.derive_stream_see
 kernel may play agents apart whenever they cannot affect one another, with the same result as
 playing them together (the reference's order; the lock-step tests check it):
 - scored pass: together when a coordination threshold or a protocol couples the group, else each
-  agent alone;
+  learner alone (right after its training, its table still in cache) and the others together;
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone, its table
   hot in cache (one reused block when the scored pass is played alone too).
@@ -135,10 +135,11 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
         if record:
             rec_positions[i, 0] = starts[i]
     s.pointer[agents] = 0
-    talk.field[:] = 0.0
     talk.targets[:] = -1
-    talk.state[0], talk.state[1] = -np.inf, -1.0
-    table_address_bits = np.ceil(np.log2(max(2, tables.q.shape[0])))
+    if talk.code != NONE:
+        talk.field[:] = 0.0
+        talk.state[0], talk.state[1] = -np.inf, -1.0
+    table_address_bits = np.ceil(np.log2(max(2, tables.q.shape[0]))) if talk.code == SHARED_Q else 0.0
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
     total = 0.0
@@ -270,6 +271,10 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             learner_ids = np.append(learner_ids, i)
         has_imitator |= codes[i] == IMITATION
     passes = training_passes if learner_ids.shape[0] > 0 else 0
+    others = np.flatnonzero(table_row < 0)  # the non-learners
+    recorded = others.shape[0] if record else 0
+    others_positions = np.empty((recorded, iterations + 1), np.int32)
+    others_rewards = np.empty((recorded, iterations), np.float64)
     view_side = 2 * view + 1
     scratch = Scratch(np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64),
                       np.empty(agents, np.int64), np.zeros(agents + 1, np.int64),
@@ -311,19 +316,26 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out)
             _reset_written(tables, q_initial)
-        else:  # nobody affects anybody: each agent plays its whole episode alone
+        else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
-            for i in range(agents):
+            for i in learner_ids:
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
-                if table_row[i] >= 0:
-                    _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
-                                 scratch, talk)
+                _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
+                             scratch, talk)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
                                     agent_positions, agent_rewards)
                 _reset_written(tables, q_initial)
+            if others.shape[0] > 0:
+                total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
+                                    hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
+                                    others_positions, others_rewards)
+                if record:  # back to the agents' own rows
+                    for k in range(others.shape[0]):
+                        positions_out[others[k]] = others_positions[k]
+                        rewards_out[others[k]] = others_rewards[k]
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
 
