@@ -97,14 +97,15 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray,
 
 def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False) -> EpisodeRun:
     """Play the configured group on a batch of environments; `record` keeps the scored trajectories."""
-    _load_kernel()
+    load_kernel()
     return _play(config, environments, record)
 
 
 @functools.cache
-def _load_kernel() -> None:
-    """Have numba load (or compile) the simulator before the first timed call of this process, so
-    that kernel_seconds measure simulation only. Every configuration shares the kernel's types."""
+def load_kernel() -> None:
+    """Have numba load (or compile) the simulator and the pattern generators in this process now,
+    before anything is timed, so that kernel_seconds measure simulation only. Every
+    configuration shares the kernel's types, so one tiny episode suffices."""
     tiny = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
     _play(tiny, generate_environments(tiny, np.arange(1)), record=False)
 

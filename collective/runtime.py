@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from collective.evaluate import load_kernel
 from collective.sweep_spec import SweepSpec
 from collective.work_units import EnvironmentBlock, WorkUnit, generate_block, play_unit
 
@@ -58,11 +59,17 @@ class SerialExecutor:
                 yield unit, play_unit(self.spec, unit, environments)
 
 
+def _warm_up() -> None:
+    """Load the compiled simulator and generators in a Ray task worker (see `load_kernel`)."""
+    load_kernel()
+
+
 class GroupHost:
     """A Ray actor hosting agent groups: plays work units in a warm process (numba code loaded)."""
 
     def __init__(self, spec: SweepSpec):
         self.spec = spec
+        load_kernel()
 
     def play(self, unit: WorkUnit, environments) -> pa.Table:
         return play_unit(self.spec, unit, environments)
@@ -107,6 +114,8 @@ class RayExecutor:
             self.workers = min(self.requested_workers or cpus, cpus)
             host = ray.remote(num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_TASK_RETRIES)(GroupHost)
             self.hosts = [host.remote(self.spec) for _ in range(self.workers)]
+            # Start-up ends when every process is warm: the actors, and a worker for generation tasks.
+            ray.get([h.pid.remote() for h in self.hosts] + [ray.remote(num_cpus=0)(_warm_up).remote()])
         except BaseException:
             ray.shutdown()
             raise
