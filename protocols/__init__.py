@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from collective.registry import Registry
+
 NONE, STIGMERGY, SHARED_Q, BROADCAST, AUCTION, DICTATORSHIP, HIERARCHY = range(7)
 PARAMETER_SLOTS = 4  # the kernel receives each protocol's numeric parameters in a vector this long
 
@@ -81,27 +83,16 @@ class Protocol:
         return values + (0.0,) * (PARAMETER_SLOTS - len(values))
 
 
-_REGISTRY: dict[str, type[Protocol]] = {}
+PROTOCOLS: Registry[Protocol] = Registry("protocol")
+protocol_names = PROTOCOLS.names
+get_protocol = PROTOCOLS.get
 
 
 def register(cls: type[Protocol]) -> type[Protocol]:
-    if cls.name in _REGISTRY:
-        raise ValueError(f"protocol {cls.name!r} registered twice")
+    """Class decorator: the kernel takes at most PARAMETER_SLOTS numeric parameters."""
     if len(cls.parameters) > PARAMETER_SLOTS:
         raise ValueError(f"protocol {cls.name!r} has more than {PARAMETER_SLOTS} parameters")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def protocol_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
-
-
-def get_protocol(name: str) -> type[Protocol]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown protocol {name!r}; allowed: {', '.join(_REGISTRY)}") from None
+    return PROTOCOLS.register(cls)
 
 
 # Importing the modules registers them, in the order `collective protocols` lists them.

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from collective.registry import Registry
+
 # Kernel codes: the simulator dispatches on these.
 RANDOM, LOCAL_SEARCH, ORACLE, Q_LEARNING, SARSA, IMITATION = range(6)
 
@@ -23,25 +25,10 @@ class Behaviour:
     learns: ClassVar[bool] = False
 
 
-_REGISTRY: dict[str, type[Behaviour]] = {}
-
-
-def register(cls: type[Behaviour]) -> type[Behaviour]:
-    if cls.name in _REGISTRY:
-        raise ValueError(f"behaviour {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def behaviour_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
-
-
-def get_behaviour(name: str) -> type[Behaviour]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown behaviour {name!r}; allowed: {', '.join(_REGISTRY)}") from None
+BEHAVIOURS: Registry[Behaviour] = Registry("behaviour")
+register = BEHAVIOURS.register
+behaviour_names = BEHAVIOURS.names
+get_behaviour = BEHAVIOURS.get
 
 
 @register
