@@ -71,12 +71,15 @@ class LearnerParameters:
     reward_scale: float = 1.0
 
 
-def play_together(coordination_threshold: int, protocol_code: int) -> bool:
-    """Whether the scored pass must play the group together (agents affect one another)."""
+@njit(cache=True)
+def play_together(coordination_threshold, protocol_code):
+    """Whether the scored pass must play the group together (agents affect one another): under a
+    coordination threshold, or with any protocol. Compiled, so the kernel and Python share it."""
     return coordination_threshold > 1 or protocol_code != NONE
 
 
-def separate_tables(coordination_threshold: int, protocol_code: int) -> bool:
+@njit(cache=True)
+def separate_tables(coordination_threshold, protocol_code):
     """Whether each learner needs its own table block at once (see the module docstring)."""
     return play_together(coordination_threshold, protocol_code) and protocol_code != SHARED_Q
 
@@ -259,7 +262,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     episodes = good.shape[0]
     agents = codes.shape[0]
     rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale)
-    together = threshold > 1 or talk.code != NONE  # keep in step with play_together()
+    together = play_together(threshold, talk.code)
+    own_tables = separate_tables(threshold, talk.code)
     shared = talk.code == SHARED_Q
     agent_ids = np.arange(agents)
     table_row = np.full(agents, -1, np.int64)
@@ -267,7 +271,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     has_imitator = False
     for i in range(agents):
         if codes[i] == Q_LEARNING or codes[i] == SARSA:
-            table_row[i] = learner_ids.shape[0] if together and not shared else 0
+            table_row[i] = learner_ids.shape[0] if own_tables else 0
             learner_ids = np.append(learner_ids, i)
         has_imitator |= codes[i] == IMITATION
     passes = training_passes if learner_ids.shape[0] > 0 else 0

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from numba import njit
 
-ACTION_NAMES = ("up-left", "up", "up-right", "left", "stay", "right", "down-left", "down", "down-right")
-N_ACTIONS = 9
-
 
 @njit(cache=True, inline="always")
 def wrap(x, size):

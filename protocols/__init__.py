@@ -1,9 +1,9 @@
 """Communication protocols (spec §6; paper 003 §5.2.2): how a group talks, one module each.
 
 A protocol is a small `Protocol` subclass registered by name. It declares its parameters, the
-behaviours it applies to (the group's other members act alone), whether it couples the agents
-(coupled groups are simulated together), and the kernel code whose rule `collective.simulation`
-runs each iteration after every agent has observed and before any acts.
+behaviours it applies to (the group's other members act alone), and the kernel code whose rule
+`collective.simulation` runs each iteration after every agent has observed and before any acts;
+any protocol but `none` makes the group play together (`simulation.play_together`).
 """
 from __future__ import annotations
 
@@ -56,10 +56,6 @@ class Protocol:
     minimum_members: ClassVar[int] = 2  # participants needed for the protocol to mean anything
     parameters: ClassVar[tuple[Parameter, ...]] = ()
     fixed: ClassVar[dict[str, str]] = {}  # parameters an alias pins (e.g. wisdom = broadcast+memory)
-
-    @classmethod
-    def couples_agents(cls) -> bool:
-        return cls.code != NONE
 
     @classmethod
     def check_group(cls, values: tuple[float, ...], participants: int) -> None:
