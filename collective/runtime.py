@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from collective.evaluate import load_kernel
 from collective.sweep_spec import SweepSpec
-from collective.work_units import EnvironmentBlock, WorkUnit, generate_block, play_unit
+from collective.work_units import EnvironmentBlock, WorkUnit, generate_block, play_unit, prepare_process
 
 OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: environment blocks are a few MB each
 TASK_RETRIES = 5  # environment tasks re-run after a worker dies
@@ -47,6 +47,7 @@ class SerialExecutor:
         self.workers = 1
 
     def __enter__(self) -> "SerialExecutor":
+        prepare_process()
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -69,7 +70,7 @@ class GroupHost:
 
     def __init__(self, spec: SweepSpec):
         self.spec = spec
-        load_kernel()
+        prepare_process()
 
     def play(self, unit: WorkUnit, environments) -> pa.Table:
         return play_unit(self.spec, unit, environments)

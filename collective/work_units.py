@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from collective.behaviours import get_behaviour
 from collective.config import EvaluationConfig
-from collective.evaluate import generate_environments, play
+from collective.evaluate import generate_environments, load_kernel, play
 from collective.lambda_star import EnvironmentBatch
 from collective.results_store import config_column_value, row_schema
 from collective.sweep_spec import SweepSpec
@@ -66,7 +66,8 @@ def episode_cost(config: EvaluationConfig) -> int:
 
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
     """Split every cell into blocks and units. A group whose block costs more than a unit's target
-    is split by episodes; cheaper groups are packed together over the whole block."""
+    is split by episodes; cheaper groups are packed together over the whole block. Executors play
+    the blocks in order and each block's units in the order given (costliest first)."""
     blocks = []
     for c, cell in enumerate(spec.cells):
         reference = cell.configs[cell.playing[0]]
@@ -102,7 +103,15 @@ def _block_units(spec: SweepSpec, c: int, first: int, stop: int) -> tuple[WorkUn
             packed, packed_cost = [], 0
     if packed:
         units.append(unit(tuple(packed), first, stop, packed_cost))
-    return tuple(units)
+    # Costliest first: the cheap units of the sweep's last block then fill the workers' tails.
+    return tuple(sorted(units, key=lambda u: -u.cost))
+
+
+def prepare_process() -> None:
+    """Load what playing a unit needs before anything is timed: the compiled code (`load_kernel`)
+    and pyarrow's table builder, which imports pandas (~0.4 s) when it builds its first table."""
+    load_kernel()
+    row_schema().empty_table()
 
 
 def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch:
