@@ -124,7 +124,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
-        config.coordination_threshold, environments.good, environments.evil, environments.fields(),
+        config.coordination_threshold, environments.good, environments.evil, environments.landscapes,
         environments.starts,
         environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards)

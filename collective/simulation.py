@@ -21,7 +21,8 @@ from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
@@ -47,7 +48,7 @@ Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state ac
 # threshold, and the learners' α, γ, ε and training reward scale.
 Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold alpha gamma epsilon reward_scale")
 # One episode's world, each (T+1,): ⊕/⊖ rows and columns, and the landscape's displacement since
-# the start (rows, columns); landscape is the base field (cells,), empty for Λ*.
+# the start (rows, columns); landscape is the base field (cells,), None for Λ*.
 EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape shift_r shift_c")
 # A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
 # members (participating agent indices), targets (agents,), choice (agents, 3), observed
@@ -253,7 +254,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
-    (episodes, cells) base fitness fields, or (episodes, 0) for Λ* (for a landscape, `good` is the
+    (episodes, cells) base fitness fields, or None for Λ* (for a landscape, `good` is the
     global optimum's path and the field moves with it, see collective.landscapes); starts
     (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
     `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions
@@ -298,7 +299,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             good_r[t], good_c[t] = good[e, t] // cols, good[e, t] % cols
             evil_r[t], evil_c[t] = evil[e, t] // cols, evil[e, t] % cols
             shift_r[t], shift_c[t] = (good_r[t] - good_r[0]) % rows, (good_c[t] - good_c[0]) % cols
-        paths = EpisodePaths(good_r, good_c, evil_r, evil_c, landscapes[e], shift_r, shift_c)
+        paths = EpisodePaths(good_r, good_c, evil_r, evil_c, _episode_field(landscapes, e), shift_r, shift_c)
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
         positions_out = rec_positions[e] if record else no_positions
@@ -342,6 +343,18 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                         rewards_out[others[k]] = others_rewards[k]
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
+
+
+def _episode_field(landscapes, e):
+    """Episode e's base field, or None (Λ*)."""
+    return None if landscapes is None else landscapes[e]
+
+
+@overload(_episode_field, inline="always")
+def _episode_field_compiled(landscapes, e):
+    if isinstance(landscapes, types.NoneType):
+        return lambda landscapes, e: None
+    return lambda landscapes, e: landscapes[e]
 
 
 @njit(cache=True)
