@@ -32,19 +32,10 @@ from numba import njit  # noqa: E402
 
 from collective.random_streams import uniform_int  # noqa: E402
 from collective.scene import scene_blind  # noqa: E402
-from collective.torus import chebyshev, wrap  # noqa: E402
+from collective.torus import wrap  # noqa: E402
 from protocols.kernel_support import FLOAT_BITS, observe_window  # noqa: E402
 
 PAPER, REFERENCE = 0, 1
-
-
-@njit(cache=True, inline="always")
-def _meets_deposit(i, members, pos_r, pos_c, rows, cols, view, choice):
-    """Whether searcher i's window overlaps the window of a searcher that deposited (choice[j, 1])."""
-    for j in members:
-        if choice[j, 1] and chebyshev(pos_r[i], pos_c[i], pos_r[j], pos_c[j], rows, cols) <= 2 * view:
-            return True
-    return False
 
 
 @njit(cache=True)
@@ -52,9 +43,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                    targets, comm):
     """choice[i, 0] marks searchers that observe a non-zero reward somewhere (see
     `collective.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
-    nothing to the fake field. choice[i, 1] marks paper-form
-    deposits: a blind searcher whose window meets no deposit (no depositor within 2·view) sees a
-    field of exact zeros, and its choice is the plain tie-break over the whole window."""
+    nothing to the fake field."""
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
     side = 2 * view + 1
     rows, cols = scene.rows, scene.cols
@@ -69,7 +58,6 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             for k in range(side * side):
                 low, high = min(low, seen[k]), max(high, seen[k])
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
-        choice[i, 1] = sees and fake != 0.0
         if form == REFERENCE and fake == 0.0:
             continue
         comm[0] += 1
@@ -85,12 +73,6 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                 else:
                     field[cell] = (field[cell] + observed[i, (dr + view) * side + dc + view] + fake) / divisor
     for i in members:  # each searcher heads for its window's best fake reward
-        if form == PAPER and not choice[i, 0] and not _meets_deposit(i, members, pos_r, pos_c, rows, cols,
-                                                                     view, choice):
-            pick = uniform_int(streams[i], side * side)
-            targets[i] = (wrap(pos_r[i] + pick // side - view, rows) * cols
-                          + wrap(pos_c[i] + pick % side - view, cols))
-            continue
         best = -np.inf
         ties = 0
         for dr in range(-view, view + 1):
