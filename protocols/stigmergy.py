@@ -43,17 +43,19 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                    targets, comm):
     """choice[i, 0] marks searchers that observe a non-zero reward somewhere (see
     `collective.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
-    nothing to the fake field."""
+    nothing to the fake field. Positions are read into locals before each window loop: the
+    compiler cannot prove the field's stores leave them unchanged."""
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
     side = 2 * view + 1
     rows, cols = scene.rows, scene.cols
     for i in members:  # deposits, all before any agent chooses
-        sees = not scene_blind(scene, pos_r[i], pos_c[i], view)
+        r, c = pos_r[i], pos_c[i]
+        sees = not scene_blind(scene, r, c, view)
         choice[i, 0] = sees
         low, high = 0.0, 0.0
         if sees:
             seen = observed[i]
-            observe_window(pos_r[i], pos_c[i], scene, view, seen)
+            observe_window(r, c, scene, view, seen)
             low, high = np.inf, -np.inf
             for k in range(side * side):
                 low, high = min(low, seen[k]), max(high, seen[k])
@@ -65,33 +67,36 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         if fake == 0.0 and not sees:
             continue  # a deposit of nothing (paper form, blind searcher)
         for dr in range(-view, view + 1):
-            rr = wrap(pos_r[i] + dr, rows)
+            row = wrap(r + dr, rows) * cols
             for dc in range(-view, view + 1):
-                cell = rr * cols + wrap(pos_c[i] + dc, cols)
+                cell = row + wrap(c + dc, cols)
                 if form == PAPER:
                     field[cell] += fake
                 else:
                     field[cell] = (field[cell] + observed[i, (dr + view) * side + dc + view] + fake) / divisor
     for i in members:  # each searcher heads for its window's best fake reward
+        r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
         best = -np.inf
         ties = 0
         for dr in range(-view, view + 1):
-            rr = wrap(pos_r[i] + dr, rows)
+            row = wrap(r + dr, rows) * cols
             for dc in range(-view, view + 1):
-                cc = wrap(pos_c[i] + dc, cols)
-                value = field[rr * cols + cc]
-                if form == PAPER and choice[i, 0]:
+                cell = row + wrap(c + dc, cols)
+                value = field[cell]
+                if sees:
                     value += observed[i, (dr + view) * side + dc + view]
                 if value > best:
                     best = value
                     ties = 0
                 if value == best:
-                    window[ties] = rr * cols + cc
+                    window[ties] = cell
                     ties += 1
         targets[i] = window[uniform_int(streams[i], ties)]
     if form == PAPER:  # the paper's field lives one iteration (Algorithm 2, line 2)
         for i in members:
             if choice[i, 0]:
+                r, c = pos_r[i], pos_c[i]
                 for dr in range(-view, view + 1):
+                    row = wrap(r + dr, rows) * cols
                     for dc in range(-view, view + 1):
-                        field[wrap(pos_r[i] + dr, rows) * cols + wrap(pos_c[i] + dc, cols)] = 0.0
+                        field[row + wrap(c + dc, cols)] = 0.0
