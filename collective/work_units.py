@@ -5,8 +5,9 @@ An *environment block* is a range of one cell's episodes, generated once and sha
 of the cell (the paired design). A *work unit* is one or more groups playing a sub-range of a
 block; units aim at `TARGET_UNIT_AGENT_STEPS` (about one to two seconds of kernel time at the
 rates of `benchmarks/throughput.py`), so the scheduler's overhead stays small and Ray never enters
-the step loop. The plan depends only on the spec, never on the worker count, so a resumed sweep
-finds the same units whatever `--workers` it is given.
+the step loop; only the sweep's last units are smaller, so that workers finish together. The
+plan depends only on the spec, never on the worker count, so a resumed sweep finds the same units
+whatever `--workers` it is given.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from collective.results_store import config_column_value, row_schema
 from collective.sweep_spec import SweepSpec
 
 TARGET_UNIT_AGENT_STEPS = 20_000_000  # agent-steps (training passes included) per work unit
+TAIL_UNIT_AGENT_STEPS = 4_000_000  # the smallest units, cut at the end of a sweep (see _taper)
 MAX_BLOCK_BYTES = 64 << 20  # environment arrays held per block
 PACKAGE_VERSION = version("collective")
 
@@ -67,7 +69,8 @@ def episode_cost(config: EvaluationConfig) -> int:
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
     """Split every cell into blocks and units. A group whose block costs more than a unit's target
     is split by episodes; cheaper groups are packed together over the whole block. Executors play
-    the blocks in order and each block's units in the order given (costliest first)."""
+    the blocks in order and each block's units in the order given (costliest first). The units of
+    the sweep's last stretch are cut finer (`_taper`), so that workers finish together."""
     blocks = []
     for c, cell in enumerate(spec.cells):
         reference = cell.configs[cell.playing[0]]
@@ -76,35 +79,60 @@ def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
         size = max(1, min(spec.episodes, MAX_BLOCK_BYTES // block_bytes))
         for first in range(0, spec.episodes, size):
             stop = min(first + size, spec.episodes)
-            blocks.append(EnvironmentBlock(c, first, stop, _block_units(spec, c, first, stop)))
-    return tuple(blocks)
+            units = _units(spec, c, first, first, stop, spec.cells[c].playing, TARGET_UNIT_AGENT_STEPS)
+            blocks.append(EnvironmentBlock(c, first, stop, units))
+    return _taper(spec, blocks)
 
 
-def _block_units(spec: SweepSpec, c: int, first: int, stop: int) -> tuple[WorkUnit, ...]:
+def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, groups: tuple[int, ...],
+           limit: int) -> tuple[WorkUnit, ...]:
+    """Units playing `groups` of cell c on episodes [first, stop), each costing about `limit` or
+    less, costliest first: a costlier group is split by episodes, cheaper ones packed together."""
     cell = spec.cells[c]
     units, packed, packed_cost = [], [], 0
 
     def unit(groups: tuple[int, ...], start: int, end: int, cost: int) -> WorkUnit:
         group_digest = hashlib.sha256(",".join(str(spec.groups[g].key) for g in groups).encode()).hexdigest()[:8]
-        return WorkUnit(f"c{cell.key:015x}-e{start}-{end}-g{group_digest}", c, first, start, end, groups, cost)
+        return WorkUnit(f"c{cell.key:015x}-e{start}-{end}-g{group_digest}", c, block_first, start, end, groups, cost)
 
-    for g in cell.playing:
+    for g in groups:
         per_episode = episode_cost(cell.configs[g])
         cost = per_episode * (stop - first)
-        if cost >= TARGET_UNIT_AGENT_STEPS:
-            pieces = math.ceil(cost / TARGET_UNIT_AGENT_STEPS)
+        if cost >= limit:
+            pieces = min(math.ceil(cost / limit), stop - first)
             bounds = np.linspace(first, stop, pieces + 1).round().astype(int)
             units += [unit((g,), int(a), int(b), per_episode * int(b - a)) for a, b in zip(bounds, bounds[1:]) if b > a]
             continue
         packed.append(g)
         packed_cost += cost
-        if packed_cost >= TARGET_UNIT_AGENT_STEPS:
+        if packed_cost >= limit:
             units.append(unit(tuple(packed), first, stop, packed_cost))
             packed, packed_cost = [], 0
     if packed:
         units.append(unit(tuple(packed), first, stop, packed_cost))
     # Costliest first: the cheap units of the sweep's last block then fill the workers' tails.
     return tuple(sorted(units, key=lambda u: -u.cost))
+
+
+def _taper(spec: SweepSpec, blocks: list[EnvironmentBlock]) -> tuple[EnvironmentBlock, ...]:
+    """Cut the units near the end of the plan finer: a unit may cost at most a quarter of the work
+    planned after it, and no less than TAIL_UNIT_AGENT_STEPS (guided self-scheduling, Polychronopoulos
+    & Kuck 1987, for a notional 4 workers). Workers then run out of work within a small unit of
+    one another instead of one waiting up to a whole unit for the other. Depends only on the spec."""
+    after = 0  # agent-steps planned after the unit being considered
+    tapered = []
+    for block in reversed(blocks):
+        pieces = []
+        for unit in reversed(block.units):
+            limit = max(TAIL_UNIT_AGENT_STEPS, min(TARGET_UNIT_AGENT_STEPS, after // 4))
+            if unit.cost > limit:
+                pieces.append(_units(spec, unit.cell, unit.block_first, unit.first, unit.stop, unit.groups, limit))
+            else:
+                pieces.append((unit,))
+            after += unit.cost
+        units = [unit for piece in reversed(pieces) for unit in piece]
+        tapered.append(replace(block, units=tuple(sorted(units, key=lambda u: -u.cost))))
+    return tuple(reversed(tapered))
 
 
 def prepare_process() -> None:

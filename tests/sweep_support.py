@@ -48,6 +48,23 @@ behaviours = ["random", "q_learning"]
 """
 SLOW_ROWS = 2 * 4000 * 2
 
+# Eight cells, so eight environment blocks: most are generated after the sweep has begun.
+BLOCKS_SPEC = """
+name = "blocks"
+seed = 5
+profile = "paper"
+episodes = 1500
+iterations = 60
+
+[factors]
+grid = ["5x5", "6x6", "7x7", "8x8"]
+group_size = [2, 3]
+
+[groups]
+behaviours = ["random", "q_learning"]
+"""
+BLOCKS_ROWS = 8 * 1500 * 2
+
 
 def write_spec(directory: Path, text: str, name: str = "spec.toml") -> Path:
     path = directory / name

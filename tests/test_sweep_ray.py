@@ -17,7 +17,8 @@ from collective.runtime import RayExecutor, SerialExecutor
 from collective.sweep import run_spec
 from collective.sweep_spec import parse_spec
 from collective.work_units import generate_block, plan, play_unit
-from sweep_support import SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC, rows, start_collective, write_spec
+from sweep_support import (BLOCKS_ROWS, BLOCKS_SPEC, SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC, rows,
+                           start_collective, write_spec)
 
 RAY = str(Path(sys.executable).with_name("ray"))
 
@@ -53,25 +54,28 @@ def test_embedded_ray_rows_equal_serial_rows_for_any_worker_count(tiny, tiny_ref
     assert rows(summary.dataset).equals(tiny_reference)
 
 
-def test_killed_worker_process_loses_no_row(slow):
+@pytest.mark.parametrize("victim, spec_text, expected_rows",
+                         [("group host", SLOW_SPEC, SLOW_ROWS), ("environment maker", BLOCKS_SPEC, BLOCKS_ROWS)])
+def test_killed_actor_process_loses_no_row(victim, spec_text, expected_rows):
     import ray
 
-    blocks = list(plan(slow))
+    spec = parse_spec(tomllib.loads(spec_text), "killed")
+    blocks = list(plan(spec))
     units = {unit.id: unit for block in blocks for unit in block.units}
     results = {}
-    with RayExecutor(slow, workers=2) as executor:
+    with RayExecutor(spec, workers=2) as executor:
         assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}  # loopback only
-        victim = executor.host_pids()[0]
+        pid = executor.actor_pids()[0 if victim == "group host" else -1]
         for unit, table in executor.run(blocks):
             if not results:
-                os.kill(victim, signal.SIGKILL)  # the actor restarts and its unfinished call is retried
+                os.kill(pid, signal.SIGKILL)  # the actor restarts and its unfinished calls are retried
             results[unit.id] = table
-        assert victim not in executor.host_pids()
-    assert set(results) == set(units) and sum(t.num_rows for t in results.values()) == SLOW_ROWS
+        assert pid not in executor.actor_pids()
+    assert set(results) == set(units) and sum(t.num_rows for t in results.values()) == expected_rows
     for block in (blocks[0], blocks[-1]):  # the rows equal the serial executor's
-        environments = generate_block(slow, block)
+        environments = generate_block(spec, block)
         for unit in block.units:
-            expected = play_unit(slow, unit, environments).drop_columns(list(TIMING_COLUMNS))
+            expected = play_unit(spec, unit, environments).drop_columns(list(TIMING_COLUMNS))
             assert results[unit.id].drop_columns(list(TIMING_COLUMNS)).equals(expected)
 
 
