@@ -1,0 +1,36 @@
+"""numba's cache follows every source change, not only changes to the cached function's own file."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+# The local searcher stands on ⊕ with ⊖ far away: the best reward it sees is f(0).
+PROBE = """
+import numpy as np
+import collective
+from collective.behaviours.decisions import local_best
+from collective.scene import Scene
+assert collective.__file__.startswith({root!r})
+scene = Scene(2, 2, 7, 7, None, 0, 0, 10, 10, 1)
+print(local_best(2, 2, scene, 1, np.array([1], np.uint64), np.empty(21, np.int64))[2])
+"""
+
+
+def best_reward(root: Path) -> float:
+    environment = {**os.environ, "PYTHONPATH": str(root), "NUMBA_CACHE_DIR": str(root / "cache")}
+    result = subprocess.run([sys.executable, "-c", PROBE.format(root=str(root))], capture_output=True, text=True,
+                            env=environment, cwd=root, timeout=300, check=True)
+    return float(result.stdout)
+
+
+def test_editing_an_inlined_helper_in_another_module_recompiles_its_callers(tmp_path):
+    for package in ("collective", "protocols"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    assert best_reward(tmp_path) == 1.0  # f(0) = 1/(0+1), paper 003 §4.1.2; compiled and cached
+    torus = tmp_path / "collective" / "torus.py"
+    source = torus.read_text()
+    assert source.count("return 1.0 / (distance + 1.0)") == 1
+    torus.write_text(source.replace("return 1.0 / (distance + 1.0)", "return 2.0 / (distance + 1.0)"))
+    assert best_reward(tmp_path) == 2.0  # local_best's own file is unchanged; a stale cache would say 1.0
