@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from collective.behaviours.decisions import local_best
@@ -41,11 +42,18 @@ def chosen_cell(i, pos_r, pos_c, choice, rows, cols):
     return wrap(pos_r[i] + int(choice[i, 0]), rows) * cols + wrap(pos_c[i] + int(choice[i, 1]), cols)
 
 
-@njit(cache=True)
-def observe_window(r, c, scene, view, out):
-    """out[k] = R of the k-th cell of the range-`view` window around (r, c), row by row."""
-    side = 2 * view + 1
-    for i in range(side):
-        rr = wrap(r + i - view, scene.rows)
-        for j in range(side):
-            out[i * side + j] = scene_reward(scene, rr, wrap(c + j - view, scene.cols))
+@njit(cache=True, inline="always")
+def observe_window(r, c, scene, view, observed, i):
+    """observed[i, k] = R of the k-th cell of the range-`view` window around (r, c), row by row;
+    returns the smallest and the largest. Inlined, and written through the 2-D array rather than
+    a row view, whose reference count would cost more than the window's arithmetic."""
+    low, high = np.inf, -np.inf
+    k = 0
+    for dr in range(-view, view + 1):
+        row = wrap(r + dr, scene.rows)
+        for dc in range(-view, view + 1):
+            value = scene_reward(scene, row, wrap(c + dc, scene.cols))
+            observed[i, k] = value
+            low, high = min(low, value), max(high, value)
+            k += 1
+    return low, high

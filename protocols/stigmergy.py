@@ -54,11 +54,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         choice[i, 0] = sees
         low, high = 0.0, 0.0
         if sees:
-            seen = observed[i]
-            observe_window(r, c, scene, view, seen)
-            low, high = np.inf, -np.inf
-            for k in range(side * side):
-                low, high = min(low, seen[k]), max(high, seen[k])
+            low, high = observe_window(r, c, scene, view, observed, i)
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
         if form == REFERENCE and fake == 0.0:
             continue
