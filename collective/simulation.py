@@ -229,9 +229,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _communicate(talk, s, scene, view):
-    """Run the group's protocol rule for this iteration (protocols/*.py)."""
+    """Run the group's protocol rule for this iteration (protocols/*.py). Inlined: a call would pass
+    the Talk and Scratch tuples (21 arrays) by value every iteration, 3% of a stigmergy step."""
     arguments = (talk.values, talk.members, s.pos_r, s.pos_c, scene, view, s.streams, s.window, talk.field,
                  talk.state, talk.choice, talk.observed, talk.targets, talk.comm)
     if talk.code == STIGMERGY:
