@@ -1,7 +1,7 @@
 """Wall time of one fixed sweep with the serial executor, 1 Ray worker and 2 Ray workers.
 
-The sweep (below) is learner-heavy like the factor study: 4 cells (2 grids x 2 group sizes),
-random, local search, Q-learning and SARSA, 600 episodes, T=100, about 20 work units. Each run
+The sweep, `experiments/scaling.toml`, is learner-heavy like the factor study: 4 cells (2 grids x
+2 group sizes), random, local search, Q-learning and SARSA, 600 episodes, T=100, about 20 units. Each run
 writes a fresh results store in a temporary directory. "sweep s" is the time from the first
 unit submitted to the last chunk written; "total s" adds starting (and stopping) the embedded
 Ray and its actors. Ratios: Ray overhead = 1 Ray worker / serial, scaling = 1 worker / 2 workers.
@@ -17,26 +17,13 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-import tomllib
+from pathlib import Path
 
 from collective.runtime import RayExecutor, SerialExecutor
 from collective.sweep import run_spec
-from collective.sweep_spec import parse_spec
+from collective.sweep_spec import load_spec
 
-SPEC = """
-name = "scaling"
-seed = 1
-profile = "paper"
-episodes = 600
-iterations = 100
-
-[factors]
-grid = ["8x8", "12x12"]
-group_size = [2, 6]
-
-[groups]
-behaviours = ["random", "local_search", "q_learning", "sarsa"]
-"""
+SPEC = Path(__file__).parent.parent / "experiments" / "scaling.toml"
 
 
 class Timed:
@@ -73,7 +60,7 @@ def measure(label: str, executor) -> tuple[float, float]:
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the three executors (default 3)")
 rounds = parser.parse_args().rounds
-spec = parse_spec(tomllib.loads(SPEC), "scaling")
+spec = load_spec(SPEC)
 executors = {"serial": lambda: SerialExecutor(spec), "ray, 1 worker": lambda: RayExecutor(spec, workers=1),
              "ray, 2 workers": lambda: RayExecutor(spec, workers=2)}
 print(f"{'executor':<16}{'sweep s':>10}{'total s':>10}{'rows':>10}")

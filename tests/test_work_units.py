@@ -5,27 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from collective.sweep_spec import load_spec, parse_spec
+from collective.sweep_spec import SweepSpec, load_spec, parse_spec
 from collective.work_units import TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, plan
 from sweep_support import BLOCKS_SPEC, SLOW_SPEC
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"
-# The learner-heavy sweep of benchmarks/sweep_scaling.py: few, large units.
-SCALING_SPEC = """
-name = "scaling"
-seed = 1
-profile = "paper"
-episodes = 600
-iterations = 100
-
-[factors]
-grid = ["8x8", "12x12"]
-group_size = [2, 6]
-
-[groups]
-behaviours = ["random", "local_search", "q_learning", "sarsa"]
-"""
-SPECS = {"scaling": SCALING_SPEC, "slow": SLOW_SPEC, "blocks": BLOCKS_SPEC}
+SPECS = {"slow": SLOW_SPEC, "blocks": BLOCKS_SPEC}
 
 
 def finishing_times(costs: list[int], workers: int) -> list[float]:
@@ -36,12 +21,14 @@ def finishing_times(costs: list[int], workers: int) -> list[float]:
     return sorted(free)
 
 
-@pytest.mark.parametrize("name", [*SPECS, "factors"])
+def load(name: str) -> SweepSpec:
+    """A test spec, or one of experiments/ (scaling: benchmarks/sweep_scaling.py's few large units)."""
+    return parse_spec(tomllib.loads(SPECS[name]), name) if name in SPECS else load_spec(EXPERIMENTS / f"{name}.toml")
+
+
+@pytest.mark.parametrize("name", [*SPECS, "scaling", "factors"])
 def test_every_row_is_in_exactly_one_unit(name):
-    if name == "factors":
-        spec = load_spec(EXPERIMENTS / "factors.toml")
-    else:
-        spec = parse_spec(tomllib.loads(SPECS[name]), name)
+    spec = load(name)
     blocks = plan(spec)
     played = [(block.cell, episode, group) for block in blocks for unit in block.units
               for episode in range(unit.first, unit.stop) for group in unit.groups]
@@ -53,13 +40,13 @@ def test_every_row_is_in_exactly_one_unit(name):
                for block in blocks for unit in block.units)
 
 
-@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("name", [*SPECS, "scaling"])
 @pytest.mark.parametrize("workers", [2, 3, 4])
 def test_workers_run_out_of_work_within_a_tail_unit(name, workers):
     """With durations proportional to the planned cost, the plan's tail is cut fine enough that the
     last worker finishes within one tail unit of the ideal (total / workers). Without the taper the
     scaling sweep's 2 workers finish 11% apart (full units of 18 to 24 M agent-steps)."""
-    spec = parse_spec(tomllib.loads(SPECS[name]), name)
+    spec = load(name)
     costs = [unit.cost for block in plan(spec) for unit in block.units]
     assert max(costs) <= 2 * TARGET_UNIT_AGENT_STEPS
     assert finishing_times(costs, workers)[-1] - sum(costs) / workers <= TAIL_UNIT_AGENT_STEPS
