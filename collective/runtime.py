@@ -69,8 +69,8 @@ class EnvironmentMaker(_Actor):
     """A Ray actor that generates environment blocks, one at a time, in a warm process (numba code
     loaded). It holds no CPU slot: a block is ~0.1 s of work. Plain tasks would lease processes
     from Ray's worker pool, which starts and stops them as its load changes; each start costs
-    seconds of CPU taken from the GroupHosts (2 workers ran 1.66x faster than 1 with tasks, 1.93x
-    with this actor, `benchmarks/sweep_scaling.py`)."""
+    seconds of CPU taken from the GroupHosts (with this actor and the plan's finer tail, 2 workers
+    went from 1.66x to 1.92x the speed of 1 in `benchmarks/sweep_scaling.py`)."""
 
     def __init__(self):
         load_kernel()
