@@ -6,9 +6,10 @@ refs handed to every unit of the block (the paired design); `GroupHost` actors p
 at a time each.
 
 Fault tolerance: a killed actor process (a GroupHost or the EnvironmentMaker) is restarted and its
-unfinished calls retried, so a dead worker costs time, never a row. Safe defaults for an embedded Ray: no dashboard, a bounded object store, every
-server on the loopback address (Ray's local-only mode, its default on macOS and Windows, chosen
-through `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` before Ray is imported), no usage reporting.
+unfinished calls retried, so a dead worker costs time, never a row. Safe defaults for an embedded
+Ray: no dashboard, a bounded object store, every server on the loopback address (Ray's local-only
+mode, its default on macOS and Windows, chosen through `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` before
+Ray is imported), no usage reporting.
 """
 from __future__ import annotations
 

@@ -93,7 +93,8 @@ def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, gro
 
     def unit(groups: tuple[int, ...], start: int, end: int, cost: int) -> WorkUnit:
         group_digest = hashlib.sha256(",".join(str(spec.groups[g].key) for g in groups).encode()).hexdigest()[:8]
-        return WorkUnit(f"c{cell.key:015x}-e{start}-{end}-g{group_digest}", c, block_first, start, end, groups, cost)
+        unit_id = f"c{cell.key:015x}-e{start}-{end}-g{group_digest}"
+        return WorkUnit(unit_id, c, block_first, start, end, groups, cost)
 
     for g in groups:
         per_episode = episode_cost(cell.configs[g])
