@@ -35,9 +35,7 @@ def chebyshev(r1, c1, r2, c2, rows, cols):
 @njit(cache=True, inline="always")
 def axis_step_toward(a, b, size):
     """-1, 0 or +1: one step from a toward b the shorter way round; exactly half-way goes +1 (spec §5)."""
-    forward = b - a  # both on [0, size): one wrap, no division
-    if forward < 0:
-        forward += size
+    forward = wrap(b - a, size)  # a wrap, not a modulo: no integer division
     if forward == 0:
         return 0
     if 2 * forward <= size:
