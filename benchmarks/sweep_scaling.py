@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from collective.runtime import RayExecutor, SerialExecutor
-from collective.sweep import run_spec
-from collective.sweep_spec import load_spec
+from collective.sweeps.runtime import RayExecutor, SerialExecutor
+from collective.sweeps.command import run_spec
+from collective.sweeps.spec import load_spec
 
 SPEC = Path(__file__).parent.parent / "experiments" / "scaling.toml"
 

@@ -30,7 +30,7 @@ import numpy as np
 from collective.behaviours import behaviour_names, get_behaviour
 from collective.config import EvaluationConfig
 from collective.evaluate import batch_episodes, generate_environments, play
-from collective.lambda_star import EnvironmentBatch
+from collective.environments.lambda_star import EnvironmentBatch
 
 PROFILE = "paper"
 GRID = 10

@@ -49,9 +49,9 @@ import pyarrow.parquet as pq
 
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import learner_count, play
-from collective.lambda_star import EnvironmentBatch
-from collective.patterns import PATTERN_GENERATORS, reachable_k
-from collective.random_streams import episode_seed_table
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
+from collective.simulation.random_streams import episode_seed_table
 
 START_BUDGET = 10  # n₀: iterations of the first environment
 START_SECONDS = 1e-6  # τ₀ of Definition 18: one microsecond

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from collective.behaviours import behaviour_names, get_behaviour
 from collective.config import PROFILES, ConfigError, EvaluationConfig
-from collective.sweep import add_sweep_parser, run_sweep
+from collective.sweeps.command import add_sweep_parser, run_sweep
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 from protocols import get_protocol, protocol_names
 

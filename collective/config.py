@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, fields, replace
 import numpy as np
 
 from collective.behaviours import behaviour_names
-from collective.lambda_star import EVIL_PAIRINGS, LambdaStar
-from collective.landscapes import LANDSCAPE_MOTIONS, FitnessLandscape, landscape_field
-from collective.patterns import PATTERN_GENERATORS, reachable_k
-from collective.simulation import LearnerParameters
+from collective.environments.lambda_star import EVIL_PAIRINGS, LambdaStar
+from collective.environments.landscapes import LANDSCAPE_MOTIONS, FitnessLandscape, landscape_field
+from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
+from collective.simulation.kernel import LearnerParameters
 from protocols import get_protocol, protocol_names
 
 # Fields each profile sets; anything given explicitly overrides them.

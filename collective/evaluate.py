@@ -16,10 +16,10 @@ from tqdm import tqdm
 
 from collective.behaviours import get_behaviour
 from collective.config import EvaluationConfig
-from collective.lambda_star import EnvironmentBatch
-from collective.random_streams import episode_seed_table
-from collective.scores import ScoreAccumulator, UpsilonEstimate
-from collective.simulation import learner_workspace, separate_tables, simulate_batch, talk_workspace
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.simulation.random_streams import episode_seed_table
+from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate
+from collective.simulation.kernel import learner_workspace, separate_tables, simulate_batch, talk_workspace
 from protocols import get_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time

@@ -1,7 +1,7 @@
 """Numba's on-disk cache, keyed by the sources of the whole code base.
 
 numba invalidates a cached function only when its own file changes, yet the kernels inline
-helpers from other modules (`collective.torus`, `collective.scene`, `protocols/*.py`): after an
+helpers from other modules (`collective.environments.torus`, `collective.environments.scene`, `protocols/*.py`): after an
 edit or an upgrade, a stale cache entry would go on running the old helpers. Every compiled
 function of this code base therefore caches under a directory named by a digest of all its
 Python sources, so that a change anywhere starts from a fresh directory.

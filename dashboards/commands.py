@@ -66,7 +66,7 @@ def add_analysis_commands(commands) -> None:
 
 def run_analysis_command(args: argparse.Namespace) -> int:
     """Run analyze, figures or dashboard; a DatasetError becomes one line and status 2."""
-    from collective.analysis import DEFAULT_BY, DatasetError, analyse, format_analysis, load_dataset
+    from collective.analysis.tables import DEFAULT_BY, DatasetError, analyse, format_analysis, load_dataset
 
     try:
         dataset = load_dataset(args.dataset)

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from collective.analysis import K_BIN, K_MID, Dataset, add_k_bins, learning_curves, mean_ci  # noqa: E402
+from collective.analysis.tables import K_BIN, K_MID, Dataset, add_k_bins, learning_curves, mean_ci  # noqa: E402
 
 logging.getLogger("fontTools").setLevel(logging.ERROR)  # Computer Modern's old 'head' timestamps, when subsetting
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")  # yellow last: low contrast

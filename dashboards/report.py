@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from collective.analysis import Analysis, Dataset, provenance
+from collective.analysis.tables import Analysis, Dataset, provenance
 from dashboards.figures import STYLE, build_figures
 
 PNG_DPI = 130

@@ -2,48 +2,18 @@
 
 A protocol is a small `Protocol` subclass registered by name. It declares its parameters, the
 behaviours it applies to (the group's other members act alone), and the kernel code whose rule
-`collective.simulation` runs each iteration after every agent has observed and before any acts;
+`collective.simulation.kernel` runs each iteration after every agent has observed and before any acts;
 any protocol but `none` makes the group play together (`simulation.play_together`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
+from collective.parameters import Parameter  # noqa: F401 - protocols declare theirs with it
 from collective.registry import Registry
 
 NONE, STIGMERGY, SHARED_Q, BROADCAST, AUCTION, DICTATORSHIP, HIERARCHY = range(7)
 PARAMETER_SLOTS = 4  # the kernel receives each protocol's numeric parameters in a vector this long
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One protocol parameter: a number in [low, high], or one of `choices` (stored as its index)."""
-
-    name: str
-    default: object
-    description: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] = ()
-
-    def parse(self, text: str) -> float:
-        """The kernel value of `text`, or ValueError naming what is allowed."""
-        if self.choices:
-            if text not in self.choices:
-                raise ValueError(f"{self.name} must be one of {', '.join(self.choices)} (got {text!r})")
-            return float(self.choices.index(text))
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"{self.name} must be a number in [{self.low}, {self.high}] (got {text!r})") from None
-        if not self.low <= value <= self.high:
-            raise ValueError(f"{self.name} must be a number in [{self.low}, {self.high}] (got {text!r})")
-        return value
-
-    @property
-    def allowed(self) -> str:
-        return "|".join(self.choices) if self.choices else f"[{self.low}, {self.high}]"
 
 
 class Protocol:

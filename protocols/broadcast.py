@@ -34,9 +34,9 @@ class WisdomOfTheCrowd(Protocol):
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from collective.random_streams import uniform_int  # noqa: E402
-from collective.torus import wrap  # noqa: E402
-from collective.scene import scene_reward  # noqa: E402
+from collective.simulation.random_streams import uniform_int  # noqa: E402
+from collective.environments.torus import wrap  # noqa: E402
+from collective.environments.scene import scene_reward  # noqa: E402
 from protocols.kernel_support import FLOAT_BITS, cell_bits  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
 Every rule has one signature, `rule(values, members, pos_r, pos_c, scene, view, streams, window,
 field, state, choice, observed, targets, comm)`: it reads the searchers' positions (members:
-indices of the participating agents, in agent order) in `scene` (see `collective.scene`), writes
+indices of the participating agents, in agent order) in `scene` (see `collective.environments.scene`), writes
 a target cell for each participant into `targets` (agents,), and adds messages and bits to comm
 (2,). `field` (cells,) and `state` (2,) hold protocol state for the current pass; `choice`
 (agents, 3) is scratch for each searcher's local choice (row offset, column offset, reward),
@@ -16,8 +16,8 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours.decisions import local_best
-from collective.scene import scene_reward
-from collective.torus import wrap
+from collective.environments.scene import scene_reward
+from collective.environments.torus import wrap
 
 FLOAT_BITS = 64  # a reward travels as a double
 

@@ -30,9 +30,9 @@ class Stigmergy(Protocol):
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from collective.random_streams import uniform_int  # noqa: E402
-from collective.scene import scene_blind  # noqa: E402
-from collective.torus import wrap  # noqa: E402
+from collective.simulation.random_streams import uniform_int  # noqa: E402
+from collective.environments.scene import scene_blind  # noqa: E402
+from collective.environments.torus import wrap  # noqa: E402
 from protocols.kernel_support import FLOAT_BITS, observe_window  # noqa: E402
 
 PAPER, REFERENCE = 0, 1
@@ -42,7 +42,7 @@ PAPER, REFERENCE = 0, 1
 def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
                    targets, comm):
     """choice[i, 0] marks searchers that observe a non-zero reward somewhere (see
-    `collective.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
+    `collective.environments.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
     nothing to the fake field. Positions are read into locals before each window loop: the
     compiler cannot prove the field's stores leave them unchanged."""
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]

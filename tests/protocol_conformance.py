@@ -4,7 +4,7 @@ import numpy as np
 
 from collective.config import EvaluationConfig
 from collective.evaluate import generate_environments, play
-from collective.reference_simulation import ReferenceWorld
+from collective.simulation.reference import ReferenceWorld
 
 
 def check_protocol_conformance(name: str, mix: str, params: tuple = ()) -> None:

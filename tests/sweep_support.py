@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from collective.results_store import TIMING_COLUMNS
+from collective.sweeps.store import TIMING_COLUMNS
 
 # Two grids x two group sizes, three behaviours and a protocol that plays only the larger groups.
 TINY_SPEC = """

@@ -16,8 +16,8 @@ from pettingzoo.test import parallel_api_test  # noqa: E402
 from collective.adapters import GridScene, LambdaStarEnv, LambdaStarParallelEnv  # noqa: E402
 from collective.config import ConfigError, EvaluationConfig  # noqa: E402
 from collective.evaluate import evaluate, generate_environments, play  # noqa: E402
-from collective.random_streams import SplitMix64  # noqa: E402
-from collective.reference_simulation import ReferenceWorld  # noqa: E402
+from collective.simulation.random_streams import SplitMix64  # noqa: E402
+from collective.simulation.reference import ReferenceWorld  # noqa: E402
 
 
 CLASSES = {"lambda_star": {}, "landscape": {"env": "landscape", "landscape_peaks": 3}}  # 3 peaks fit small grids

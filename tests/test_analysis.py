@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis_data import EPISODES, GRIDS, ITERATIONS, TINY_PASSES, TRAINED_PASSES, collective, sweep
-from collective.analysis import analyse, load_dataset
+from collective.analysis.tables import analyse, load_dataset
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from collective.complexity import (
+from collective.environments.complexity import (
     Lz76Complexity,
     lz76,
     lz76_normalised,

@@ -7,8 +7,8 @@ import pytest
 
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import evaluate, generate_environments, play
-from collective.landscapes import correlation_length, count_local_optima, landscape_field
-from collective.reference_simulation import ReferenceWorld
+from collective.environments.landscapes import correlation_length, count_local_optima, landscape_field
+from collective.simulation.reference import ReferenceWorld
 
 
 @pytest.mark.parametrize("rows, cols, peaks, width, ruggedness", [

@@ -7,7 +7,7 @@ import pytest
 
 from collective.config import EvaluationConfig
 from collective.evaluate import run_episodes
-from collective.reference_simulation import LearnerSettings, ReferenceProtocol, ReferenceWorld, reference_episode
+from collective.simulation.reference import LearnerSettings, ReferenceProtocol, ReferenceWorld, reference_episode
 from protocols import get_protocol
 
 

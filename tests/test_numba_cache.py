@@ -11,7 +11,7 @@ PROBE = """
 import numpy as np
 import collective
 from collective.behaviours.decisions import local_best
-from collective.scene import Scene
+from collective.environments.scene import Scene
 assert collective.__file__.startswith({root!r})
 scene = Scene(2, 2, 7, 7, None, 0, 0, 10, 10, 1)
 print(local_best(2, 2, scene, 1, np.array([1], np.uint64), np.empty(21, np.int64))[2])
@@ -29,7 +29,7 @@ def test_editing_an_inlined_helper_in_another_module_recompiles_its_callers(tmp_
     for package in ("collective", "protocols"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     assert best_reward(tmp_path) == 1.0  # f(0) = 1/(0+1), paper 003 §4.1.2; compiled and cached
-    torus = tmp_path / "collective" / "torus.py"
+    torus = tmp_path / "collective" / "environments" / "torus.py"
     source = torus.read_text()
     assert source.count("return 1.0 / (distance + 1.0)") == 1
     torus.write_text(source.replace("return 1.0 / (distance + 1.0)", "return 2.0 / (distance + 1.0)"))

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from collective.complexity import lz76, lz76_phrase_count
-from collective.patterns import (CyclicPatternGenerator, PingPongPatternGenerator, independent_evil,
+from collective.environments.complexity import lz76, lz76_phrase_count
+from collective.environments.patterns import (CyclicPatternGenerator, PingPongPatternGenerator, independent_evil,
                                  index_shift_evil, reachable_k)
-from collective.reference_simulation import ReferenceWorld
+from collective.simulation.reference import ReferenceWorld
 
 SEEDS = np.random.SeedSequence(2024).generate_state(300, dtype=np.uint64)
 UNBOUNDED = (0, 10**9)

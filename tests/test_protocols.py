@@ -7,8 +7,8 @@ import pytest
 
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments, play
-from collective.lambda_star import EnvironmentBatch
-from collective.reference_simulation import ReferenceWorld
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.simulation.reference import ReferenceWorld
 from protocol_conformance import check_protocol_conformance
 from protocols import get_protocol, protocol_names
 

@@ -1,7 +1,7 @@
 import numpy as np
 from numba import njit
 
-from collective.random_streams import SplitMix64, episode_seed_table, next_u64, uniform_float, uniform_int
+from collective.simulation.random_streams import SplitMix64, episode_seed_table, next_u64, uniform_float, uniform_int
 
 
 def test_splitmix64_published_vector():

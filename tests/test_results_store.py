@@ -12,11 +12,11 @@ import pyarrow.dataset as ds
 import pytest
 
 from collective.config import EvaluationConfig
-from collective.results_store import MANIFEST_FILE, StoreError, row_schema
-from collective.runtime import SerialExecutor
-from collective.sweep import run_spec
-from collective.sweep_spec import parse_spec
-from collective.work_units import plan
+from collective.sweeps.store import MANIFEST_FILE, StoreError, row_schema
+from collective.sweeps.runtime import SerialExecutor
+from collective.sweeps.command import run_spec
+from collective.sweeps.spec import parse_spec
+from collective.sweeps.plan import plan
 from sweep_support import TINY_ROWS, TINY_SPEC, collective, rows, write_spec
 
 

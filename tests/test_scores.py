@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from collective.scores import ScoreAccumulator
+from collective.analysis.scores import ScoreAccumulator
 
 
 def test_streamed_batches_match_direct_statistics():

@@ -2,8 +2,8 @@
 geometry: the compiled torus functions and the plain reference world."""
 import pytest
 
-from collective.reference_simulation import ReferenceWorld
-from collective.torus import chebyshev, proximity
+from collective.simulation.reference import ReferenceWorld
+from collective.environments.torus import chebyshev, proximity
 
 WORLD = ReferenceWorld(rows=5, cols=5, iterations=1)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from collective.results_store import MANIFEST_FILE, TIMING_COLUMNS
-from collective.runtime import RayExecutor, SerialExecutor
-from collective.sweep import run_spec
-from collective.sweep_spec import parse_spec
-from collective.work_units import generate_block, plan, play_unit
+from collective.sweeps.store import MANIFEST_FILE, TIMING_COLUMNS
+from collective.sweeps.runtime import RayExecutor, SerialExecutor
+from collective.sweeps.command import run_spec
+from collective.sweeps.spec import parse_spec
+from collective.sweeps.plan import generate_block, plan, play_unit
 from sweep_support import (BLOCKS_ROWS, BLOCKS_SPEC, SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC, rows,
                            start_collective, write_spec)
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from collective.sweep_spec import SpecError, load_spec, parse_spec
+from collective.sweeps.spec import SpecError, load_spec, parse_spec
 from sweep_support import TINY_SPEC, collective, write_spec
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"

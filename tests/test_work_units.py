@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from collective.sweep_spec import SweepSpec, load_spec, parse_spec
-from collective.work_units import TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, plan
+from collective.sweeps.spec import SweepSpec, load_spec, parse_spec
+from collective.sweeps.plan import TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, plan
 from sweep_support import BLOCKS_SPEC, SLOW_SPEC
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"

@@ -1,8 +1,8 @@
 """Agent behaviours (spec §5, paper 003 §5.2.1): small plug-ins registered by name.
 
 A behaviour is a `Behaviour` subclass naming its kernel code; its decision rule is a compiled
-function in its own module, called by the batched simulator (`collective.simulation`) and
-mirrored, slowly and plainly, by `collective.reference_simulation`.
+function in its own module, called by the batched simulator (`collective.simulation.kernel`) and
+mirrored, slowly and plainly, by `collective.simulation.reference`.
 """
 from __future__ import annotations
 

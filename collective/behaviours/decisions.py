@@ -1,7 +1,7 @@
 """Compiled decision rules of the behaviours (spec §5, paper 003 §5.2.1).
 
 Each function decides one agent's move for one iteration and returns the (row, column) step.
-Random draws follow a fixed discipline that `collective.reference_simulation` mirrors:
+Random draws follow a fixed discipline that `collective.simulation.reference` mirrors:
 random and local search draw exactly one number per decision, the oracle none, a learner one
 (plus one more when ε-exploration is on and fires: first the ε test, then the random action).
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from collective.random_streams import uniform_float, uniform_int
-from collective.scene import is_landscape, scene_blind, scene_reward
-from collective.torus import axis_distance, axis_step_toward, chebyshev, proximity, wrap
+from collective.simulation.random_streams import uniform_float, uniform_int
+from collective.environments.scene import is_landscape, scene_blind, scene_reward
+from collective.environments.torus import axis_distance, axis_step_toward, chebyshev, proximity, wrap
 
 
 @njit(cache=True, inline="always")

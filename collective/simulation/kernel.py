@@ -3,7 +3,7 @@
 `simulate_batch` plays a batch of episodes, each wholly inside the kernel: learner training
 passes, then the scored pass. Inputs and outputs are arrays shaped (episodes, ...); per-episode
 state (positions, Q-tables, the oracle's interception pointer, random streams) lives in scratch
-arrays reused across episodes. `collective.reference_simulation` is the slow twin that the tests
+arrays reused across episodes. `collective.simulation.reference` is the slow twin that the tests
 run in lock-step with this one.
 
 Each agent draws from its own stream per pass (`random_streams.derive_stream_seed`), so the
@@ -27,9 +27,9 @@ from numba.extending import overload
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
-from collective.random_streams import derive_stream_seed, uniform_int
-from collective.scene import Scene, scene_reward
-from collective.torus import axis_step_toward, chebyshev, proximity, wrap
+from collective.simulation.random_streams import derive_stream_seed, uniform_int
+from collective.environments.scene import Scene, scene_reward
+from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
 from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
@@ -259,7 +259,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
     (episodes, cells) base fitness fields, or None for Λ* (for a landscape, `good` is the
-    global optimum's path and the field moves with it, see collective.landscapes); starts
+    global optimum's path and the field moves with it, see collective.environments.landscapes); starts
     (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
     `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions
     (episodes, agents, T+1) and rec_rewards (episodes, agents, T) receive the scored pass.

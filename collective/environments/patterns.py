@@ -14,9 +14,9 @@ from typing import ClassVar, Protocol
 import numpy as np
 from numba import njit
 
-from collective.complexity import lz76_normalised, lz76_phrase_count
-from collective.random_streams import uniform_int
-from collective.torus import wrap
+from collective.environments.complexity import lz76_normalised, lz76_phrase_count
+from collective.simulation.random_streams import uniform_int
+from collective.environments.torus import wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
 

@@ -3,7 +3,7 @@ agents, protocol comparisons, a regression of Υ on K, H and group size, the PGI
 
 A dataset holds one row per (cell, episode, group) with the episode's score R̄ (paper 003 Definition 2);
 Υ of a group is the mean of R̄ over its episodes (Definition 3), with a Student-t 95% interval over
-episodes as in `collective.scores`. All groups of one cell play the same environments, so two groups
+episodes as in `collective.analysis.scores`. All groups of one cell play the same environments, so two groups
 are compared on the differences of their scores paired by (cell, episode).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from scipy import stats
 
-from collective.results_store import DATASET_DIR, SPEC_FILE
+from collective.sweeps.store import DATASET_DIR, SPEC_FILE
 
 REQUIRED_COLUMNS = ("cell", "episode", "group", "score", "k_raw", "entropy_bits", "group_size", "behaviour",
                     "mix", "protocol", "env", "grid", "iterations", "q_training_passes", "kernel_seconds")

@@ -2,7 +2,7 @@
 
 A `Scene` is either a Λ* moment, where R(c) = f(d(c, ⊕)) - f(d(c, ⊖)) (paper 003 §4.1.2), or a
 fitness-landscape moment, where R(c) is the episode's base field read at c shifted back by the
-field's displacement so far (paper 003 §6.2; see `collective.landscapes`). Scenes are built per
+field's displacement so far (paper 003 §6.2; see `collective.environments.landscapes`). Scenes are built per
 iteration inside the kernel. A Λ* scene's `landscape` is None: numba then compiles the Λ* kernel
 apart, with the landscape branches folded away and no array reference to count per scene (10% of
 a local searcher's step).
@@ -14,7 +14,7 @@ from collections import namedtuple
 from numba import njit, types
 from numba.extending import overload
 
-from collective.torus import chebyshev, proximity, wrap
+from collective.environments.torus import chebyshev, proximity, wrap
 
 # good/evil: ⊕ and ⊖ cells (row, column); landscape (cells,) base field or None; shift: the
 # landscape's displacement (rows, columns) since the episode began.

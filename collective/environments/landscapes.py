@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collective.complexity import lz76_normalised, lz76_phrase_count, search_space_entropy_bits
-from collective.lambda_star import EnvironmentBatch, start_cell_table
-from collective.patterns import PatternGenerator
-from collective.random_streams import AGENT_SEED, ENVIRONMENT_SEED
+from collective.environments.complexity import lz76_normalised, lz76_phrase_count, search_space_entropy_bits
+from collective.environments.lambda_star import EnvironmentBatch, start_cell_table
+from collective.environments.patterns import PatternGenerator
+from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED
 
 LANDSCAPE_MOTIONS = ("pattern", "static")
 PLACEMENT_TRIES = 200  # fresh draws of the peak centres before the peaks count as not fitting

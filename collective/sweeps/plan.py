@@ -23,9 +23,9 @@ import pyarrow as pa
 from collective.behaviours import get_behaviour
 from collective.config import EvaluationConfig
 from collective.evaluate import generate_environments, load_kernel, play
-from collective.lambda_star import EnvironmentBatch
-from collective.results_store import config_column_value, row_schema
-from collective.sweep_spec import SweepSpec
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.sweeps.store import config_column_value, row_schema
+from collective.sweeps.spec import SweepSpec
 
 TARGET_UNIT_AGENT_STEPS = 20_000_000  # agent-steps (training passes included) per work unit
 TAIL_UNIT_AGENT_STEPS = 4_000_000  # the smallest units, cut at the end of a sweep (see _taper)

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collective.complexity import search_space_entropy_bits
-from collective.patterns import PatternGenerator, independent_evil, index_shift_evil
-from collective.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
+from collective.environments.complexity import search_space_entropy_bits
+from collective.environments.patterns import PatternGenerator, independent_evil, index_shift_evil
+from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
 
 EVIL_PAIRINGS = ("index_shift", "independent")
 
@@ -69,7 +69,7 @@ class EnvironmentBatch:
     agent_seeds: np.ndarray  # (episodes,) uint64 seeds of the agents' random streams
     k_raw: np.ndarray  # (episodes,) int32 LZ76 phrase count of ⊕'s pattern
     k_normalised: np.ndarray  # (episodes,) float64
-    # Fitness landscapes only (collective.landscapes); None for Λ*:
+    # Fitness landscapes only (collective.environments.landscapes); None for Λ*:
     landscapes: np.ndarray | None = None  # (episodes, cells) base fitness fields; ⊕ = the global optimum
     local_optima: np.ndarray | None = None  # (episodes,) strict local maxima of each field
     correlation_length: np.ndarray | None = None  # (episodes,) autocorrelation length, cells

@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from collective.random_streams import SplitMix64
+from collective.simulation.random_streams import SplitMix64
 
 ACTION_MOVES = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1)]  # paper 003 §5.1 order
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from collective.results_store import DATASET_DIR, ResultsStore, StoreError, row_schema
-from collective.sweep_spec import SpecError, SweepSpec, load_spec
-from collective.work_units import PACKAGE_VERSION, EnvironmentBlock, plan
+from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
+from collective.sweeps.spec import SpecError, SweepSpec, load_spec
+from collective.sweeps.plan import PACKAGE_VERSION, EnvironmentBlock, plan
 
 # Dry-run estimate: agent-steps per second per worker, a round figure below the learner rates of
 # benchmarks/throughput.py (10-20 M/s), which dominate any sweep that has learners.
@@ -188,10 +188,10 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(plan_text(spec, plan(spec), workers, args.executor))
         return 0
     if args.executor == "serial":
-        from collective.runtime import SerialExecutor  # imported late: Ray loads slowly
+        from collective.sweeps.runtime import SerialExecutor  # imported late: Ray loads slowly
         executor = SerialExecutor(spec)
     else:
-        from collective.runtime import RayExecutor
+        from collective.sweeps.runtime import RayExecutor
         executor = RayExecutor(spec, address=address, workers=args.workers)
     try:
         summary = run_spec(spec, args.out, executor, progress=sys.stderr.isatty())

@@ -34,8 +34,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments
-from collective.lambda_star import EnvironmentBatch
-from collective.reference_simulation import ACTION_MOVES, ReferenceWorld
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
 
 # The settings of the environment alone; behaviours and protocols are the caller's agents'.
 ENVIRONMENT_FIELDS = ("group_size", "rows", "cols", "iterations", "seed", "observation_range", "reward_radius",

@@ -96,3 +96,41 @@ class SplitMix64:
 
     def uniform_float(self) -> float:
         return (self.next_u64() >> 11) * (1.0 / 9007199254740992.0)
+
+
+class AgentStreams:
+    """The agents' splitmix64 streams as NumPy lanes, for plug-ins: one lane per (episode, agent),
+    the very streams the compiled built-ins draw from (`derive_stream_seed`), so a NumPy plug-in
+    that draws as a built-in does reproduces it exactly, and no draw depends on the batch size.
+
+    `lanes` is the stepping core's (E, group agents) uint64 state, shared; `agents` selects the
+    plug-in's columns. Each draw advances the selected lanes (those of `where`, if given) by one."""
+
+    def __init__(self, lanes: np.ndarray, agents: slice | np.ndarray):
+        self._lanes, self._agents = lanes, agents
+
+    def _advance(self, where: np.ndarray | None) -> np.ndarray:
+        state = self._lanes[:, self._agents]
+        if where is None:
+            state += _GOLDEN_GAMMA
+        else:
+            state[where] += _GOLDEN_GAMMA
+        self._lanes[:, self._agents] = state
+        z = state.copy()
+        z ^= z >> np.uint64(30)
+        z *= _MIX_1
+        z ^= z >> np.uint64(27)
+        z *= _MIX_2
+        z ^= z >> np.uint64(31)
+        return z
+
+    def integers(self, n, where: np.ndarray | None = None) -> np.ndarray:
+        """(E, A) int64 uniform in [0, n) (n an int or an (E, A) array of counts < 2**32, Lemire's
+        multiply-shift as `uniform_int`); lanes outside `where` do not advance (their value is
+        meaningless)."""
+        z = self._advance(where)
+        return (((z >> np.uint64(32)) * np.asarray(n, np.uint64)) >> np.uint64(32)).astype(np.int64)
+
+    def random(self, where: np.ndarray | None = None) -> np.ndarray:
+        """(E, A) float64 uniform in [0, 1) from the top 53 bits, as `uniform_float`."""
+        return (self._advance(where) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
