@@ -10,12 +10,13 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
-from collective.behaviours import behaviour_names
+from collective.behaviours import learns, load_behaviour
 from collective.environments.lambda_star import EVIL_PAIRINGS, LambdaStar
 from collective.environments.landscapes import LANDSCAPE_MOTIONS, FitnessLandscape, landscape_field
 from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation.kernel import LearnerParameters
-from protocols import get_protocol, protocol_names
+from collective.simulation.plugins import PluginClass, PluginError
+from protocols import load_protocol
 
 # Fields each profile sets; anything given explicitly overrides them.
 ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
@@ -49,9 +50,9 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class EvaluationConfig:
-    behaviour: str = "local_search"  # "mix" when `mix` lists the group
+    behaviour: str = "local_search"  # a registered name or an import path; "mix" when `mix` lists the group
     group_size: int = 1
-    mix: str = ""  # heterogeneous group, e.g. "local_search:3,q_learning:2" (Dai et al. 2019)
+    mix: str = ""  # heterogeneous group, e.g. "local_search:3,my_pkg.agents:Homing:2" (Dai et al. 2019)
     rows: int = 10
     cols: int = 10
     iterations: int = 200
@@ -59,8 +60,9 @@ class EvaluationConfig:
     seed: int = 0
     profile: str = "paper"
     env: str = "lambda_star"  # the environment class: Λ* or a fitness landscape (spec §7)
-    protocol: str = "none"
+    protocol: str = "none"  # a registered name or an import path (MODULE:CLASS)
     protocol_params: tuple[tuple[str, str], ...] = ()  # (name, value) pairs, sorted
+    behaviour_params: tuple[tuple[str, str], ...] = ()  # plug-in behaviours' parameters, sorted
     observation_range: int = 1
     reward_radius: int = 1
     coordination_threshold: int = 1
@@ -92,6 +94,8 @@ class EvaluationConfig:
         params = dict(protocol_defaults.get(settings.get("protocol", "none"), {}))
         params.update(dict(settings.get("protocol_params", ())))
         settings["protocol_params"] = tuple(sorted(params.items()))
+        if "behaviour_params" in settings:
+            settings["behaviour_params"] = tuple(sorted(dict(settings["behaviour_params"]).items()))
         if settings.get("mix"):
             try:
                 members = parse_mix(settings["mix"])
@@ -114,14 +118,32 @@ class EvaluationConfig:
 
     @property
     def protocol_values(self) -> tuple[float, ...]:
-        """The protocol's numeric parameters as the kernel takes them."""
-        return get_protocol(self.protocol).kernel_values(dict(self.protocol_params))
+        """A built-in protocol's numeric parameters as the compiled rules take them."""
+        return load_protocol(self.protocol).cls.kernel_values(dict(self.protocol_params))
 
     @property
     def protocol_members(self) -> np.ndarray:
-        """(agents,) bool: which agents take part in the protocol."""
-        applies = get_protocol(self.protocol).applies_to
-        return np.array([b in applies for b in self.behaviours], dtype=bool)
+        """(agents,) bool: which agents take part in the protocol. A built-in protocol takes the
+        behaviours it applies to and any plug-in behaviour whose `protocols` names it (or "*"); a
+        plug-in protocol takes the behaviours its `members` names, every agent when it is None."""
+        protocol = load_protocol(self.protocol)
+        if protocol.builtin:
+            applies = protocol.cls.applies_to
+            joins = {name: load_behaviour(name).joins for name in set(self.behaviours)}
+            return np.array([b in applies or bool(joins[b] & {"*", self.protocol}) for b in self.behaviours], bool)
+        members = getattr(protocol.cls, "members", None)
+        return np.array([members is None or b in members for b in self.behaviours], bool)
+
+    @property
+    def uses_plugins(self) -> bool:
+        """Whether a behaviour or the protocol is a plug-in: the group then plays on the stepping core."""
+        return not load_protocol(self.protocol).builtin or \
+            not all(load_behaviour(name).builtin for name in set(self.behaviours))
+
+    def behaviour_plugin_params(self, plugin: PluginClass) -> dict[str, str]:
+        """The `behaviour_params` a plug-in behaviour declares."""
+        declared = {p.name for p in plugin.parameters}
+        return {key: value for key, value in self.behaviour_params if key in declared}
 
     @property
     def learner(self) -> LearnerParameters:
@@ -149,13 +171,12 @@ class EvaluationConfig:
 
 
 def parse_mix(text: str) -> list[str]:
-    """'local_search:3,q_learning:2' -> 3 local searchers then 2 Q-learners; ValueError when malformed."""
+    """'local_search:3,my_pkg.agents:Homing:2' -> 3 local searchers then 2 Homing agents (the
+    count follows the last colon); ValueError when malformed. Names are not resolved here."""
     members: list[str] = []
     for part in text.split(","):
-        name, _, count = part.strip().partition(":")
-        if name not in behaviour_names():
-            raise ValueError(f"unknown behaviour {name!r} in the mix; allowed: {', '.join(behaviour_names())}")
-        if not count.isdigit() or int(count) < 1:
+        name, _, count = part.strip().rpartition(":")
+        if not name or not count.isdigit() or int(count) < 1:
             raise ValueError(f"expected NAME:COUNT with a count >= 1 (got {part.strip()!r})")
         members += [name] * int(count)
     return members
@@ -193,11 +214,9 @@ def _validate(c: EvaluationConfig) -> None:
             raise ConfigError("mix", str(error)) from None
         if c.behaviour != "mix" or c.group_size != len(members):
             raise ConfigError("mix", f"a mix sets behaviour 'mix' and group_size {len(members)}")
-    else:
-        _require_choice(c, "behaviour", behaviour_names())
     _require_choice(c, "profile", tuple(PROFILES))
     _require_choice(c, "env", ENVIRONMENT_CLASSES)
-    _require_choice(c, "protocol", protocol_names())
+    _validate_plugins(c)
     _validate_protocol(c)
     _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
     _require_choice(c, "evil_pairing", EVIL_PAIRINGS)
@@ -223,15 +242,61 @@ def _validate(c: EvaluationConfig) -> None:
     _validate_k_range(c)
 
 
-def _validate_protocol(c: EvaluationConfig) -> None:
-    """Parameters known and in range; the group has members the protocol applies to (spec §6)."""
-    protocol = get_protocol(c.protocol)
+def _validate_plugins(c: EvaluationConfig) -> None:
+    """Every behaviour and the protocol resolve (by name or import path), plug-in parameters are
+    declared and valid, and a group on the stepping core has no kernel learner: q_learning and
+    sarsa train in passes inside the fused kernel and have no stepping-core form yet."""
+    field = "mix" if c.mix else "behaviour"
+    plugins = {}
+    for name in dict.fromkeys(c.behaviours):
+        try:
+            plugins[name] = load_behaviour(name)
+        except PluginError as error:
+            raise ConfigError(field, str(error)) from None
     try:
-        values = protocol.kernel_values(dict(c.protocol_params))
+        protocol = load_protocol(c.protocol)
+    except PluginError as error:
+        raise ConfigError("protocol", str(error)) from None
+    declared = {p.name for plugin in plugins.values() if not plugin.builtin for p in plugin.parameters}
+    for key, _ in c.behaviour_params:
+        if key not in declared:
+            raise ConfigError("behaviour_params", f"no plug-in behaviour of the group declares {key!r}; "
+                              f"declared: {', '.join(sorted(declared)) or 'none'}")
+    for plugin in plugins.values():
+        if not plugin.builtin:
+            try:
+                plugin.typed_params(c.behaviour_plugin_params(plugin))
+            except ValueError as error:
+                raise ConfigError("behaviour_params", str(error)) from None
+    if protocol.builtin and all(plugin.builtin for plugin in plugins.values()):
+        return
+    learners = sorted(name for name in plugins if learns(name))
+    if learners or protocol.spec == "shared_q":
+        raise ConfigError(field if learners else "protocol",
+                          f"{', '.join(learners) or 'shared_q'} trains in passes inside the fused kernel and "
+                          "cannot share a group with plug-ins yet; play the learners in a group of built-ins")
+
+
+def _validate_protocol(c: EvaluationConfig) -> None:
+    """Parameters known and in range; the group has enough members the protocol applies to (spec §6)."""
+    protocol = load_protocol(c.protocol)
+    participants = int(c.protocol_members.sum())
+    if not protocol.builtin:
+        try:
+            protocol.typed_params(dict(c.protocol_params))
+        except ValueError as error:
+            raise ConfigError("protocol_params", str(error)) from None
+        minimum = int(getattr(protocol.cls, "minimum_members", 1))
+        if participants < minimum:
+            raise ConfigError("protocol", f"{protocol.spec} needs at least {minimum} members "
+                              f"(the group has {participants})")
+        return
+    try:
+        values = protocol.cls.kernel_values(dict(c.protocol_params))
     except ValueError as error:
         raise ConfigError("protocol_params", str(error)) from None
     try:
-        protocol.check_group(values, int(c.protocol_members.sum()))
+        protocol.cls.check_group(values, participants)
     except ValueError as error:
         raise ConfigError("protocol", str(error)) from None
 

@@ -1,8 +1,11 @@
 """Evaluate one agent group on Λ*: stream batches of episodes through the simulator and score them.
 
-Memory stays flat whatever the number of episodes: each batch is generated, simulated and folded
-into a `ScoreAccumulator`, then dropped. Episode e always gets the same seeds (see
-`random_streams`), so the result does not depend on the batch size.
+A group of built-ins plays in the fused kernel (`collective.simulation.kernel`); a group with a
+plug-in behaviour or protocol plays on the stepping core (`collective.simulation.stepping`), its
+plug-in objects made once per evaluation (`plugin_group`), so a persistent agent keeps what it
+learned from batch to batch, in episode order. Memory stays flat whatever the number of episodes:
+each batch is generated, simulated and folded into a `ScoreAccumulator`, then dropped. Episode e
+always gets the same seeds (see `random_streams`), so the result does not depend on the batch size.
 """
 from __future__ import annotations
 
@@ -14,13 +17,15 @@ from importlib.metadata import version
 import numpy as np
 from tqdm import tqdm
 
-from collective.behaviours import get_behaviour
+from collective.behaviours import learns, load_behaviour
 from collective.config import EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.random_streams import episode_seed_table
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate
+from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
 from collective.simulation.kernel import learner_workspace, separate_tables, simulate_batch, talk_workspace
-from protocols import get_protocol
+from collective.simulation.stepping import Group, Member, play_group
+from protocols import NONE, load_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time
 
@@ -64,7 +69,7 @@ class EvaluationResult:
 
 
 def learner_count(config: EvaluationConfig) -> int:
-    return sum(get_behaviour(name).learns for name in config.behaviours)
+    return sum(learns(name) for name in config.behaviours)
 
 
 def batch_episodes(config: EvaluationConfig) -> int:
@@ -95,24 +100,55 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray,
                                          config.group_size)
 
 
-def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False) -> EpisodeRun:
-    """Play the configured group on a batch of environments; `record` keeps the scored trajectories."""
+def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
+         group: Group | None = None) -> EpisodeRun:
+    """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
+    A plug-in group plays on the stepping core with `group` (made once per evaluation by
+    `plugin_group`, so that persistent plug-ins keep their state), or a fresh one."""
     load_kernel()
+    if config.uses_plugins:
+        run = play_group(group or plugin_group(config), environments, record)
+        return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.positions,
+                          run.rewards)
     return _play(config, environments, record)
+
+
+def plugin_group(config: EvaluationConfig) -> Group:
+    """The configured group as stepping-core members: one object per distinct behaviour (serving all
+    agents of that behaviour) and one for the protocol; kernel built-ins as their compiled forms."""
+    behaviours = np.array(config.behaviours)
+    members = []
+    for name in dict.fromkeys(config.behaviours):
+        plugin = load_behaviour(name)
+        instance = CompiledBehaviour(plugin.cls.code) if plugin.builtin else \
+            plugin.instantiate(config.behaviour_plugin_params(plugin))
+        members.append(Member(plugin, instance, np.flatnonzero(behaviours == name)))
+    protocol = load_protocol(config.protocol)
+    talker = None
+    if not protocol.builtin:
+        talker = Member(protocol, protocol.instantiate(dict(config.protocol_params)),
+                        np.flatnonzero(config.protocol_members))
+    elif protocol.cls.code != NONE:
+        talker = Member(protocol, CompiledProtocol(protocol.cls.code, config.protocol_values),
+                        np.flatnonzero(config.protocol_members))
+    return Group(members, talker, config.group_size, config.rows, config.cols, config.iterations,
+                 config.observation_range, config.reward_radius, config.coordination_threshold)
 
 
 @functools.cache
 def load_kernel() -> None:
-    """Have numba load (or compile) the simulator and the pattern generators in this process now,
-    before anything is timed, so that kernel_seconds measure simulation only. Every
-    configuration shares the kernel's types, so one tiny episode suffices."""
+    """Have numba load (or compile) the simulator, the stepping core and the pattern generators in
+    this process now, before anything is timed, so that kernel_seconds measure simulation only.
+    Every Λ* configuration shares their types, so one tiny episode of each suffices."""
     tiny = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
     _play(tiny, generate_environments(tiny, np.arange(1)), record=False)
+    talking = tiny.with_changes(behaviour="local_search", group_size=2, protocol="broadcast")  # the stepping core's
+    play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
 
 
 def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool) -> EpisodeRun:
-    codes = np.array([get_behaviour(name).code for name in config.behaviours], np.int64)
-    protocol = get_protocol(config.protocol)
+    codes = np.array([load_behaviour(name).cls.code for name in config.behaviours], np.int64)
+    protocol = load_protocol(config.protocol).cls
     talk = talk_workspace(protocol.code, config.protocol_values, config.protocol_members, config.group_size,
                           config.rows, config.cols, config.observation_range)
     shape = (len(environments), config.group_size, config.iterations) if record else (0, 0, 0)
@@ -137,22 +173,23 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
 
 
 def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
-                 record: bool = False) -> EpisodeRun:
+                 record: bool = False, group: Group | None = None) -> EpisodeRun:
     """Generate the given episode indices' environments and play them."""
-    return play(config, generate_environments(config, episodes, seed_prefix), record)
+    return play(config, generate_environments(config, episodes, seed_prefix), record, group)
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
     """Υ of the configured group over `config.episodes` episodes (paper 003 Definitions 2-3)."""
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
+    group = plugin_group(config) if config.uses_plugins else None
     accumulator = ScoreAccumulator()
     kernel_seconds = messages = bits = optima = correlation = 0.0
     with tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False,
               desc=f"{config.behaviour} x{config.group_size}") as bar:
         for first in range(0, config.episodes, size):
             episodes = np.arange(first, min(first + size, config.episodes))
-            run = run_episodes(config, episodes)
+            run = run_episodes(config, episodes, group=group)
             accumulator.add(run.mean_rewards, run.environments.k_raw, run.environments.k_normalised)
             kernel_seconds += run.kernel_seconds
             messages += run.messages

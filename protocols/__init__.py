@@ -1,9 +1,12 @@
 """Communication protocols (spec §6; paper 003 §5.2.2): how a group talks, one module each.
 
-A protocol is a small `Protocol` subclass registered by name. It declares its parameters, the
-behaviours it applies to (the group's other members act alone), and the kernel code whose rule
-`collective.simulation.kernel` runs each iteration after every agent has observed and before any acts;
-any protocol but `none` makes the group play together (`simulation.play_together`).
+A built-in protocol is a small `Protocol` subclass registered by name. It declares its
+parameters, the behaviours it applies to (the group's other members act alone), and the kernel
+code whose compiled rule runs each iteration after every agent has observed and before any acts,
+in the fused kernel (`collective.simulation.kernel`) and in the stepping core; any protocol but
+`none` makes the group play together (`play_together`). Any other protocol is a class with
+`communicate(self, obs)` (see `collective.simulation.plugins`), registered by name or named by
+import path; `load_protocol` resolves both.
 """
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ from typing import ClassVar
 
 from collective.parameters import Parameter  # noqa: F401 - protocols declare theirs with it
 from collective.registry import Registry
+from collective.simulation.plugins import PluginClass, PluginError, import_class, is_import_path, require_method
 
 NONE, STIGMERGY, SHARED_Q, BROADCAST, AUCTION, DICTATORSHIP, HIERARCHY = range(7)
+KERNEL_CODES = frozenset(range(7))
 PARAMETER_SLOTS = 4  # the kernel receives each protocol's numeric parameters in a vector this long
 
 
@@ -54,11 +59,30 @@ protocol_names = PROTOCOLS.names
 get_protocol = PROTOCOLS.get
 
 
-def register(cls: type[Protocol]) -> type[Protocol]:
-    """Class decorator: the kernel takes at most PARAMETER_SLOTS numeric parameters."""
-    if len(cls.parameters) > PARAMETER_SLOTS:
+def register(cls: type) -> type:
+    """Class decorator: register a protocol by its `name`. A class with `communicate` is a plug-in;
+    only this package's built-ins may name a kernel code instead (at most PARAMETER_SLOTS numeric
+    parameters), so that no class can reach a kernel branch that does not implement it."""
+    builtin = cls.__module__.startswith("protocols.") and getattr(cls, "code", None) in KERNEL_CODES
+    if not builtin:
+        require_method(cls, getattr(cls, "name", cls.__name__), "communicate", "protocol")
+    elif len(cls.parameters) > PARAMETER_SLOTS:
         raise ValueError(f"protocol {cls.name!r} has more than {PARAMETER_SLOTS} parameters")
     return PROTOCOLS.register(cls)
+
+
+def load_protocol(text: str) -> PluginClass:
+    """The protocol a registered name or an import path names; PluginError when it cannot be
+    found or has no `communicate`."""
+    if is_import_path(text):
+        cls = import_class(text, "protocol")
+        require_method(cls, text, "communicate", "protocol")
+        return PluginClass(text, cls, builtin=False)
+    try:
+        cls = get_protocol(text)
+    except KeyError as error:
+        raise PluginError(text, "", f"{error.args[0]}; or an import path MODULE:CLASS") from None
+    return PluginClass(text, cls, builtin=not callable(getattr(cls, "communicate", None)))
 
 
 # Importing the modules registers them, in the order `collective protocols` lists them.

@@ -291,10 +291,10 @@ def normalised_accuracy(rows: pd.DataFrame) -> pd.DataFrame:
 
 def learns(behaviour: str, mix: str) -> bool:
     """True when any member of the group learns (trains before the scored pass)."""
-    from collective.behaviours import get_behaviour
+    from collective.behaviours import learns as behaviour_learns
     from collective.config import parse_mix
 
-    return any(get_behaviour(name).learns for name in (parse_mix(mix) if mix else [behaviour]))
+    return any(behaviour_learns(name) for name in (parse_mix(mix) if mix else [behaviour]))
 
 
 def training_experience(rows: pd.DataFrame) -> pd.Series:

@@ -1,8 +1,11 @@
-"""Agent behaviours (spec §5, paper 003 §5.2.1): small plug-ins registered by name.
+"""Agent behaviours (spec §5, paper 003 §5.2.1): plug-ins named by registered name or import path.
 
-A behaviour is a `Behaviour` subclass naming its kernel code; its decision rule is a compiled
-function in its own module, called by the batched simulator (`collective.simulation.kernel`) and
-mirrored, slowly and plainly, by `collective.simulation.reference`.
+The built-ins are `Behaviour` subclasses naming a kernel code; their decision rules are compiled
+functions (`decisions`), called by the fused kernel (`collective.simulation.kernel`) and by the
+stepping core (`collective.simulation.compiled_plugins`), and mirrored, slowly and plainly, by
+`collective.simulation.reference`. Any other behaviour is a class with `act(self, obs)` (see
+`collective.simulation.plugins`), registered by name with `register` or named by import path;
+`load_behaviour` resolves both.
 """
 from __future__ import annotations
 
@@ -10,9 +13,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from collective.registry import Registry
+from collective.simulation.plugins import PluginClass, PluginError, import_class, is_import_path, require_method
 
 # Kernel codes: the simulator dispatches on these.
 RANDOM, LOCAL_SEARCH, ORACLE, Q_LEARNING, SARSA, IMITATION = range(6)
+KERNEL_CODES = frozenset(range(6))
 
 
 @dataclass(frozen=True)
@@ -26,9 +31,38 @@ class Behaviour:
 
 
 BEHAVIOURS: Registry[Behaviour] = Registry("behaviour")
-register = BEHAVIOURS.register
 behaviour_names = BEHAVIOURS.names
 get_behaviour = BEHAVIOURS.get
+
+
+def register(cls: type) -> type:
+    """Class decorator: register a behaviour by its `name`. A class with `act` is a plug-in; only
+    this module's built-ins may name a kernel code instead, so that no class can reach a kernel
+    branch that does not implement it (which once ran the Q-learner on an empty table)."""
+    builtin = cls.__module__ == __name__ and getattr(cls, "code", None) in KERNEL_CODES
+    if not builtin:
+        require_method(cls, getattr(cls, "name", cls.__name__), "act", "behaviour")
+    return BEHAVIOURS.register(cls)
+
+
+def load_behaviour(text: str) -> PluginClass:
+    """The behaviour a registered name or an import path ('pkg.module:Class', 'file.py:Class')
+    names; PluginError when it cannot be found or has no `act`."""
+    if is_import_path(text):
+        cls = import_class(text, "behaviour")
+        require_method(cls, text, "act", "behaviour")
+        return PluginClass(text, cls, builtin=False)
+    try:
+        cls = get_behaviour(text)
+    except KeyError as error:
+        raise PluginError(text, "", f"{error.args[0]}; or an import path MODULE:CLASS") from None
+    return PluginClass(text, cls, builtin=not callable(getattr(cls, "act", None)))
+
+
+def learns(text: str) -> bool:
+    """Whether the behaviour is one of the kernel's learners, trained in passes before each scored
+    pass; answered from the registry alone, so a dataset naming plug-ins needs none of them."""
+    return text in BEHAVIOURS.names() and bool(getattr(get_behaviour(text), "learns", False))
 
 
 @register

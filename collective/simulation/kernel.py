@@ -303,7 +303,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             good_r[t], good_c[t] = good[e, t] // cols, good[e, t] % cols
             evil_r[t], evil_c[t] = evil[e, t] // cols, evil[e, t] % cols
             shift_r[t], shift_c[t] = (good_r[t] - good_r[0]) % rows, (good_c[t] - good_c[0]) % cols
-        paths = EpisodePaths(good_r, good_c, evil_r, evil_c, _episode_field(landscapes, e), shift_r, shift_c)
+        paths = EpisodePaths(good_r, good_c, evil_r, evil_c, episode_field(landscapes, e), shift_r, shift_c)
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
         positions_out = rec_positions[e] if record else no_positions
@@ -349,12 +349,12 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     return mean_reward
 
 
-def _episode_field(landscapes, e):
+def episode_field(landscapes, e):
     """Episode e's base field, or None (Λ*)."""
     return None if landscapes is None else landscapes[e]
 
 
-@overload(_episode_field, inline="always")
+@overload(episode_field, inline="always")
 def _episode_field_compiled(landscapes, e):
     if isinstance(landscapes, types.NoneType):
         return lambda landscapes, e: None

@@ -20,7 +20,7 @@ from importlib.metadata import version
 import numpy as np
 import pyarrow as pa
 
-from collective.behaviours import get_behaviour
+from collective.behaviours import learns
 from collective.config import EvaluationConfig
 from collective.evaluate import generate_environments, load_kernel, play
 from collective.environments.lambda_star import EnvironmentBatch
@@ -62,8 +62,8 @@ class EnvironmentBlock:
 
 def episode_cost(config: EvaluationConfig) -> int:
     """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns."""
-    learns = any(get_behaviour(name).learns for name in config.behaviours)
-    return config.iterations * config.group_size * (1 + (config.q_training_passes if learns else 0))
+    trains = any(learns(name) for name in config.behaviours)
+    return config.iterations * config.group_size * (1 + (config.q_training_passes if trains else 0))
 
 
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:

@@ -1,0 +1,179 @@
+"""The kernel's built-ins as stepping-core plug-ins: the compiled decision rules (spec §5) and
+protocol rules (spec §6) applied to the core's arrays and the agents' own streams, so that built-in
+and user plug-ins mix in one group, and a group of built-ins plays here exactly as in the fused
+kernel (`tests/test_stepping_core.py` checks it step by step).
+
+They take the same seam as any plug-in (`reset`, `act`, `communicate`) and one more hook,
+`bind_core(core, agents)`, through which the stepping core hands them what a user plug-in never
+sees: ⊕'s future path (the oracle), the hidden oracle (imitation), the streams as the kernel holds
+them. The learners (q_learning, sarsa, shared_q) train in passes inside the fused kernel and have
+no stepping-core form: a group that would need one is refused while its config is validated.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from collective.behaviours import IMITATION, ORACLE, RANDOM
+from collective.behaviours.decisions import oracle_step
+from collective.environments.torus import axis_step_toward, chebyshev, wrap
+from collective.simulation.kernel import SCORED_PASS, WORLD_STREAM
+from collective.simulation.plugins import Messages
+from collective.simulation.random_streams import derive_stream_seed, uniform_int
+from collective.simulation.stepping import scene_at
+from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, STIGMERGY
+from protocols.auction import auction_rule
+from protocols.broadcast import broadcast_rule
+from protocols.dictatorship import dictatorship_rule
+from protocols.hierarchy import hierarchy_rule
+from protocols.stigmergy import stigmergy_rule
+
+
+@njit(cache=True, inline="always")
+def _action(dr, dc):
+    return (dr + 1) * 3 + dc + 1
+
+
+@njit(cache=True, inline="always")
+def _window_search(window, field, e, k, view, stream):
+    """Local search over an observation (paper 003 §5.2.1): the action toward the best cell of
+    window + field, uniform tie-break among equal cells in row-major order (one draw), as the
+    kernel's `local_best` draws."""
+    side = 2 * view + 1
+    best = -np.inf
+    ties = 0
+    for i in range(side):
+        for j in range(side):
+            value = window[e, k, i, j] + field[e, k, i, j]
+            if value > best:
+                best, ties = value, 0
+            if value == best:
+                ties += 1
+    pick = uniform_int(stream, ties)
+    for i in range(side):
+        for j in range(side):
+            if window[e, k, i, j] + field[e, k, i, j] == best:
+                if pick == 0:
+                    return _action(np.sign(i - view), np.sign(j - view))
+                pick -= 1
+    return 4
+
+
+@njit(cache=True)
+def builtin_actions(code, agents, t, cells, window, field, target, good, rows, cols, iterations, view, streams,
+                    pointer, hidden, out):
+    """A kernel built-in's actions out (E, A_b) for its agents (group indices `agents`), from the
+    observation arrays (window, field, target sliced to those agents) and the core's streams
+    (E, A, 1), with the kernel's rules and draws (spec §5). pointer (E, A_b + 1): the oracles'
+    interception pointers, the last slot the hidden oracle's; hidden (E, 2) the hidden oracle that
+    imitators follow, moved once per iteration after they decide."""
+    for e in range(cells.shape[0]):
+        for k in range(agents.shape[0]):
+            stream = streams[e, agents[k]]
+            r, c = cells[e, k] // cols, cells[e, k] % cols
+            if code == RANDOM:
+                out[e, k] = uniform_int(stream, 9)
+            elif code == ORACLE:
+                dr, dc = oracle_step(r, c, t, good[0, e], good[1, e], iterations, rows, cols, pointer[e], k)
+                out[e, k] = _action(dr, dc)
+            elif code == IMITATION:
+                if chebyshev(r, c, hidden[e, 0], hidden[e, 1], rows, cols) <= view:
+                    out[e, k] = _action(axis_step_toward(r, hidden[e, 0], rows), axis_step_toward(c, hidden[e, 1], cols))
+                else:  # the kernel's imitator searches the bare window (no protocol field)
+                    out[e, k] = _window_search(window, field * 0.0, e, k, view, stream)
+            else:  # LOCAL_SEARCH: the protocol's target, else the best of window + field
+                if target[e, k] >= 0:
+                    tr, tc = target[e, k] // cols, target[e, k] % cols
+                    out[e, k] = _action(axis_step_toward(r, tr, rows), axis_step_toward(c, tc, cols))
+                else:
+                    out[e, k] = _window_search(window, field, e, k, view, stream)
+        if code == IMITATION:
+            hdr, hdc = oracle_step(hidden[e, 0], hidden[e, 1], t, good[0, e], good[1, e], iterations, rows, cols,
+                                   pointer[e], agents.shape[0])
+            hidden[e, 0], hidden[e, 1] = wrap(hidden[e, 0] + hdr, rows), wrap(hidden[e, 1] + hdc, cols)
+
+
+@njit(cache=True)
+def hidden_starts(agent_seeds, n_cells, out):
+    """Each episode's hidden oracle start: the world stream's first draw, as the kernel draws it."""
+    world = np.empty(1, np.uint64)
+    for e in range(agent_seeds.shape[0]):
+        world[0] = derive_stream_seed(agent_seeds[e], WORLD_STREAM, SCORED_PASS)
+        out[e] = uniform_int(world, n_cells)
+
+
+@njit(cache=True)
+def builtin_communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams,
+                        window, fields, states, choice, observed, targets, comm):
+    """A kernel protocol rule (protocols/*.py) for every episode at iteration t: writes the members'
+    targets (E, A) and adds messages and bits to comm (2,); fields (E, N) and states (E, 2) keep
+    the protocol's per-episode state."""
+    pos_r = np.empty(cells.shape[1], np.int64)
+    pos_c = np.empty(cells.shape[1], np.int64)
+    for e in range(cells.shape[0]):
+        for i in range(cells.shape[1]):
+            pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
+        scene = scene_at(good, evil, landscapes, e, t, rows, cols, radius)
+        arguments = (values, members, pos_r, pos_c, scene, view, streams[e], window, fields[e], states[e], choice,
+                     observed, targets[e], comm)
+        if code == STIGMERGY:
+            stigmergy_rule(*arguments)
+        elif code == BROADCAST:
+            broadcast_rule(*arguments)
+        elif code == AUCTION:
+            auction_rule(*arguments)
+        elif code == DICTATORSHIP:
+            dictatorship_rule(*arguments)
+        elif code == HIERARCHY:
+            hierarchy_rule(*arguments)
+
+
+class CompiledBehaviour:
+    """A kernel built-in behaviour (random, local_search, oracle, imitation) on the stepping core."""
+
+    def __init__(self, code: int):
+        self.code = code
+
+    def bind_core(self, core, agents: np.ndarray) -> None:
+        self.core, self.agents = core, agents
+        self.pointer = np.zeros((core.episodes, agents.shape[0] + 1), np.int64)  # oracles' interception
+        self.paths = np.stack([core.good // core.cols, core.good % core.cols])  # (2, E, T+1) ⊕ rows, columns
+        self.hidden = np.zeros((core.episodes, 2), np.int64)  # the imitators' hidden oracle
+        if self.code == IMITATION:
+            starts = np.empty(core.episodes, np.int64)
+            hidden_starts(core.agent_seeds, core.rows * core.cols, starts)
+            self.hidden[:, 0], self.hidden[:, 1] = starts // core.cols, starts % core.cols
+
+    def act(self, obs) -> np.ndarray:
+        core = self.core
+        out = np.empty(obs.cell.shape, np.int64)
+        builtin_actions(self.code, self.agents, obs.t, obs.cell, obs.window, obs.field, obs.target, self.paths,
+                        core.rows, core.cols, core.iterations, core.view, core.streams, self.pointer, self.hidden, out)
+        return out
+
+
+class CompiledProtocol:
+    """A kernel built-in protocol (stigmergy, broadcast, wisdom, auction, dictatorship, hierarchy)
+    on the stepping core; its per-episode state lives for the batch, as for a pass of the kernel."""
+
+    def __init__(self, code: int, values: tuple[float, ...]):
+        self.code, self.values = code, np.asarray(values, np.float64)
+
+    def bind_core(self, core, members: np.ndarray) -> None:
+        self.core, self.members = core, members
+        side = 2 * core.view + 1
+        self.fields = np.zeros((core.episodes, core.rows * core.cols))  # (E, N)
+        self.states = np.empty((core.episodes, 2))  # (E, 2): the sticky auction's best bid and cell
+        self.states[:, 0], self.states[:, 1] = -np.inf, -1.0
+        self.targets = np.full((core.episodes, core.agents), -1, np.int64)  # (E, A)
+        self.window = np.empty(side * side + 4 * side, np.int64)
+        self.choice = np.zeros((core.agents, 3))
+        self.observed = np.zeros((core.agents, side * side))
+
+    def communicate(self, obs) -> Messages:
+        core = self.core
+        comm = np.zeros(2)
+        builtin_communicate(self.code, self.values, self.members, obs.t, core.cells, core.good, core.evil,
+                            core.landscapes, core.rows, core.cols, core.view, core.radius, core.streams, self.window,
+                            self.fields, self.states, self.choice, self.observed, self.targets, comm)
+        return Messages(target=self.targets[:, self.members], messages=float(comm[0]), bits=float(comm[1]))

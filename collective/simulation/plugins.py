@@ -1,0 +1,206 @@
+"""The plug-in seam: what the stepping core hands a behaviour or protocol, what it takes back, and
+how a plug-in is named and loaded (paper 003 §7: "evaluate new agent behaviours ... individually
+and collectively using different communication and interaction protocols").
+
+A *behaviour* is any class with `act(self, obs) -> actions`; a *protocol* any class with
+`communicate(self, obs) -> Messages`. No base class is needed: `BehaviourPlugin` and
+`ProtocolPlugin` are typing Protocols for editors and type checkers. Both are named on the command
+line, in sweep specs and in Python by a registered name (`local_search`) or an import path
+(`my_pkg.agents:Homing`, or `path/to/file.py:Homing`); built-ins and user plug-ins resolve through
+the same function, `load_behaviour` / `load_protocol`. Arrays are shaped (episodes, agents, ...)
+for the agents the plug-in serves; the spec's cell order is row-major, `row * cols + col`, and its
+action order is up-left, up, up-right, left, stay, right, down-left, down, down-right (spec §1).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol as TypingProtocol, runtime_checkable
+
+import numpy as np
+
+from collective.parameters import Parameter
+from collective.simulation.random_streams import AgentStreams
+
+
+class PluginError(ValueError):
+    """A plug-in that cannot be loaded or misbehaved: names the plug-in, the method and what was wrong."""
+
+    def __init__(self, plugin: str, method: str, message: str):
+        where = f"{plugin}.{method}" if method else plugin
+        super().__init__(f"plug-in {where}: {message}")
+        self.plugin, self.method, self.message = plugin, method, message
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What `reset(batch)` receives at the start of every batch of episodes.
+
+    `streams` are the agents' own random streams, one lane per (episode, agent): the same
+    splitmix64 streams the built-ins draw from, keyed by episode, so draws never depend on the batch
+    size or the worker count. `rng` is a NumPy Generator seeded from the batch's episode keys; it
+    is convenient but its draws depend on which episodes share the batch.
+    """
+
+    episodes: int  # E
+    agents: int  # A: the agents this plug-in serves
+    rows: int
+    cols: int
+    iterations: int  # T
+    observation_range: int  # k: windows are (2k+1) x (2k+1)
+    episode_ids: np.ndarray  # (E,) the episodes' indices in the run
+    agent_ids: np.ndarray  # (A,) the agents' indices in the group
+    streams: AgentStreams  # (E, A) lanes
+    rng: np.random.Generator
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What an agent perceives at iteration t (spec §1), for the E episodes and A agents served.
+    Arrays are fresh each iteration: a plug-in may keep them."""
+
+    window: np.ndarray  # (E, A, 2k+1, 2k+1) float64: R of the observed cells, own cell in the middle
+    cell: np.ndarray  # (E, A) int64: own cell, row * cols + col
+    t: int  # the iteration, 0..T-1
+    reward: np.ndarray  # (E, A) float64: the last reward (0 at t = 0)
+    target: np.ndarray  # (E, A) int64: the cell the group's protocol points to, -1 for none
+    field: np.ndarray  # (E, A, 2k+1, 2k+1) float64: a protocol's additive field (zeros for none)
+
+
+@dataclass(frozen=True)
+class Messages:
+    """What a protocol returns for its M members: targets and/or an additive field, and its traffic
+    this iteration (summed over the batch's episodes; spec §6 asks that communication be counted)."""
+
+    target: np.ndarray | None = None  # (E, M) int: a cell per member, -1 for none
+    field: np.ndarray | None = None  # (E, M, 2k+1, 2k+1) float: added to what each member observes
+    messages: float = 0.0
+    bits: float = 0.0
+
+
+@runtime_checkable
+class BehaviourPlugin(TypingProtocol):
+    """An agent behaviour. Optional methods: `reset(self, batch)` at the start of every batch and
+    `observe(self, rewards)` with the (E, A) rewards received after each move (for learners).
+    Optional class attributes: `name`, `description`, `parameters` (a tuple of `Parameter`, given
+    to the constructor as keyword arguments), `persistent` (True: the object keeps what it learned
+    across the run's batches, which are then played in episode order with `batch_episodes` episodes
+    each; False, the default: it must start fresh in every `reset`), `protocols` (names or import
+    paths of the protocols its agents take part in, "*" for any)."""
+
+    def act(self, obs: Observation) -> np.ndarray:
+        """(E, A) integer actions in 0..8."""
+        ...
+
+
+@runtime_checkable
+class ProtocolPlugin(TypingProtocol):
+    """A communication protocol, called after every agent observes and before any acts, for the
+    group's members only (`members`: behaviour names or import paths that take part; None, the
+    default, for every agent). Optional: `reset(self, batch)`, `name`, `description`,
+    `parameters`, `minimum_members`. It may keep state across iterations; `reset` starts an episode
+    batch."""
+
+    def communicate(self, obs: Observation) -> Messages:
+        ...
+
+
+@dataclass(frozen=True)
+class PluginClass:
+    """A resolved plug-in: the text that named it, the class, and whether it is a kernel built-in."""
+
+    spec: str  # the name or import path as given
+    cls: type
+    builtin: bool
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        return tuple(getattr(self.cls, "parameters", ()))
+
+    @property
+    def persistent(self) -> bool:
+        return bool(getattr(self.cls, "persistent", False))
+
+    @property
+    def joins(self) -> frozenset[str]:
+        """The protocols (names or import paths, "*" for any) a behaviour's agents take part in."""
+        return frozenset(getattr(self.cls, "protocols", ()))
+
+    def typed_params(self, params: dict[str, str]) -> dict[str, Any]:
+        """The constructor's keyword arguments: declared defaults, then `params`, each validated
+        (ValueError naming the parameter and what is allowed)."""
+        declared = {p.name: p for p in self.parameters}
+        for key in params:
+            if key not in declared:
+                names = ", ".join(declared) or "none"
+                raise ValueError(f"{self.spec} has no parameter {key!r}; its parameters: {names}")
+        return {name: p.typed(str(params.get(name, p.default))) for name, p in declared.items()}
+
+    def instantiate(self, params: dict[str, str]):
+        kwargs = self.typed_params(params)
+        try:
+            return self.cls(**kwargs)
+        except Exception as error:  # noqa: BLE001 - the user's constructor: report, never hide
+            raise PluginError(self.spec, "__init__", f"{type(error).__name__}: {error}") from error
+
+
+def is_import_path(text: str) -> bool:
+    """'pkg.module:Class' or 'path/file.py:Class' (a registered name has no colon)."""
+    return ":" in text
+
+
+def import_class(path: str, kind: str) -> type:
+    """The class an import path names; PluginError when the module or the class is missing. A
+    module path is imported with the working directory on sys.path (as `python -m` does)."""
+    module_name, _, class_name = path.rpartition(":")
+    if not module_name or not class_name.isidentifier():
+        raise PluginError(path, "", f"expected MODULE:CLASS or FILE.py:CLASS for a {kind}")
+    try:
+        if module_name.endswith(".py"):
+            module = _import_file(Path(module_name))
+        else:
+            if "" not in sys.path and str(Path.cwd()) not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))
+            module = importlib.import_module(module_name)
+    except PluginError:
+        raise
+    except Exception as error:  # noqa: BLE001 - an import failure of the user's module, reported as such
+        raise PluginError(path, "", f"cannot import {module_name!r}: {type(error).__name__}: {error}") from None
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        raise PluginError(path, "", f"module {module_name!r} has no class {class_name!r}")
+    return cls
+
+
+def _import_file(path: Path):
+    if not path.is_file():
+        raise PluginError(str(path), "", "no such file")
+    name = "collective_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def require_method(cls: type, spec: str, method: str, kind: str) -> None:
+    if not callable(getattr(cls, method, None)):
+        raise PluginError(spec, method, f"a {kind} needs a method {method}(self, obs); {cls.__name__} has none")
+
+
+def describe(cls: type) -> str:
+    """A plug-in's one-line description: its `description`, else its docstring's first line."""
+    text = getattr(cls, "description", None) or (inspect.getdoc(cls) or "").split("\n")[0]
+    return text or cls.__name__
+

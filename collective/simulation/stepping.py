@@ -1,0 +1,287 @@
+"""The open stepping core: a batch of episodes advanced one iteration at a time for any plug-in
+(spec §1, §5-6; paper 003 §4.1, §5.2).
+
+`SteppingCore` holds the state of E episodes of one group of A agents as arrays shaped
+(episodes, agents, ...): cells, last rewards, the protocol's targets and fields, and each agent's
+splitmix64 stream (the kernel's, `random_streams.derive_stream_seed`). Its environment work,
+observing windows and moving and paying agents, is compiled. `play_group` runs a `Group` of
+plug-ins through it, one Python call per plug-in per iteration for the whole batch, in the fused
+kernel's order (`collective.simulation.kernel`): every agent observes, the protocol speaks to its
+members, every behaviour acts, all move, ⊕/⊖ take their next step and rewards come from the new
+cells. Kernel built-ins join such groups through `collective.simulation.compiled_plugins`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from collective.environments.scene import Scene, scene_reward
+from collective.environments.torus import chebyshev, proximity, wrap
+from collective.simulation.kernel import SCORED_PASS, episode_field
+from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError
+from collective.simulation.random_streams import AgentStreams, derive_stream_seed
+
+
+@njit(cache=True)
+def scene_at(good, evil, landscapes, e, t, rows, cols, radius):
+    """Episode e's scene at iteration t (a landscape moved as far as ⊕, its global optimum, has)."""
+    gr, gc = np.int64(good[e, t]) // cols, np.int64(good[e, t]) % cols
+    shift_r = (gr - np.int64(good[e, 0]) // cols) % rows
+    shift_c = (gc - np.int64(good[e, 0]) % cols) % cols
+    return Scene(gr, gc, np.int64(evil[e, t]) // cols, np.int64(evil[e, t]) % cols, episode_field(landscapes, e),
+                 shift_r, shift_c, rows, cols, radius)
+
+
+@njit(cache=True)
+def observe_windows(good, evil, landscapes, t, cells, rows, cols, view, radius, out):
+    """out[e, i] = R over agent i's range-`view` Moore window at iteration t, row by row (spec §1).
+    good, evil (E, T+1) cells; landscapes (E, N) or None; cells (E, A); out (E, A, 2k+1, 2k+1)."""
+    for e in range(cells.shape[0]):
+        scene = scene_at(good, evil, landscapes, e, t, rows, cols, radius)
+        for i in range(cells.shape[1]):
+            r, c = cells[e, i] // cols, cells[e, i] % cols
+            for dr in range(-view, view + 1):
+                row = wrap(r + dr, rows)
+                for dc in range(-view, view + 1):
+                    out[e, i, dr + view, dc + view] = scene_reward(scene, row, wrap(c + dc, cols))
+
+
+@njit(cache=True)
+def advance(cells, actions, good, evil, landscapes, t, rows, cols, radius, threshold, rewards, totals):
+    """Move every agent by its action (a // 3 - 1 rows, a % 3 - 1 columns), then pay R at t+1
+    into rewards (E, A); under a coordination threshold the positive part is paid only when enough
+    agents stand near Good (paper 003 §6.1, Λ* only). totals (E,) accumulates the rewards in the
+    kernel's order (iteration, then agent), so R̄ matches the kernel's to the bit."""
+    episodes, agents = cells.shape
+    for e in range(episodes):
+        for i in range(agents):
+            a = actions[e, i]
+            r = wrap(cells[e, i] // cols + a // 3 - 1, rows)
+            c = wrap(cells[e, i] % cols + a % 3 - 1, cols)
+            cells[e, i] = r * cols + c
+        after = scene_at(good, evil, landscapes, e, t + 1, rows, cols, radius)
+        paid = True
+        if threshold > 1:
+            near = 0
+            for i in range(agents):
+                if chebyshev(cells[e, i] // cols, cells[e, i] % cols, after.good_r, after.good_c, rows, cols) <= radius:
+                    near += 1
+            paid = near >= threshold
+        for i in range(agents):
+            r, c = cells[e, i] // cols, cells[e, i] % cols
+            if paid:
+                reward = scene_reward(after, r, c)
+            else:
+                reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+            rewards[e, i] = reward
+            totals[e] += reward
+
+
+@njit(cache=True)
+def seed_streams(agent_seeds, agents, pass_index, streams):
+    """streams[e, i, 0] = the kernel's seed of agent i's stream in episode e (`derive_stream_seed`)."""
+    for e in range(agent_seeds.shape[0]):
+        for i in range(agents):
+            streams[e, i, 0] = derive_stream_seed(agent_seeds[e], i + 1, pass_index)
+
+
+class SteppingCore:
+    """E episodes of one group of A agents, stepped together (state arrays shaped (episodes, agents))."""
+
+    def __init__(self, environments, group_size: int, rows: int, cols: int, iterations: int, view: int,
+                 radius: int, threshold: int):
+        self.rows, self.cols, self.iterations, self.view = rows, cols, iterations, view
+        self.radius, self.threshold = radius, threshold
+        self.episodes, self.agents = len(environments), group_size
+        self.good = np.ascontiguousarray(environments.good, np.int64)  # (E, T+1) ⊕ cells
+        self.evil = np.ascontiguousarray(environments.evil, np.int64)  # (E, T+1) ⊖ cells
+        self.landscapes = environments.landscapes  # (E, N) base fields, or None for Λ*
+        self.agent_seeds = environments.agent_seeds  # (E,)
+        self.cells = np.array(environments.starts, np.int64)  # (E, A)
+        self.reward = np.zeros((self.episodes, group_size))  # (E, A) the last reward
+        self.totals = np.zeros(self.episodes)  # (E,) rewards so far
+        self.streams = np.empty((self.episodes, group_size, 1), np.uint64)  # (E, A, 1) splitmix64 states
+        seed_streams(self.agent_seeds, group_size, SCORED_PASS, self.streams)
+        self.t = 0
+
+    def observe(self) -> Observation:
+        """Every agent's observation at the current iteration, before its protocol speaks."""
+        side = 2 * self.view + 1
+        window = np.empty((self.episodes, self.agents, side, side))
+        observe_windows(self.good, self.evil, self.landscapes, self.t, self.cells, self.rows, self.cols, self.view,
+                        self.radius, window)
+        return Observation(window, self.cells.copy(), self.t, self.reward.copy(),
+                           np.full((self.episodes, self.agents), -1, np.int64), np.zeros(window.shape))
+
+    @staticmethod
+    def hear(obs: Observation, said: Messages, members) -> Observation:
+        """The observation with the protocol's targets and fields delivered to its members."""
+        target, field = obs.target, obs.field
+        if said.target is not None:
+            target[:, members] = said.target
+        if said.field is not None:
+            field[:, members] = said.field
+        return obs
+
+    def step(self, actions: np.ndarray) -> np.ndarray:
+        """Move everyone by actions (E, A) in 0..8 and pay them; returns the rewards (E, A)."""
+        rewards = np.empty((self.episodes, self.agents))
+        advance(self.cells, actions, self.good, self.evil, self.landscapes, self.t, self.rows, self.cols,
+                self.radius, self.threshold, rewards, self.totals)
+        self.reward = rewards
+        self.t += 1
+        return rewards
+
+
+def _call(instance, spec: str, method: str, *args):
+    """A plug-in's method; any exception it raises becomes a PluginError naming it and the method."""
+    try:
+        return getattr(instance, method)(*args)
+    except PluginError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the user's code: say where it failed, never hide it
+        raise PluginError(spec, method, f"raised {type(error).__name__}: {error}") from error
+
+
+def checked_actions(actions, spec: str, shape: tuple[int, int]) -> np.ndarray:
+    """The actions if they are integers 0..8 shaped (E, A); else a PluginError saying what is wrong."""
+    array = np.asarray(actions)
+    if array.shape != shape:
+        raise PluginError(spec, "act", f"returned actions shaped {array.shape}; expected (episodes, agents) = {shape}")
+    if array.dtype.kind not in "iu":
+        raise PluginError(spec, "act", f"returned actions of dtype {array.dtype}; expected integers 0..8")
+    if array.size and (array.min() < 0 or array.max() > 8):
+        raise PluginError(spec, "act", f"returned actions in {array.min()}..{array.max()}; the nine actions are 0..8")
+    return array
+
+
+def checked_messages(messages, spec: str, shape: tuple[int, int], side: int, n_cells: int) -> Messages:
+    """The protocol's Messages if valid (targets -1..N-1, finite fields, counts >= 0); else a PluginError."""
+    def fail(message: str):
+        raise PluginError(spec, "communicate", message)
+
+    if not isinstance(messages, Messages):
+        fail(f"returned {type(messages).__name__}; expected collective.Messages")
+    if messages.target is not None:
+        target = np.asarray(messages.target)
+        if target.shape != shape or target.dtype.kind not in "iu":
+            fail(f"target must be integers shaped (episodes, members) = {shape} (got {target.dtype} {target.shape})")
+        if target.size and (target.min() < -1 or target.max() >= n_cells):
+            fail(f"target must hold cells 0..{n_cells - 1}, or -1 for none (got {target.min()}..{target.max()})")
+    if messages.field is not None:
+        field = np.asarray(messages.field)
+        if field.shape != shape + (side, side) or field.dtype.kind not in "fiu":
+            fail(f"field must be numbers shaped {shape + (side, side)} (got {field.dtype} {field.shape})")
+        if not np.isfinite(field).all():
+            fail("field holds NaN or infinite values")
+    for name in ("messages", "bits"):
+        value = getattr(messages, name)
+        if not isinstance(value, (int, float, np.number)) or not np.isfinite(value) or value < 0:
+            fail(f"{name} must be a finite number >= 0 (got {value!r})")
+    return messages
+
+
+def _agents_index(agents: np.ndarray) -> slice | np.ndarray:
+    """A slice when the agents are contiguous (observations are then views), else the index array."""
+    if agents.size and np.array_equal(agents, np.arange(agents[0], agents[0] + agents.size)):
+        return slice(int(agents[0]), int(agents[0]) + agents.size)
+    return agents
+
+
+def _subset(obs: Observation, agents) -> Observation:
+    return Observation(obs.window[:, agents], obs.cell[:, agents], obs.t, obs.reward[:, agents],
+                       obs.target[:, agents], obs.field[:, agents])
+
+
+@dataclass
+class Member:
+    """One plug-in object of a group and the group's agents it serves (a behaviour's agents, or a
+    protocol's members)."""
+
+    plugin: PluginClass
+    instance: object
+    agents: np.ndarray  # (A_m,) indices into the group
+
+    def reset(self, core: SteppingCore) -> None:
+        """Start a batch: built-ins bind to the core; then the plug-in's own `reset(batch)`."""
+        if hasattr(self.instance, "bind_core"):
+            self.instance.bind_core(core, self.agents)
+        if callable(getattr(self.instance, "reset", None)):
+            index = _agents_index(self.agents)
+            seeds = [int(s) for s in core.agent_seeds] + [int(a) for a in self.agents]
+            batch = Batch(core.episodes, self.agents.size, core.rows, core.cols, core.iterations, core.view,
+                          self.agents.copy(), AgentStreams(core.streams[:, :, 0], index),
+                          np.random.default_rng(np.random.SeedSequence(seeds)))
+            _call(self.instance, self.plugin.spec, "reset", batch)
+
+
+class Group:
+    """A group as the stepping core plays it: behaviour plug-ins over their agents and an optional
+    protocol over its members. Built from a validated config by `collective.evaluate`."""
+
+    def __init__(self, behaviours: list[Member], protocol: Member | None, size: int, rows: int, cols: int,
+                 iterations: int, view: int, radius: int, threshold: int):
+        self.behaviours, self.protocol, self.size = behaviours, protocol, size
+        self.rows, self.cols, self.iterations, self.view = rows, cols, iterations, view
+        self.radius, self.threshold = radius, threshold
+
+    @property
+    def persistent(self) -> bool:
+        """Whether a plug-in keeps what it learned across batches (they are then played in order)."""
+        members = self.behaviours + ([self.protocol] if self.protocol else [])
+        return any(m.plugin.persistent for m in members)
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    """One batch played through the stepping core."""
+
+    mean_rewards: np.ndarray  # (E,) R̄ per episode (paper 003 Definition 2)
+    seconds: float
+    messages: float
+    bits: float
+    positions: np.ndarray | None = None  # (E, T+1, A) with record
+    rewards: np.ndarray | None = None  # (E, T, A) with record
+
+
+def play_group(group: Group, environments, record: bool = False) -> GroupRun:
+    """Play a batch of episodes (an `EnvironmentBatch`) with the group; R̄ per episode, the
+    protocol's traffic and, with `record`, the trajectories."""
+    core = SteppingCore(environments, group.size, group.rows, group.cols, group.iterations, group.view,
+                        group.radius, group.threshold)
+    members = group.behaviours + ([group.protocol] if group.protocol else [])
+    for member in members:
+        member.reset(core)
+    episodes, agents, side, n_cells = core.episodes, core.agents, 2 * core.view + 1, core.rows * core.cols
+    indices = [(m, _agents_index(m.agents)) for m in group.behaviours]
+    observers = [(m, i) for m, i in indices if callable(getattr(m.instance, "observe", None))]
+    talker = (group.protocol, _agents_index(group.protocol.agents)) if group.protocol else None
+    positions = np.empty((episodes, core.iterations + 1, agents), np.int32) if record else None
+    rewards_out = np.empty((episodes, core.iterations, agents)) if record else None
+    if record:
+        positions[:, 0] = core.cells
+    actions = np.empty((episodes, agents), np.int64)
+    messages = bits = 0.0
+    started = time.perf_counter()
+    for _ in range(core.iterations):
+        obs = core.observe()
+        if talker:
+            protocol, index = talker
+            said = checked_messages(_call(protocol.instance, protocol.plugin.spec, "communicate", _subset(obs, index)),
+                                    protocol.plugin.spec, (episodes, protocol.agents.size), side, n_cells)
+            obs = core.hear(obs, said, index)
+            messages, bits = messages + float(said.messages), bits + float(said.bits)
+        for member, index in indices:
+            acted = _call(member.instance, member.plugin.spec, "act", _subset(obs, index))
+            actions[:, index] = checked_actions(acted, member.plugin.spec, (episodes, member.agents.size))
+        rewards = core.step(actions)
+        for member, index in observers:
+            _call(member.instance, member.plugin.spec, "observe", rewards[:, index])
+        if record:
+            positions[:, core.t] = core.cells
+            rewards_out[:, core.t - 1] = rewards
+    seconds = time.perf_counter() - started
+    return GroupRun(core.totals / (agents * core.iterations), seconds, messages, bits, positions, rewards_out)
