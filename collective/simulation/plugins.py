@@ -53,7 +53,6 @@ class Batch:
     cols: int
     iterations: int  # T
     observation_range: int  # k: windows are (2k+1) x (2k+1)
-    episode_ids: np.ndarray  # (E,) the episodes' indices in the run
     agent_ids: np.ndarray  # (A,) the agents' indices in the group
     streams: AgentStreams  # (E, A) lanes
     rng: np.random.Generator
