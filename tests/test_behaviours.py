@@ -2,7 +2,7 @@
 hold (seeded, with tolerances well outside sampling noise)."""
 import pytest
 
-from behaviour_conformance import check_behaviour_conformance
+from collective.testing import check_behaviour
 from collective.behaviours import behaviour_names
 from collective.config import EvaluationConfig
 from collective.evaluate import evaluate
@@ -10,7 +10,7 @@ from collective.evaluate import evaluate
 
 @pytest.mark.parametrize("name", behaviour_names())
 def test_conformance(name):
-    check_behaviour_conformance(name)
+    check_behaviour(name)
 
 
 def upsilon(behaviour, **settings):

@@ -9,7 +9,7 @@ from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments, play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.reference import ReferenceWorld
-from protocol_conformance import check_protocol_conformance
+from collective.testing import check_protocol
 from protocols import get_protocol, protocol_names
 
 FITTING_GROUPS = {"none": "local_search:2,random:1", "shared_q": "q_learning:2,sarsa:1",
@@ -18,13 +18,13 @@ FITTING_GROUPS = {"none": "local_search:2,random:1", "shared_q": "q_learning:2,s
 
 @pytest.mark.parametrize("name", protocol_names())
 def test_conformance(name):
-    check_protocol_conformance(name, FITTING_GROUPS.get(name, "local_search:3,random:1"))
+    check_protocol(name, FITTING_GROUPS.get(name, "local_search:3,random:1"))
 
 
 @pytest.mark.parametrize("name, params", [("stigmergy", (("form", "reference"),)), ("auction", (("sticky", "true"),)),
                                           ("broadcast", (("memory", "true"),)), ("dictatorship", (("dictator", "1"),))])
 def test_conformance_of_variants(name, params):
-    check_protocol_conformance(name, "local_search:3", params)
+    check_protocol(name, "local_search:3", params)
 
 
 # ---- exact semantics: one or two iterations on a 7x7 grid, cells (row, col) -> row*7 + col ----
