@@ -1,7 +1,8 @@
 """The `collective` command line: `evaluate` one group, `demo` the six behaviours, list `behaviours`.
 
 Bad input exits with status 2 and one line naming the argument and what is allowed, before any
-work starts.
+work starts; a plug-in that fails while playing exits 2 with one line naming it and its method
+(`--debug` shows the traceback).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from collective.behaviours import behaviour_names, get_behaviour
+from collective.simulation.plugins import PluginError
 from collective.config import PROFILES, ConfigError, EvaluationConfig
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
@@ -22,6 +24,7 @@ FIELD_OPTIONS = {
     "behaviour": "--behaviour", "group_size": "--group-size", "rows": "--grid", "cols": "--grid",
     "iterations": "--iterations", "episodes": "--episodes", "seed": "--seed", "profile": "--profile",
     "protocol": "--protocol", "protocol_params": "--protocol-param", "mix": "--mix",
+    "behaviour_params": "--behaviour-param",
     "observation_range": "--observation-range", "reward_radius": "--reward-radius",
     "coordination_threshold": "--coordination-threshold", "env": "--env", "landscape_peaks": "--peaks",
     "landscape_peak_width": "--peak-width", "landscape_ruggedness": "--ruggedness", "landscape_motion": "--motion",
@@ -67,7 +70,7 @@ def parse_complexity(text: str) -> tuple[int, int]:
     return values[0], values[-1]
 
 
-def parse_protocol_param(text: str) -> tuple[str, str]:
+def parse_param(text: str) -> tuple[str, str]:
     """'memory=true' -> ('memory', 'true')."""
     key, sep, value = text.partition("=")
     if not sep or not key or not value:
@@ -107,14 +110,18 @@ def _add_group_options(parser: argparse.ArgumentParser) -> None:
                       help="pattern: the field moves along a movement pattern of complexity K (default); static")
     group = parser.add_argument_group("agents (spec §5)")
     group.add_argument("--behaviour", default=None, metavar="NAME",
-                       help=f"one of: {', '.join(behaviour_names())}")
+                       help=f"one of: {', '.join(behaviour_names())}; or your own class by import path, "
+                            "MODULE:CLASS or FILE.py:CLASS (README: Bring your own agent)")
     group.add_argument("--group-size", type=int, default=1, metavar="G", help="agents in the group (default 1)")
     group.add_argument("--mix", default=None, metavar="NAME:N,...",
-                       help="a mixed group instead of --behaviour/--group-size, e.g. local_search:3,q_learning:2")
+                       help="a mixed group instead of --behaviour/--group-size, e.g. local_search:3,q_learning:2 "
+                            "or my_pkg.agents:Homing:3,local_search:7")
+    group.add_argument("--behaviour-param", type=parse_param, action="append", default=[], metavar="KEY=VALUE",
+                       help="a parameter a plug-in behaviour declares; repeatable")
     group.add_argument("--protocol", default=None, metavar="NAME",
                        help=f"how the group talks: {', '.join(protocol_names())} (default none; "
-                            "see `collective protocols`)")
-    group.add_argument("--protocol-param", type=parse_protocol_param, action="append", default=[],
+                            "see `collective protocols`), or MODULE:CLASS")
+    group.add_argument("--protocol-param", type=parse_param, action="append", default=[],
                        metavar="KEY=VALUE", help="a protocol parameter; repeatable")
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
     rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
@@ -130,6 +137,7 @@ def _add_group_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collective", description=(
         "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."))
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failing plug-in")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     evaluate = commands.add_parser("evaluate", help="score one agent group: Υ with a 95%% CI",
                                    description="Score one agent group on Λ*: Υ (paper 003 Definition 3) "
@@ -154,6 +162,7 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None) -> Evaluat
         args.profile, behaviour=behaviour, group_size=args.group_size, mix=args.mix, rows=args.grid[0],
         cols=args.grid[1], iterations=args.iterations, episodes=args.episodes, seed=args.seed,
         protocol=args.protocol, protocol_params=tuple(args.protocol_param),
+        behaviour_params=tuple(args.behaviour_param),
         observation_range=args.observation_range, reward_radius=args.reward_radius,
         coordination_threshold=args.coordination_threshold, pattern_generator=args.patterns,
         evil_pairing=args.evil, k_min=k_min, k_max=k_max, env=args.env, landscape_peaks=args.peaks,
@@ -228,13 +237,16 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
 
 
 def format_table(records: list[dict]) -> str:
-    header = (f"{'group':<24}{'G':>4}{'protocol':>14}{'Υ':>9}{'95% CI':>20}{'K mean':>8}{'H bits':>8}"
-              f"{'msgs/it':>9}{'M steps/s':>11}{'wall s':>8}")
+    group_width = max([24] + [len(r["mix"] or r["behaviour"]) + 2 for r in records])  # import paths are long
+    protocol_width = max([14] + [len(r["protocol"]) + 2 for r in records])
+    header = (f"{'group':<{group_width}}{'G':>4}{'protocol':>{protocol_width}}{'Υ':>9}{'95% CI':>20}{'K mean':>8}"
+              f"{'H bits':>8}{'msgs/it':>9}{'M steps/s':>11}{'wall s':>8}")
     lines = [header, "-" * len(header)]
     for r in records:
         ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]"
         rate = (r["agent_steps_per_second"] or 0) / 1e6
-        lines.append(f"{r['mix'] or r['behaviour']:<24}{r['group_size']:>4}{r['protocol']:>14}{r['upsilon']:>+9.4f}"
+        lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}{r['protocol']:>{protocol_width}}"
+                     f"{r['upsilon']:>+9.4f}"
                      f"{ci:>20}{r['k_mean']:>8.2f}{r['entropy_bits']:>8.2f}{r['messages_per_iteration']:>9.1f}"
                      f"{rate:>11.1f}{r['wall_seconds']:>8.2f}")
     first = records[0]
@@ -260,12 +272,23 @@ def describe_protocols() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        return _run(parser, args)
+    except PluginError as error:
+        if args.debug:
+            raise
+        parser.exit(2, f"collective {args.command}: error: {error} (--debug shows the traceback)\n")
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "behaviours":
         for name in behaviour_names():
             print(f"{name:<14}{get_behaviour(name).description}")
+        print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (README: Bring your own agent)")
         return 0
     if args.command == "protocols":
         print(describe_protocols())
+        print(f"{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) (README: Bring your own agent)")
         return 0
     if args.command in ANALYSIS_COMMANDS:
         return run_analysis_command(args)

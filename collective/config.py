@@ -95,7 +95,8 @@ class EvaluationConfig:
         params.update(dict(settings.get("protocol_params", ())))
         settings["protocol_params"] = tuple(sorted(params.items()))
         if "behaviour_params" in settings:
-            settings["behaviour_params"] = tuple(sorted(dict(settings["behaviour_params"]).items()))
+            settings["behaviour_params"] = tuple(sorted((key, str(value))
+                                                        for key, value in dict(settings["behaviour_params"]).items()))
         if settings.get("mix"):
             try:
                 members = parse_mix(settings["mix"])

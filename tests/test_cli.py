@@ -106,5 +106,6 @@ def test_protocols_listing():
     result = collective("protocols")
     assert result.returncode == 0
     listed = [line.split()[0] for line in result.stdout.splitlines() if not line.startswith(" ")]
-    assert listed == ["none", "stigmergy", "shared_q", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy"]
+    assert listed == ["none", "stigmergy", "shared_q", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy",
+                      "MODULE:CLASS"]  # and how to name your own
     assert "gamma=" in result.stdout and "sticky=" in result.stdout

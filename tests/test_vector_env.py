@@ -45,7 +45,8 @@ def test_spaces_and_shapes():
     batched = LambdaStarBatchedParallelEnv(episodes=3, group_size=2, observation_range=2, rows=7, cols=7, iterations=5)
     observations, infos = batched.reset(seed=0)
     assert batched.agents == ["agent_0", "agent_1"]
-    assert all(observations[a] in batched.observation_space(a) and observations[a].shape == (3, 25) for a in batched.agents)
+    assert all(observations[a] in batched.observation_space(a) and observations[a].shape == (3, 25)
+               for a in batched.agents)
     assert infos["agent_1"]["cell"].shape == (3,) and infos["agent_1"]["episode"].tolist() == [0, 1, 2]
     _, rewards, terminations, truncations, infos = batched.step({a: batched.action_space(a).sample()
                                                                   for a in batched.agents})
