@@ -8,7 +8,10 @@ one warm-up call (JIT compile, or a load from numba's disk cache) and one call t
 and the best of 3 timings counts. After each row the script prints the process's peak RSS. It
 then runs `collective.evaluate.evaluate` for 2,000 and for 20,000 episodes, each in its own
 subprocess, to show that memory does not grow with the number of episodes. Last, it compares the
-group-size-10 rates with the C++ reference figures quoted in the issues.
+group-size-10 rates with the C++ reference figures quoted in the issues. The plug-in rows time
+the NumPy examples (`examples/`) on the stepping core the same way (group size 10, batches of
+`collective.evaluate` size: 2,000 episodes); run the script from the project root.
+`benchmarks/vector_env.py` times the batched Gymnasium and PettingZoo-style environments.
 
     .venv/bin/python benchmarks/throughput.py              # full table, about 2 minutes
     .venv/bin/python benchmarks/throughput.py --quick      # group size 10, short timings
@@ -27,7 +30,7 @@ from importlib.metadata import version
 
 import numpy as np
 
-from collective.behaviours import behaviour_names, get_behaviour
+from collective.behaviours import behaviour_names, learns
 from collective.config import EvaluationConfig
 from collective.evaluate import batch_episodes, generate_environments, play
 from collective.environments.lambda_star import EnvironmentBatch
@@ -53,6 +56,10 @@ PROTOCOL_ROWS = (("stigmergy", "local_search"), ("broadcast", "local_search"), (
                  ("shared_q", "q_learning"))
 CPP_PROTOCOL_REFERENCE = (("stigmergy", "scored", 1.7), ("wisdom", "scored", 1.4), ("auction", "scored", 1.9),
                           ("shared_q", "training", 4.5))
+# Plug-in rows on the stepping core, at group size 10: (label, behaviour, protocol).
+PLUGIN_ROWS = (("numpy local", "examples.numpy_local_search:LocalSearch", "none"),
+               ("numpy bcast", "examples.numpy_local_search:LocalSearch", "examples.numpy_broadcast:Broadcast"),
+               ("np loc+bcast", "examples.numpy_local_search:LocalSearch", "broadcast"))
 
 
 # Runs in a fresh interpreter so that its peak RSS belongs to this one evaluation alone. It reads
@@ -132,7 +139,7 @@ def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episod
     best_seconds, mean_rewards = min(timings, key=lambda timing: timing[0])
     episodes = calls * len(batch)
     scored_steps = episodes * config.iterations * group_size
-    passes = config.q_training_passes if get_behaviour(behaviour).learns else 0
+    passes = config.q_training_passes if learns(behaviour) else 0
     return Row(behaviour, protocol, group_size, episodes, best_seconds, scored_steps, scored_steps * passes,
                float(np.mean(mean_rewards)), peak_rss_kib())
 
@@ -208,6 +215,14 @@ def main() -> None:
           "passes x T x G / kernel time; for learners the kernel time covers the training passes and the "
           "scored pass. Protocol rows: local searchers (shared_q: Q-learners). Peak RSS: this process's "
           "ru_maxrss after the row.")
+
+    print()
+    print(header.format("plug-ins"))
+    for label, behaviour, protocol in PLUGIN_ROWS:
+        print(format_row(measure(behaviour, REFERENCE_GROUP_SIZE, target_seconds, args.episodes, protocol), label),
+              flush=True)
+    print("Plug-in rows: the NumPy local searcher (examples/numpy_local_search.py) alone, under the NumPy "
+          "broadcast (examples/numpy_broadcast.py), and under the built-in broadcast, on the stepping core.")
 
     memory_check()
     print()
