@@ -109,3 +109,68 @@ def test_protocols_listing():
     assert listed == ["none", "stigmergy", "shared_q", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy",
                       "MODULE:CLASS"]  # and how to name your own
     assert "gamma=" in result.stdout and "sticky=" in result.stdout
+
+
+PLUGINS = '''
+import numpy as np
+
+class Raises:
+    def act(self, obs):
+        raise RuntimeError("boom at t=%d" % obs.t)
+
+class Stays:
+    parameters = ()
+    def act(self, obs):
+        return np.full(obs.cell.shape, 4)
+
+class Silent:
+    def communicate(self, obs):
+        return None
+'''
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--behaviour", "plugins.py:Raises"], "plug-in plugins.py:Raises.act: raised RuntimeError: boom at t=0"),
+    (["--behaviour", "plugins.py:Stays", "--group-size", "2", "--protocol", "plugins.py:Silent"],
+     "plug-in plugins.py:Silent.communicate: returned NoneType; expected collective.Messages"),
+    (["--behaviour", "missing.py:Agent"], "argument --behaviour: plug-in missing.py: no such file"),
+    (["--behaviour", "plugins.py:Nobody"], "argument --behaviour: plug-in plugins.py:Nobody: module 'plugins.py' has "
+                                           "no class 'Nobody'"),
+    (["--mix", "plugins.py:Stays:2,q_learning:1"], "argument --mix: q_learning trains in passes inside the fused kernel"),
+    (["--behaviour", "plugins.py:Stays", "--behaviour-param", "speed=2"],
+     "argument --behaviour-param: no plug-in behaviour of the group declares 'speed'"),
+])
+def test_plugin_errors_are_one_line_with_status_2(tmp_path, args, message):
+    (tmp_path / "plugins.py").write_text(PLUGINS)
+    result = subprocess.run([sys.executable, "-m", "collective", "evaluate", *args, "--grid", "6", "--iterations",
+                             "5", "--episodes", "3"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_debug_shows_the_plugins_traceback(tmp_path):
+    (tmp_path / "plugins.py").write_text(PLUGINS)
+    result = subprocess.run([sys.executable, "-m", "collective", "--debug", "evaluate", "--behaviour",
+                             "plugins.py:Raises", "--grid", "6", "--iterations", "5", "--episodes", "3"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode != 0 and "Traceback" in result.stderr and "boom at t=0" in result.stderr
+
+
+def test_a_user_behaviour_in_a_file_mixes_with_builtins_under_a_user_protocol(tmp_path):
+    (tmp_path / "plugins.py").write_text(PLUGINS + '''
+from collective import Messages
+
+class Rally:
+    members = ("local_search",)
+    def communicate(self, obs):
+        return Messages(target=np.repeat(obs.cell[:, :1], obs.cell.shape[1], axis=1), messages=1.0, bits=7.0)
+''')
+    result = subprocess.run([sys.executable, "-m", "collective", "evaluate", "--mix", "plugins.py:Stays:2,local_search:3",
+                             "--protocol", "plugins.py:Rally", "--grid", "7", "--iterations", "20", "--episodes", "10",
+                             "--json"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["mix"] == "plugins.py:Stays:2,local_search:3" and record["protocol"] == "plugins.py:Rally"
+    assert record["messages_per_iteration"] == pytest.approx(1 / 10)  # one message per call, over 10 episodes
+    assert record["config"]["behaviour_params"] == []

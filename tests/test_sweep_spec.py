@@ -107,3 +107,16 @@ def test_keys_are_stable_when_another_factor_value_changes():
     assert before.sweep_id != after.sweep_id
     more_episodes = parse_spec(tiny(episodes=48))
     assert [c.key for c in more_episodes.cells] == [c.key for c in before.cells]  # episode e keeps its seeds
+
+
+def test_specs_name_plugins_by_import_path_with_their_parameters():
+    spec = parse_spec(tiny(groups__behaviours=["local_search", "examples.numpy_local_search:LocalSearch"],
+                           groups__protocols=[{"name": "none"}, {"name": "examples.numpy_broadcast:Broadcast",
+                                                                 "group_sizes": [3]}],
+                           settings={"behaviour_params": {}}))
+    labels = {group.label for group in spec.groups}
+    assert "examples.numpy_local_search:LocalSearch+examples.numpy_broadcast:Broadcast" in labels
+    with pytest.raises(SpecError, match=r"groups\.behaviours\[1\]: .*cannot import 'no_such_pkg.agents'"):
+        parse_spec(tiny(groups__behaviours=["random", "no_such_pkg.agents:Homing"]))
+    with pytest.raises(SpecError, match=r"settings\.behaviour_params: no plug-in behaviour of the group declares"):
+        parse_spec(tiny(settings={"behaviour_params": {"speed": 2}}))

@@ -26,8 +26,8 @@ environments from `SeedSequence(seed, spawn_key=(cell_key, e))`, shared by all g
     environment = ["lambda_star"]  # optional: lambda_star and/or landscape (default ["lambda_star"])
 
     [groups]                     # the group types every cell plays
-    behaviours = ["random", "local_search"]       # homogeneous groups
-    mixes = ["local_search:3,q_learning:2"]       # optional heterogeneous groups
+    behaviours = ["random", "local_search"]       # homogeneous groups; plug-ins by import path too
+    mixes = ["local_search:3,q_learning:2"]       # optional heterogeneous groups, e.g. "my_pkg.agents:Homing:2,local_search:3"
     protocols = [{ name = "none" },               # optional (default [{ name = "none" }])
                  { name = "stigmergy", params = { gamma = 0.5 }, behaviours = ["local_search"],
                    group_sizes = [5] }]
@@ -37,6 +37,7 @@ environments from `SeedSequence(seed, spawn_key=(cell_key, e))`, shared by all g
 
     [settings]                   # optional: any other EvaluationConfig field, fixed for all cells
     reward_radius = 1
+    behaviour_params = { patience = 3 }  # parameters the plug-in behaviours declare
 """
 from __future__ import annotations
 
