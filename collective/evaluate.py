@@ -107,6 +107,7 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     `plugin_group`, so that persistent plug-ins keep their state), or a fresh one."""
     load_kernel()
     if config.uses_plugins:
+        load_stepping_core()
         run = play_group(group or plugin_group(config), environments, record)
         return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.positions,
                           run.rewards)
@@ -135,14 +136,23 @@ def plugin_group(config: EvaluationConfig) -> Group:
                  config.observation_range, config.reward_radius, config.coordination_threshold)
 
 
+# The smallest episode, played once per process to load the compiled code before any timing.
+TINY = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
+
+
 @functools.cache
 def load_kernel() -> None:
-    """Have numba load (or compile) the simulator, the stepping core and the pattern generators in
-    this process now, before anything is timed, so that kernel_seconds measure simulation only.
-    Every Λ* configuration shares their types, so one tiny episode of each suffices."""
-    tiny = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
-    _play(tiny, generate_environments(tiny, np.arange(1)), record=False)
-    talking = tiny.with_changes(behaviour="local_search", group_size=2, protocol="broadcast")  # the stepping core's
+    """Have numba load (or compile) the simulator and the pattern generators in this process now,
+    before anything is timed, so that kernel_seconds measure simulation only. Every
+    configuration shares the kernel's types, so one tiny episode suffices."""
+    _play(TINY, generate_environments(TINY, np.arange(1)), record=False)
+
+
+@functools.cache
+def load_stepping_core() -> None:
+    """The same for the stepping core and the built-ins' compiled forms, in the processes that
+    play plug-ins only: one tiny episode of searchers under a protocol."""
+    talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast")
     play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
 
 

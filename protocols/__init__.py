@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from collective.parameters import Parameter  # noqa: F401 - protocols declare theirs with it
 from collective.registry import Registry
-from collective.simulation.plugins import PluginClass, PluginError, import_class, is_import_path, require_method
+from collective.simulation.plugins import PluginClass, load_plugin, require_method
 
 NONE, STIGMERGY, SHARED_Q, BROADCAST, AUCTION, DICTATORSHIP, HIERARCHY = range(7)
 KERNEL_CODES = frozenset(range(7))
@@ -74,15 +74,7 @@ def register(cls: type) -> type:
 def load_protocol(text: str) -> PluginClass:
     """The protocol a registered name or an import path names; PluginError when it cannot be
     found or has no `communicate`."""
-    if is_import_path(text):
-        cls = import_class(text, "protocol")
-        require_method(cls, text, "communicate", "protocol")
-        return PluginClass(text, cls, builtin=False)
-    try:
-        cls = get_protocol(text)
-    except KeyError as error:
-        raise PluginError(text, "", f"{error.args[0]}; or an import path MODULE:CLASS") from None
-    return PluginClass(text, cls, builtin=not callable(getattr(cls, "communicate", None)))
+    return load_plugin(text, PROTOCOLS, "protocol", "communicate")
 
 
 # Importing the modules registers them, in the order `collective protocols` lists them.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from collective.registry import Registry
-from collective.simulation.plugins import PluginClass, PluginError, import_class, is_import_path, require_method
+from collective.simulation.plugins import PluginClass, load_plugin, require_method
 
 # Kernel codes: the simulator dispatches on these.
 RANDOM, LOCAL_SEARCH, ORACLE, Q_LEARNING, SARSA, IMITATION = range(6)
@@ -46,17 +46,9 @@ def register(cls: type) -> type:
 
 
 def load_behaviour(text: str) -> PluginClass:
-    """The behaviour a registered name or an import path ('pkg.module:Class', 'file.py:Class')
-    names; PluginError when it cannot be found or has no `act`."""
-    if is_import_path(text):
-        cls = import_class(text, "behaviour")
-        require_method(cls, text, "act", "behaviour")
-        return PluginClass(text, cls, builtin=False)
-    try:
-        cls = get_behaviour(text)
-    except KeyError as error:
-        raise PluginError(text, "", f"{error.args[0]}; or an import path MODULE:CLASS") from None
-    return PluginClass(text, cls, builtin=not callable(getattr(cls, "act", None)))
+    """The behaviour a registered name or an import path names; PluginError when it cannot be
+    found or has no `act`."""
+    return load_plugin(text, BEHAVIOURS, "behaviour", "act")
 
 
 def learns(text: str) -> bool:

@@ -35,16 +35,16 @@ def _action(dr, dc):
 
 
 @njit(cache=True, inline="always")
-def _window_search(window, field, e, k, view, stream):
+def _window_search(window, field, with_field, e, k, view, stream):
     """Local search over an observation (paper 003 §5.2.1): the action toward the best cell of
-    window + field, uniform tie-break among equal cells in row-major order (one draw), as the
-    kernel's `local_best` draws."""
+    the window (plus the protocol's field when `with_field`), uniform tie-break among equal cells
+    in row-major order (one draw), as the kernel's `local_best` draws."""
     side = 2 * view + 1
     best = -np.inf
     ties = 0
     for i in range(side):
         for j in range(side):
-            value = window[e, k, i, j] + field[e, k, i, j]
+            value = window[e, k, i, j] + (field[e, k, i, j] if with_field else 0.0)
             if value > best:
                 best, ties = value, 0
             if value == best:
@@ -52,7 +52,7 @@ def _window_search(window, field, e, k, view, stream):
     pick = uniform_int(stream, ties)
     for i in range(side):
         for j in range(side):
-            if window[e, k, i, j] + field[e, k, i, j] == best:
+            if window[e, k, i, j] + (field[e, k, i, j] if with_field else 0.0) == best:
                 if pick == 0:
                     return _action(np.sign(i - view), np.sign(j - view))
                 pick -= 1
@@ -80,13 +80,13 @@ def builtin_actions(code, agents, t, cells, window, field, target, good, rows, c
                 if chebyshev(r, c, hidden[e, 0], hidden[e, 1], rows, cols) <= view:
                     out[e, k] = _action(axis_step_toward(r, hidden[e, 0], rows), axis_step_toward(c, hidden[e, 1], cols))
                 else:  # the kernel's imitator searches the bare window (no protocol field)
-                    out[e, k] = _window_search(window, field * 0.0, e, k, view, stream)
+                    out[e, k] = _window_search(window, field, False, e, k, view, stream)
             else:  # LOCAL_SEARCH: the protocol's target, else the best of window + field
                 if target[e, k] >= 0:
                     tr, tc = target[e, k] // cols, target[e, k] % cols
                     out[e, k] = _action(axis_step_toward(r, tr, rows), axis_step_toward(c, tc, cols))
                 else:
-                    out[e, k] = _window_search(window, field, e, k, view, stream)
+                    out[e, k] = _window_search(window, field, True, e, k, view, stream)
         if code == IMITATION:
             hdr, hdc = oracle_step(hidden[e, 0], hidden[e, 1], t, good[0, e], good[1, e], iterations, rows, cols,
                                    pointer[e], agents.shape[0])

@@ -7,7 +7,7 @@ A *behaviour* is any class with `act(self, obs) -> actions`; a *protocol* any cl
 `ProtocolPlugin` are typing Protocols for editors and type checkers. Both are named on the command
 line, in sweep specs and in Python by a registered name (`local_search`) or an import path
 (`my_pkg.agents:Homing`, or `path/to/file.py:Homing`); built-ins and user plug-ins resolve through
-the same function, `load_behaviour` / `load_protocol`. Arrays are shaped (episodes, agents, ...)
+the same function, `load_plugin` (as `load_behaviour` / `load_protocol`). Arrays are shaped (episodes, agents, ...)
 for the agents the plug-in serves; the spec's cell order is row-major, `row * cols + col`, and its
 action order is up-left, up, up-right, left, stay, right, down-left, down, down-right (spec §1).
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,10 +86,10 @@ class BehaviourPlugin(TypingProtocol):
     """An agent behaviour. Optional methods: `reset(self, batch)` at the start of every batch and
     `observe(self, rewards)` with the (E, A) rewards received after each move (for learners).
     Optional class attributes: `name`, `description`, `parameters` (a tuple of `Parameter`, given
-    to the constructor as keyword arguments), `persistent` (True: the object keeps what it learned
-    across the run's batches, which are then played in episode order with `batch_episodes` episodes
-    each; False, the default: it must start fresh in every `reset`), `protocols` (names or import
-    paths of the protocols its agents take part in, "*" for any)."""
+    to the constructor as keyword arguments), `persistent` (True: one object plays the whole
+    evaluation and keeps what it learned across its batches, played in episode order; False, the
+    default: it must start fresh in every `reset`), `protocols` (names or import paths of the
+    protocols its agents take part in, "*" for any)."""
 
     def act(self, obs: Observation) -> np.ndarray:
         """(E, A) integer actions in 0..8."""
@@ -198,8 +197,17 @@ def require_method(cls: type, spec: str, method: str, kind: str) -> None:
         raise PluginError(spec, method, f"a {kind} needs a method {method}(self, obs); {cls.__name__} has none")
 
 
-def describe(cls: type) -> str:
-    """A plug-in's one-line description: its `description`, else its docstring's first line."""
-    text = getattr(cls, "description", None) or (inspect.getdoc(cls) or "").split("\n")[0]
-    return text or cls.__name__
+def load_plugin(text: str, registry, kind: str, method: str) -> PluginClass:
+    """The plug-in a registered name or an import path ('pkg.module:Class', 'file.py:Class') names;
+    PluginError when it cannot be found or has no `method`. A registered class without `method`
+    is a kernel built-in (registration allows that only for the package's own classes)."""
+    if is_import_path(text):
+        cls = import_class(text, kind)
+        require_method(cls, text, method, kind)
+        return PluginClass(text, cls, builtin=False)
+    try:
+        cls = registry.get(text)
+    except KeyError as error:
+        raise PluginError(text, "", f"{error.args[0]}; or an import path MODULE:CLASS") from None
+    return PluginClass(text, cls, builtin=not callable(getattr(cls, method, None)))
 
