@@ -141,6 +141,17 @@ class EvaluationConfig:
         return not load_protocol(self.protocol).builtin or \
             not all(load_behaviour(name).builtin for name in set(self.behaviours))
 
+    @property
+    def plugins(self) -> tuple[PluginClass, ...]:
+        """The group's plug-ins (behaviours, then the protocol), built-ins left out."""
+        loaded = [load_behaviour(name) for name in dict.fromkeys(self.behaviours)] + [load_protocol(self.protocol)]
+        return tuple(plugin for plugin in loaded if not plugin.builtin)
+
+    @property
+    def persistent(self) -> bool:
+        """Whether a plug-in keeps what it learns across batches (`persistent = True`)."""
+        return any(plugin.persistent for plugin in self.plugins)
+
     def behaviour_plugin_params(self, plugin: PluginClass) -> dict[str, str]:
         """The `behaviour_params` a plug-in behaviour declares."""
         declared = {p.name for p in plugin.parameters}

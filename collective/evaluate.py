@@ -88,6 +88,7 @@ class EpisodeRun:
     kernel_seconds: float
     messages: float  # sent by the protocol over the batch, training passes included
     bits: float
+    agent_scores: np.ndarray | None = None  # (episodes, agents) each agent's mean reward per iteration
     positions: np.ndarray | None = None  # (episodes, T+1, agents) with record=True
     rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
 
@@ -109,8 +110,8 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     if config.uses_plugins:
         load_stepping_core()
         run = play_group(group or plugin_group(config), environments, record)
-        return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.positions,
-                          run.rewards)
+        return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
+                          run.positions, run.rewards)
     return _play(config, environments, record)
 
 
@@ -164,6 +165,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     shape = (len(environments), config.group_size, config.iterations) if record else (0, 0, 0)
     positions = np.zeros((shape[0], shape[1], shape[2] + record), np.int32)  # (episodes, agents, T+1)
     rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)
+    agent_totals = np.zeros((len(environments), config.group_size))  # (episodes, agents)
     learner = config.learner
     tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
                                learner.q_initial, separate_tables(config.coordination_threshold, protocol.code))
@@ -173,13 +175,14 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         config.coordination_threshold, environments.good, environments.evil, environments.landscapes,
         environments.starts,
         environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
-        learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards)
+        learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals)
     seconds = time.perf_counter() - start
     messages, bits = talk.comm
+    agent_scores = agent_totals / config.iterations
     if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
-        return EpisodeRun(mean_rewards, environments, seconds, messages, bits, positions.transpose(0, 2, 1),
-                          rewards.transpose(0, 2, 1))
-    return EpisodeRun(mean_rewards, environments, seconds, messages, bits)
+        return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
+                          positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1))
+    return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores)
 
 
 def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),

@@ -10,7 +10,7 @@ import sys
 
 COMMANDS = ("analyze", "figures", "dashboard")
 FORMATS = ("table", "csv", "json", "markdown")
-TABLES = ("upsilon", "gains", "protocols", "regression", "regression_fit", "pgi", "learning")
+TABLES = ("upsilon", "gains", "protocols", "focal", "regression", "regression_fit", "pgi", "learning")
 
 
 def _comma_list(text: str) -> list[str]:
@@ -46,8 +46,9 @@ def add_analysis_commands(commands) -> None:
                                                   "regression, PGI index",
                                   description="Tables from a sweep dataset: Υ with 95%% CIs by any factor, "
                                               "the gain of collectives over isolated agents and protocol "
-                                              "comparisons (paired by environment), a regression of Υ on K, H "
-                                              "and group size, the PGI index and learning curves.")
+                                              "comparisons (paired by environment), focal and background "
+                                              "scores of mixed groups, a regression of Υ on K, H and group "
+                                              "size, the PGI index and learning curves.")
     _add_dataset_options(analyze)
     analyze.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
     analyze.add_argument("--tables", type=_table_list, default=None, metavar="T1,T2",
@@ -74,6 +75,7 @@ def run_analysis_command(args: argparse.Namespace) -> int:
         if args.command == "analyze":
             if args.tables:
                 analysis.tables = {name: table for name, table in analysis.tables.items() if name in args.tables}
+                analysis.skipped = {name: why for name, why in analysis.skipped.items() if name in args.tables}
             print(format_analysis(analysis, args.format))
         elif args.command == "figures":
             from dashboards.figures import write_figures

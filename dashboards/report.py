@@ -126,6 +126,8 @@ def render_report(dataset: Dataset, analysis: Analysis, k_bin_width: int = 4) ->
     tables = "\n".join(f'<h3 id="table-{name}">{html.escape(table.title)}</h3><p class="note">'
                        f'{html.escape(table.note)}</p>{_table_html(table.frame)}'
                        for name, table in analysis.tables.items())
+    tables += "".join(f'<h3 id="table-{name}">Table {name} skipped</h3><p class="note">{html.escape(reason)}</p>'
+                      for name, reason in analysis.skipped.items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title><style>{CSS}</style></head>

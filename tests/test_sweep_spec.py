@@ -118,5 +118,5 @@ def test_specs_name_plugins_by_import_path_with_their_parameters():
     assert "examples.numpy_local_search:LocalSearch+examples.numpy_broadcast:Broadcast" in labels
     with pytest.raises(SpecError, match=r"groups\.behaviours\[1\]: .*cannot import 'no_such_pkg.agents'"):
         parse_spec(tiny(groups__behaviours=["random", "no_such_pkg.agents:Homing"]))
-    with pytest.raises(SpecError, match=r"settings\.behaviour_params: no plug-in behaviour of the group declares"):
+    with pytest.raises(SpecError, match=r"settings\.behaviour_params\.speed: no plug-in behaviour of the sweep"):
         parse_spec(tiny(settings={"behaviour_params": {"speed": 2}}))

@@ -70,9 +70,10 @@ class Table:
 
 @dataclass
 class Analysis:
-    """Every table of `analyze`, in display order."""
+    """Every table of `analyze`, in display order, and why an expected table was skipped (name -> reason)."""
 
     tables: dict[str, Table] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def add(self, table: Table) -> None:
         self.tables[table.name] = table
@@ -405,6 +406,9 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
                        "difference = Υ(first) - Υ(second) on the same environments, paired by (cell, episode); "
                        "winner where Holm-corrected paired-t p < 0.05.",
                        protocol_comparisons(rows, strata)))
+    from collective.analysis.focal import add_focal_table  # focal.py imports this module
+
+    add_focal_table(analysis, rows)
     coefficients, fits = regression(rows)
     analysis.add(Table("regression", "Regression of Υ on K, H and group size G, with two-way interactions",
                        "OLS of the episode score per group type (statsmodels, HC3 standard errors); K, H, G "
@@ -460,11 +464,14 @@ def _text_cells(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def format_analysis(analysis: Analysis, fmt: str) -> str:
-    """The tables as aligned text, CSV sections ("# name" lines), one JSON object or Markdown."""
+    """The tables as aligned text, CSV sections ("# name" lines), one JSON object or Markdown; then a line
+    per skipped table (in JSON, {"skipped": reason} under its name)."""
     if fmt == "json":
-        return json.dumps({name: dict(title=table.title, note=table.note,
-                                      rows=json.loads(table.frame.to_json(orient="records")))
-                           for name, table in analysis.tables.items()}, ensure_ascii=False, indent=1)
+        return json.dumps({**{name: dict(title=table.title, note=table.note,
+                                         rows=json.loads(table.frame.to_json(orient="records")))
+                              for name, table in analysis.tables.items()},
+                           **{name: dict(skipped=reason) for name, reason in analysis.skipped.items()}},
+                          ensure_ascii=False, indent=1)
     blocks = []
     for name, table in analysis.tables.items():
         header, cells = [str(c) for c in table.frame.columns], _text_cells(table.frame)
@@ -483,4 +490,6 @@ def format_analysis(analysis: Analysis, fmt: str) -> str:
             if not cells:
                 lines.append("(no rows: the dataset has nothing to compare here)")
             blocks.append("\n".join(lines) + "\n")
-    return "\n".join(blocks)
+    prefix = "# " if fmt == "csv" else ""
+    skipped = [f"{prefix}Table {name} skipped: {reason}" for name, reason in analysis.skipped.items()]
+    return "\n".join(blocks + skipped)

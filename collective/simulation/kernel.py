@@ -113,9 +113,10 @@ def _q_base(t, row, cell, iterations, n_cells):
 
 @njit(cache=True)
 def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, episode_seed, pass_index,
-               learning, tables, scratch, talk, record, rec_positions, rec_rewards):
+               learning, tables, scratch, talk, record, rec_positions, rec_rewards, agent_totals):
     """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
-    table rows `table_row`, start cells `starts`); returns the sum of their real rewards.
+    table rows `table_row`, start cells `starts`); returns the sum of their real rewards, and in a
+    scored pass adds each agent's to agent_totals (group agents,), by global id.
 
     Per iteration (spec §1): every agent decides from ⊕/⊖'s current cells, then all move, ⊕/⊖
     take their next pattern step, and rewards come from the new cells. Learners update their
@@ -210,6 +211,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             else:  # Λ* only: the positive part is withheld
                 reward = -proximity(chebyshev(r, c, er, ec, rows, cols), radius)
             total += reward
+            if not learning:
+                agent_totals[agent_ids[i]] += reward
             s.pos_r[i], s.pos_c[i] = r, c
             if record:
                 rec_positions[i, t + 1] = r * cols + c
@@ -254,7 +257,7 @@ def _communicate(talk, s, scene, view):
 def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    good, evil, landscapes, starts, seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
-                   tables, talk, record, rec_positions, rec_rewards):
+                   tables, talk, record, rec_positions, rec_rewards, agent_totals):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
@@ -263,6 +266,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
     `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions
     (episodes, agents, T+1) and rec_rewards (episodes, agents, T) receive the scored pass.
+    agent_totals (episodes, agents), zeros, receives each agent's summed scored rewards (the
+    per-capita scores of a mixed group's behaviours, Melting Pot's focal/background returns).
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
@@ -312,18 +317,20 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             if threshold > 1:  # rewards depend on everyone: the whole group trains
                 for p in range(passes):
                     _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e], p + 1,
-                               True, tables, scratch, talk, False, no_positions, no_rewards)
+                               True, tables, scratch, talk, False, no_positions, no_rewards, agent_totals[e])
             elif shared:  # the learners train together on their one table
                 learner_starts = starts[e][learner_ids]
                 for p in range(passes):
                     _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids], learner_starts, rules, paths,
-                               -1, seeds[e], p + 1, True, tables, scratch, talk, False, no_positions, no_rewards)
+                               -1, seeds[e], p + 1, True, tables, scratch, talk, False, no_positions, no_rewards,
+                               agent_totals[e])
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
                                  scratch, talk)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
-                               SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out)
+                               SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out,
+                               agent_totals[e])
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
@@ -335,12 +342,12 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                              scratch, talk)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
-                                    agent_positions, agent_rewards)
+                                    agent_positions, agent_rewards, agent_totals[e])
                 _reset_written(tables, q_initial)
             if others.shape[0] > 0:
                 total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
                                     hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
-                                    others_positions, others_rewards)
+                                    others_positions, others_rewards, agent_totals[e])
                 if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
                         positions_out[others[k]] = others_positions[k]
@@ -365,13 +372,14 @@ def _episode_field_compiled(landscapes, e):
 def _train_alone(i, codes, agent_ids, table_row, starts, rules, paths, episode_seed, passes, tables, scratch, talk):
     """All training passes of learner i, playing by itself (so its group's protocol is silent)."""
     one = slice(i, i + 1)
+    no_totals = np.empty(0, np.float64)  # training passes add nothing to the scored totals
     silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
                   talk.state, talk.comm)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     for p in range(passes):
         _play_pass(codes[one], agent_ids[one], table_row[one], starts[one], rules, paths, -1, episode_seed, p + 1,
-                   True, tables, scratch, silent, False, no_positions, no_rewards)
+                   True, tables, scratch, silent, False, no_positions, no_rewards, no_totals)
 
 
 @njit(cache=True)

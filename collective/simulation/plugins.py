@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,11 @@ from collective.parameters import Parameter
 from collective.simulation.random_streams import AgentStreams
 
 
+# Set on Ray workers by a sweep's runtime environment (`collective.sweeps.runtime`): plug-in files
+# as named on the driver -> the module name under which the runtime environment ships them.
+SHIPPED_FILES_VARIABLE = "COLLECTIVE_PLUGIN_FILES"
+
+
 class PluginError(ValueError):
     """A plug-in that cannot be loaded or misbehaved: names the plug-in, the method and what was wrong."""
 
@@ -34,6 +41,9 @@ class PluginError(ValueError):
         where = f"{plugin}.{method}" if method else plugin
         super().__init__(f"plug-in {where}: {message}")
         self.plugin, self.method, self.message = plugin, method, message
+
+    def __reduce__(self):  # crosses process boundaries (Ray) whole
+        return type(self), (self.plugin, self.method, self.message)
 
 
 @dataclass(frozen=True)
@@ -125,6 +135,16 @@ class PluginClass:
         return bool(getattr(self.cls, "persistent", False))
 
     @property
+    def source_file(self) -> Path:
+        return Path(sys.modules[self.cls.__module__].__file__)
+
+    @property
+    def source_digest(self) -> str:
+        """SHA-256 (16 hex digits) of the source file of the plug-in's module: a changed plug-in
+        changes the numbers, so results record which code made them."""
+        return hashlib.sha256(self.source_file.read_bytes()).hexdigest()[:16]
+
+    @property
     def joins(self) -> frozenset[str]:
         """The protocols (names or import paths, "*" for any) a behaviour's agents take part in."""
         return frozenset(getattr(self.cls, "protocols", ()))
@@ -176,7 +196,12 @@ def import_class(path: str, kind: str) -> type:
 
 
 def _import_file(path: Path):
+    """A plug-in file as its own module; on a Ray worker without the file, the copy a sweep's
+    runtime environment shipped (see SHIPPED_FILES_VARIABLE)."""
     if not path.is_file():
+        shipped = json.loads(os.environ.get(SHIPPED_FILES_VARIABLE, "{}")).get(str(path))
+        if shipped:
+            return importlib.import_module(shipped)
         raise PluginError(str(path), "", "no such file")
     name = "collective_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     if name in sys.modules:

@@ -50,11 +50,12 @@ def observe_windows(good, evil, landscapes, t, cells, rows, cols, view, radius, 
 
 
 @njit(cache=True)
-def advance(cells, actions, good, evil, landscapes, t, rows, cols, radius, threshold, rewards, totals):
+def advance(cells, actions, good, evil, landscapes, t, rows, cols, radius, threshold, rewards, totals, agent_totals):
     """Move every agent by its action (a // 3 - 1 rows, a % 3 - 1 columns), then pay R at t+1
     into rewards (E, A); under a coordination threshold the positive part is paid only when enough
     agents stand near Good (paper 003 §6.1, Λ* only). totals (E,) accumulates the rewards in the
-    kernel's order (iteration, then agent), so R̄ matches the kernel's to the bit."""
+    kernel's order (iteration, then agent), so R̄ matches the kernel's to the bit; agent_totals
+    (E, A) each agent's."""
     episodes, agents = cells.shape
     for e in range(episodes):
         for i in range(agents):
@@ -78,6 +79,7 @@ def advance(cells, actions, good, evil, landscapes, t, rows, cols, radius, thres
                 reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
             rewards[e, i] = reward
             totals[e] += reward
+            agent_totals[e, i] += reward
 
 
 @njit(cache=True)
@@ -103,6 +105,7 @@ class SteppingCore:
         self.cells = np.array(environments.starts, np.int64)  # (E, A)
         self.reward = np.zeros((self.episodes, group_size))  # (E, A) the last reward
         self.totals = np.zeros(self.episodes)  # (E,) rewards so far
+        self.agent_totals = np.zeros((self.episodes, group_size))  # (E, A) each agent's rewards so far
         self.streams = np.empty((self.episodes, group_size, 1), np.uint64)  # (E, A, 1) splitmix64 states
         seed_streams(self.agent_seeds, group_size, SCORED_PASS, self.streams)
         self.t = 0
@@ -130,7 +133,7 @@ class SteppingCore:
         """Move everyone by actions (E, A) in 0..8 and pay them; returns the rewards (E, A)."""
         rewards = np.empty((self.episodes, self.agents))
         advance(self.cells, actions, self.good, self.evil, self.landscapes, self.t, self.rows, self.cols,
-                self.radius, self.threshold, rewards, self.totals)
+                self.radius, self.threshold, rewards, self.totals, self.agent_totals)
         self.reward = rewards
         self.t += 1
         return rewards
@@ -243,6 +246,7 @@ class GroupRun:
     seconds: float
     messages: float
     bits: float
+    agent_scores: np.ndarray  # (E, A) each agent's mean reward per iteration
     positions: np.ndarray | None = None  # (E, T+1, A) with record
     rewards: np.ndarray | None = None  # (E, T, A) with record
 
@@ -284,4 +288,5 @@ def play_group(group: Group, environments, record: bool = False) -> GroupRun:
             positions[:, core.t] = core.cells
             rewards_out[:, core.t - 1] = rewards
     seconds = time.perf_counter() - started
-    return GroupRun(core.totals / (agents * core.iterations), seconds, messages, bits, positions, rewards_out)
+    return GroupRun(core.totals / (agents * core.iterations), seconds, messages, bits,
+                    core.agent_totals / core.iterations, positions, rewards_out)

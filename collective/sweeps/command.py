@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
+from collective.simulation.plugins import PluginError
 from collective.sweeps.plan import PACKAGE_VERSION, EnvironmentBlock, plan
 
 # Dry-run estimate: agent-steps per second per worker, a round figure below the learner rates of
@@ -57,6 +58,7 @@ def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
     units = [unit for block in blocks for unit in block.units]
     return {
         "name": spec.name, "description": spec.description, "version": PACKAGE_VERSION, "spec": spec.source,
+        "plugins": spec.plugin_digests(),
         "groups": [{"key": g.key, "label": g.label, "behaviour": g.behaviour, "mix": g.mix, "protocol": g.protocol,
                     "protocol_params": dict(g.protocol_params)} for g in spec.groups],
         "cells": [{"key": cell.key, "factors": dict(cell.factors),
@@ -109,6 +111,8 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False)
     planned = {unit.id: unit for block in blocks for unit in block.units}
     with ResultsStore(out, spec.sweep_id, describe(spec, blocks), planned=set(planned)) as store:
         resumed = dict(store.finished)
+        if resumed:
+            _notice_changed_plugins(store.previous.get("plugins", {}), spec.plugin_digests())
         todo = [EnvironmentBlock(b.cell, b.first, b.stop, tuple(u for u in b.units if u.id not in resumed))
                 for b in blocks]
         todo = [block for block in todo if block.units]
@@ -143,6 +147,15 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False)
                         rows_resumed=sum(planned[unit].rows for unit in resumed), chunks_written=written,
                         chunks_resumed=len(resumed), wall_seconds=time.perf_counter() - started,
                         executor=executor.name, workers=executor.workers)
+
+
+def _notice_changed_plugins(before: dict[str, str], now: dict[str, str]) -> None:
+    """Say which plug-ins changed since the sweep's earlier rows were written: they change the numbers."""
+    for name in sorted(now):
+        if before.get(name, now[name]) != now[name]:
+            print(f"collective sweep: notice: plug-in {name} changed since this sweep began (source digest "
+                  f"{before[name]} -> {now[name]}); rows already written keep the old digest in plugin_digests",
+                  file=sys.stderr)
 
 
 def _positive_int(text: str) -> int:
@@ -197,6 +210,8 @@ def run_sweep(args: argparse.Namespace) -> int:
         summary = run_spec(spec, args.out, executor, progress=sys.stderr.isatty())
     except StoreError as error:
         return _usage_error(f"argument --out: {error}")
+    except PluginError as error:
+        return _usage_error(f"{error}; the rows written so far are kept: fix the plug-in and rerun to resume")
     print(summary.text())
     return 0
 

@@ -12,6 +12,7 @@ whatever `--workers` it is given.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import time
 from dataclasses import dataclass, fields, replace
@@ -22,7 +23,8 @@ import pyarrow as pa
 
 from collective.behaviours import learns
 from collective.config import EvaluationConfig
-from collective.evaluate import generate_environments, load_kernel, play
+from collective.evaluate import batch_episodes, generate_environments, load_kernel, play, plugin_group
+from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.sweeps.store import config_column_value, row_schema
 from collective.sweeps.spec import SweepSpec
@@ -87,7 +89,8 @@ def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
 def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, groups: tuple[int, ...],
            limit: int) -> tuple[WorkUnit, ...]:
     """Units playing `groups` of cell c on episodes [first, stop), each costing about `limit` or
-    less, costliest first: a costlier group is split by episodes, cheaper ones packed together."""
+    less, costliest first: a costlier group is split by episodes, cheaper ones packed together; a
+    group with a persistent plug-in is never split (see `_play_in_order`)."""
     cell = spec.cells[c]
     units, packed, packed_cost = [], [], 0
 
@@ -99,6 +102,9 @@ def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, gro
     for g in groups:
         per_episode = episode_cost(cell.configs[g])
         cost = per_episode * (stop - first)
+        if cell.configs[g].persistent:  # one unit, one plug-in object, the episodes in order
+            units.append(unit((g,), first, stop, cost))
+            continue
         if cost >= limit:
             pieces = min(math.ceil(cost / limit), stop - first)
             bounds = np.linspace(first, stop, pieces + 1).round().astype(int)
@@ -165,7 +171,8 @@ def _episodes_of(environments: EnvironmentBatch, start: int, stop: int) -> Envir
 
 
 def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
-    """Play each of the unit's groups on its episodes of the block; one row per (episode, group)."""
+    """Play each of the unit's groups on its episodes of the block; one row per (episode, group).
+    A plug-in's error names the cell, the group and the episodes it was playing."""
     cell = spec.cells[unit.cell]
     batch = _episodes_of(environments, unit.first - unit.block_first, unit.stop - unit.block_first)
     episodes = np.arange(unit.first, unit.stop)
@@ -174,9 +181,19 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
         config, group = cell.configs[g], spec.groups[g]
         seeds = group_agent_seeds(spec.seed, cell.key, episodes, group.key)
         started = time.perf_counter()
-        run = play(config, replace(batch, agent_seeds=seeds))
+        try:
+            run = _play_in_order(config, replace(batch, agent_seeds=seeds))
+        except PluginError as error:
+            factors = ", ".join(f"{name}={value}" for name, value in cell.factors)
+            raise PluginError(error.plugin, error.method, f"{error.message} (cell {factors}; group {group.label}; "
+                                                          f"episodes {unit.first}-{unit.stop - 1})") from error
         wall = time.perf_counter() - started
         n = len(episodes)
+        names = np.array(config.behaviours)
+        by_behaviour = [json.dumps({name: float(run.agent_scores[e, names == name].mean())
+                                    for name in dict.fromkeys(config.behaviours)}, separators=(",", ":"))
+                        for e in range(n)]
+        digests = json.dumps({plugin.spec: plugin.source_digest for plugin in config.plugins}, separators=(",", ":"))
         columns = {
             "sweep_id": [spec.sweep_id] * n, "cell": [cell.key] * n, "group": [group.label] * n,
             "group_key": [group.key] * n, "episode": episodes, "grid": [config.grid] * n,
@@ -188,9 +205,28 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             # the protocol's totals over the batch (training passes included) per scored iteration
             "messages_per_iteration": [run.messages / (n * config.iterations)] * n,
             "bits_per_iteration": [run.bits / (n * config.iterations)] * n,
+            "score_by_behaviour": by_behaviour, "plugin_digests": [digests] * n,
             "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
             "version": [PACKAGE_VERSION] * n,
         }
         columns.update({name: [config_column_value(value)] * n for name, value in config.as_record().items()})
         tables.append(pa.table(columns, schema=row_schema()))
     return pa.concat_tables(tables)
+
+
+def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
+    """One `play` of the unit's episodes; a persistent plug-in group instead plays them in episode
+    order, in `collective evaluate`'s batches, with one group object that keeps what it learns
+    (the plan never splits such a group's block, so the order is the same for any worker count)."""
+    if not config.uses_plugins:
+        return play(config, batch)
+    group = plugin_group(config)
+    if not group.persistent:
+        return play(config, batch, group=group)
+    size = batch_episodes(config)
+    runs = [play(config, _episodes_of(batch, first, min(first + size, len(batch))), group=group)
+            for first in range(0, len(batch), size)]
+    return replace(runs[0], mean_rewards=np.concatenate([run.mean_rewards for run in runs]),
+                   agent_scores=np.concatenate([run.agent_scores for run in runs]),
+                   kernel_seconds=sum(run.kernel_seconds for run in runs), messages=sum(run.messages for run in runs),
+                   bits=sum(run.bits for run in runs))

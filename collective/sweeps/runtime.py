@@ -6,15 +6,24 @@ refs handed to every unit of the block (the paired design); `GroupHost` actors p
 at a time each.
 
 Fault tolerance: a killed actor process (a GroupHost or the EnvironmentMaker) is restarted and its
-unfinished calls retried, so a dead worker costs time, never a row. Safe defaults for an embedded
+unfinished calls retried, so a dead worker costs time, never a row. A plug-in that raises stops the
+sweep with its `PluginError` (the unit's rows are never written).
+
+User plug-ins reach the workers through Ray's runtime environment (`plugin_runtime_env`): each
+plug-in module's top-level package, or its file, is shipped as a `py_modules` entry, so workers
+that have never seen the user's files (a cluster joined by `--address`) run them; every GroupHost
+then checks that its copies have the driver's source digests before playing anything. Safe defaults for an embedded
 Ray: no dashboard, a bounded object store, every server on the loopback address (Ray's local-only
 mode, its default on macOS and Windows, chosen through `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` before
 Ray is imported), no usage reporting.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
+import sys
+import sysconfig
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +31,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from collective.evaluate import load_kernel
+from collective.simulation.plugins import SHIPPED_FILES_VARIABLE, PluginError, is_import_path
 from collective.sweeps.spec import SweepSpec
 from collective.sweeps.plan import EnvironmentBlock, WorkUnit, generate_block, play_unit, prepare_process
 
@@ -35,6 +45,36 @@ def _is_loopback(address: str) -> bool:
     """Whether a Ray address ("host:port") names this machine's loopback interface."""
     host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
     return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def plugin_runtime_env(spec: SweepSpec) -> dict:
+    """Ray's runtime environment shipping the spec's plug-in code to the workers (Ray's `py_modules`):
+    a module plug-in's top-level package (or single module), a file plug-in's file, with the files'
+    names mapped for `plugins._import_file`. Code installed in the interpreter (site-packages, the
+    standard library) is not shipped: every worker must have it installed."""
+    installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    shipped, files = set(), {}
+    for cell in spec.cells:
+        for plugin in (p for config in cell.configs if config is not None for p in config.plugins):
+            if not is_import_path(plugin.spec):
+                raise PluginError(plugin.spec, "", "is registered by name in this process only: name it by import "
+                                                   "path (MODULE:CLASS or FILE.py:CLASS) to run it on Ray")
+            module = plugin.spec.rpartition(":")[0]
+            if module.endswith(".py"):
+                files[module] = plugin.source_file.stem
+                shipped.add(plugin.source_file.resolve())
+                continue
+            top = Path(sys.modules[module.split(".")[0]].__file__).resolve()
+            top = top.parent if top.name == "__init__.py" else top
+            if not any(top.is_relative_to(root) for root in installed):
+                shipped.add(top)
+    names = [path.stem for path in shipped]
+    clashing = sorted({name for name in names if names.count(name) > 1})
+    if clashing:
+        raise PluginError(clashing[0], "", "two plug-in sources of this name cannot both be shipped to Ray workers; "
+                                           "rename one")
+    return {"py_modules": sorted(str(path) for path in shipped),
+            "env_vars": {SHIPPED_FILES_VARIABLE: json.dumps(files)}} if shipped else {}
 
 
 class SerialExecutor:
@@ -87,6 +127,13 @@ class GroupHost(_Actor):
         self.spec = spec
         prepare_process()
 
+    def check_plugins(self, expected: dict[str, str]) -> None:
+        """PluginError when this worker's copy of a plug-in is not the driver's (same source digest)."""
+        for name, digest in self.spec.plugin_digests().items():
+            if digest != expected[name]:
+                raise PluginError(name, "", f"the Ray worker's copy (source digest {digest}) differs from the "
+                                            f"driver's ({expected[name]}): install the same version on every node")
+
     def play(self, unit: WorkUnit, environments) -> pa.Table:
         return play_unit(self.spec, unit, environments)
 
@@ -115,14 +162,15 @@ class RayExecutor:
             os.environ["RAY_worker_niceness"] = "0"  # Ray's default (15) starves the actors next to other work
         import ray
 
-        quiet = dict(logging_level=logging.ERROR, log_to_driver=False)
+        settings = dict(logging_level=logging.ERROR, log_to_driver=False,
+                        runtime_env=plugin_runtime_env(self.spec) or None)
         if self.address:
             if (Path.home() / ".ray" / "auth_token").exists():
                 os.environ.setdefault("RAY_AUTH_MODE", "token")  # as `ray start` decides for the cluster
-            ray.init(address=self.address, **quiet)
+            ray.init(address=self.address, **settings)
         else:
             ray.init(address="local", num_cpus=self.requested_workers or os.cpu_count(), include_dashboard=False,
-                     object_store_memory=OBJECT_STORE_BYTES, **quiet)
+                     object_store_memory=OBJECT_STORE_BYTES, **settings)
         try:
             cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
             self.workers = min(self.requested_workers or cpus, cpus)
@@ -131,6 +179,8 @@ class RayExecutor:
                           for _ in range(self.workers)]
             self.maker = ray.remote(num_cpus=0, **restartable)(EnvironmentMaker).remote()
             ray.get([actor.pid.remote() for actor in self.hosts + [self.maker]])  # every actor warm
+            _raise_plugin_errors(lambda: ray.get([host.check_plugins.remote(self.spec.plugin_digests())
+                                                  for host in self.hosts]))
         except BaseException:
             ray.shutdown()
             raise
@@ -177,6 +227,18 @@ class RayExecutor:
             [finished], _ = ray.wait(list(running), num_returns=1)
             host, unit = running.pop(finished)
             idle.append(host)
-            rows = ray.get(finished)
+            rows = _raise_plugin_errors(lambda: ray.get(finished))
             submit()
             yield unit, rows
+
+
+def _raise_plugin_errors(call):
+    """call(); a plug-in's error raised on a worker comes back as the PluginError itself."""
+    import ray
+
+    try:
+        return call()
+    except ray.exceptions.RayTaskError as error:
+        if isinstance(error.cause, PluginError):
+            raise error.cause from None
+        raise

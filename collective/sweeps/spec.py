@@ -47,7 +47,9 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from collective.config import ENVIRONMENT_CLASSES, ConfigError, EvaluationConfig
+from collective.behaviours import load_behaviour
+from collective.config import ENVIRONMENT_CLASSES, ConfigError, EvaluationConfig, parse_mix
+from collective.simulation.plugins import PluginError
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
                   "settings")
@@ -132,6 +134,11 @@ class SweepSpec:
     cells: tuple[Cell, ...]
     source: dict  # the parsed TOML, written to sweep.json
 
+    def plugin_digests(self) -> dict[str, str]:
+        """Import path -> source digest of every plug-in the spec plays (`PluginClass.source_digest`)."""
+        return {plugin.spec: plugin.source_digest for cell in self.cells for config in cell.configs
+                if config is not None for plugin in config.plugins}
+
     @property
     def sweep_id(self) -> str:
         """Name plus a hash of the spec's content: equal for equal specs, whatever the formatting."""
@@ -161,7 +168,11 @@ def parse_spec(source: dict, default_name: str = "sweep") -> SweepSpec:
     settings = _table(source.get("settings", {}), "settings")
     _check_settings(settings)
     groups = _group_types(_table(source["groups"], "groups"))
-    base = dict(settings, seed=source["seed"], episodes=source["episodes"], iterations=source["iterations"])
+    behaviour_params = {str(key): _param_text(value, f"settings.behaviour_params.{key}") for key, value in
+                        _table(settings.get("behaviour_params", {}), "settings.behaviour_params").items()}
+    _check_behaviour_params(behaviour_params, groups)
+    base = dict(settings, seed=source["seed"], episodes=source["episodes"], iterations=source["iterations"],
+                behaviour_params=behaviour_params)  # a copy: `source` is the spec as written
     profile = source["profile"]
     group_sizes = _list(factors["group_size"], "factors.group_size")
     for group in groups:
@@ -309,6 +320,24 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
     return tuple(result)
 
 
+def _declared(group: GroupType) -> set[str]:
+    """The parameters the group's plug-in behaviours declare ([settings] behaviour_params apply to
+    the groups whose plug-ins declare them); an unloadable plug-in is reported by the config."""
+    try:
+        return {p.name for name in (parse_mix(group.mix) if group.mix else [group.behaviour])
+                for p in load_behaviour(name).parameters}
+    except (PluginError, ValueError):
+        return set()
+
+
+def _check_behaviour_params(params: dict[str, str], groups: tuple[GroupType, ...]) -> None:
+    declared = set().union(*(_declared(group) for group in groups))
+    for key in params:
+        if key not in declared:
+            raise SpecError(f"settings.behaviour_params.{key}", f"no plug-in behaviour of the sweep declares it; "
+                                                                f"declared: {', '.join(sorted(declared)) or 'none'}")
+
+
 def _param_text(value: object, path: str) -> str:
     """Protocol parameters travel as strings, as on the command line; booleans as true/false."""
     if isinstance(value, bool):
@@ -333,8 +362,10 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
         if group.group_sizes is not None and fields_["group_size"] not in group.group_sizes:
             configs.append(None)
             continue
+        params = {key: value for key, value in fields_["behaviour_params"].items() if key in _declared(group)}
         try:
-            config = EvaluationConfig.from_profile(profile, **fields_, **group.config_fields())
+            config = EvaluationConfig.from_profile(profile, **dict(fields_, behaviour_params=params),
+                                                   **group.config_fields())
         except ConfigError as error:
             path = _key_path(error.field, choice, group)
             raise SpecError(path, f"{error.message} (cell {context}; group {group.label})") from None

@@ -46,6 +46,9 @@ RESULT_FIELDS = (
     ("local_optima", pa.int64()), ("correlation_length", pa.float64()),  # landscape rows only (spec §7)
     ("spawn_key", pa.list_(pa.int64())),  # (cell, episode, group): the agents' SeedSequence spawn key
     ("messages_per_iteration", pa.float64()), ("bits_per_iteration", pa.float64()),
+    # JSON: each behaviour's per-capita R̄ (a mixed group's focal and background scores, Melting Pot)
+    ("score_by_behaviour", pa.string()),
+    ("plugin_digests", pa.string()),  # JSON: import path -> source digest of the group's plug-ins
     ("wall_seconds", pa.float64()), ("kernel_seconds", pa.float64()),  # the group's batch time / episodes
     ("version", pa.string()),
 )
@@ -180,6 +183,7 @@ class ResultsStore:
         self.lock = DirectoryLock(self.directory)
         self.finished: dict[str, ChunkRecord] = {}
         self.schema = row_schema()
+        self.previous: dict = {}  # the sweep.json found in the directory, if any
 
     def __enter__(self) -> "ResultsStore":
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -203,9 +207,10 @@ class ResultsStore:
         spec_file = self.directory / SPEC_FILE
         if spec_file.exists():
             try:
-                existing = json.loads(spec_file.read_text()).get("sweep_id")
+                self.previous = json.loads(spec_file.read_text())
             except ValueError:
-                existing = None  # cut short while being written: rewritten below
+                self.previous = {}  # cut short while being written: rewritten below
+            existing = self.previous.get("sweep_id")
             if existing not in (None, self.sweep_id):
                 raise StoreError(f"{self.directory} holds sweep {existing}, not {self.sweep_id}: "
                                  f"a changed spec needs a new --out directory")
