@@ -73,10 +73,12 @@ def learner_count(config: EvaluationConfig) -> int:
 
 
 def batch_episodes(config: EvaluationConfig) -> int:
-    """Episodes per batch: enough work per kernel call to amortise its overhead."""
+    """Episodes per batch: enough work per kernel call to amortise its overhead, or fewer when a
+    plug-in declares `batch_episodes` (a persistent learner learns from batch to batch)."""
     steps = config.group_size * config.iterations
     steps *= 1 + (config.q_training_passes if learner_count(config) else 0)
-    return int(max(1, min(config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps)))
+    declared = [plugin.batch_episodes for plugin in config.plugins if plugin.batch_episodes]
+    return int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps] + declared)))
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,10 @@
 a killed driver resumed, and a cluster started with `ray start` and joined by address."""
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import tomllib
-from pathlib import Path
 
 import pytest
 
@@ -17,10 +14,8 @@ from collective.sweeps.runtime import RayExecutor, SerialExecutor
 from collective.sweeps.command import run_spec
 from collective.sweeps.spec import parse_spec
 from collective.sweeps.plan import generate_block, plan, play_unit
-from sweep_support import (BLOCKS_ROWS, BLOCKS_SPEC, SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC, rows,
-                           start_collective, write_spec)
-
-RAY = str(Path(sys.executable).with_name("ray"))
+from sweep_support import (BLOCKS_ROWS, BLOCKS_SPEC, CLUSTER_ENV, SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC,
+                           kill_session, ray_cluster, rows, start_collective, write_spec)
 
 
 @pytest.fixture(scope="module")
@@ -36,15 +31,6 @@ def tiny_reference(tiny, tmp_path_factory):
 @pytest.fixture(scope="module")
 def slow():
     return parse_spec(tomllib.loads(SLOW_SPEC), "slow")
-
-
-def kill_session(process: subprocess.Popen) -> None:
-    """End a process started with start_new_session and everything still in its session."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(timeout=30)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -106,41 +92,12 @@ def test_killed_driver_resumes_without_duplicates(slow, tmp_path):
     assert frame.groupby(["cell", "group_key"]).episode.agg(lambda e: sorted(e) == list(range(4000))).all()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_cluster_started_with_ray_start_and_joined_by_address(tiny, tiny_reference, tmp_path):
-    port = free_port()
-    # Loopback only, token authentication on; --block keeps `ray start` in the foreground so that
-    # the test stops exactly the cluster it started (`ray stop` would stop every Ray on the machine).
-    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
-           "RAY_USAGE_STATS_ENABLED": "0"}
-    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as temp_dir:
-        head = subprocess.Popen([RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-                                 "--include-dashboard=false", "--num-cpus", "2", "--object-store-memory",
-                                 str(200 << 20), "--disable-usage-stats", "--temp-dir", temp_dir, "--block"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                with socket.socket() as probe:
-                    if probe.connect_ex(("127.0.0.1", port)) == 0:
-                        break
-                assert head.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
-            result = subprocess.run(
-                [sys.executable, "-m", "collective", "sweep", str(write_spec(tmp_path, TINY_SPEC)), "--out",
-                 str(tmp_path / "out"), "--address", f"127.0.0.1:{port}"],
-                capture_output=True, text=True, timeout=600, env=env)
-        finally:
-            head.terminate()  # `ray start --block` stops its processes on SIGTERM
-            try:
-                head.wait(timeout=60)
-            finally:
-                kill_session(head)
+    with ray_cluster() as address:
+        result = subprocess.run(
+            [sys.executable, "-m", "collective", "sweep", str(write_spec(tmp_path, TINY_SPEC)), "--out",
+             str(tmp_path / "out"), "--address", address],
+            capture_output=True, text=True, timeout=600, env={**os.environ, **CLUSTER_ENV})
     assert result.returncode == 0, result.stderr
     assert "on ray with 2 worker(s)" in result.stdout
     assert rows(tmp_path / "out" / "dataset").equals(tiny_reference)

@@ -98,8 +98,9 @@ class BehaviourPlugin(TypingProtocol):
     Optional class attributes: `name`, `description`, `parameters` (a tuple of `Parameter`, given
     to the constructor as keyword arguments), `persistent` (True: one object plays the whole
     evaluation and keeps what it learned across its batches, played in episode order; False, the
-    default: it must start fresh in every `reset`), `protocols` (names or import paths of the
-    protocols its agents take part in, "*" for any)."""
+    default: it must start fresh in every `reset`), `batch_episodes` (the most episodes per batch:
+    a persistent learner's step), `protocols` (names or import paths of the protocols its agents
+    take part in, "*" for any)."""
 
     def act(self, obs: Observation) -> np.ndarray:
         """(E, A) integer actions in 0..8."""
@@ -133,6 +134,11 @@ class PluginClass:
     @property
     def persistent(self) -> bool:
         return bool(getattr(self.cls, "persistent", False))
+
+    @property
+    def batch_episodes(self) -> int | None:
+        """The most episodes a batch may hold for this plug-in (a persistent learner's step), if declared."""
+        return getattr(self.cls, "batch_episodes", None)
 
     @property
     def source_file(self) -> Path:
