@@ -167,7 +167,8 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     shape = (len(environments), config.group_size, config.iterations) if record else (0, 0, 0)
     positions = np.zeros((shape[0], shape[1], shape[2] + record), np.int32)  # (episodes, agents, T+1)
     rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)
-    agent_totals = np.zeros((len(environments), config.group_size))  # (episodes, agents)
+    mixed = len(set(config.behaviours)) > 1  # a mix's per-capita scores need each agent's total
+    agent_totals = np.zeros((len(environments), config.group_size)) if mixed else None  # (episodes, agents)
     learner = config.learner
     tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
                                learner.q_initial, separate_tables(config.coordination_threshold, protocol.code))
@@ -180,7 +181,8 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals)
     seconds = time.perf_counter() - start
     messages, bits = talk.comm
-    agent_scores = agent_totals / config.iterations
+    agent_scores = agent_totals / config.iterations if mixed else \
+        np.repeat(mean_rewards[:, None], config.group_size, axis=1)
     if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
         return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
                           positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1))

@@ -249,3 +249,14 @@ def test_persistent_plugins_keep_their_object_across_an_evaluation():
     for first in range(0, 10, 3):
         play(config, generate_environments(config, np.arange(first, min(first + 3, 10))), group=group)
     assert group.persistent and group.behaviours[0].instance.batches == 4
+
+
+@pytest.mark.parametrize("mix, protocol", [("q_learning:1,local_search:2,random:1", "none"),
+                                           ("sarsa:2,q_learning:1", "shared_q"), ("local_search:3,oracle:1", "wisdom"),
+                                           ("local_search:3", "none")])
+def test_per_agent_scores_are_each_agents_mean_reward(mix, protocol):
+    """The kernel's per-agent totals (a mix's focal and background scores) against its recorded
+    rewards; a homogeneous group skips them and reports R̄ for every agent."""
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, q_training_passes=5, **SMALL)
+    run = play(config, generate_environments(config, np.arange(config.episodes)), record=True)
+    assert np.allclose(run.agent_scores, run.rewards.mean(axis=1), rtol=0, atol=1e-12)

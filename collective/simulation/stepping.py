@@ -20,7 +20,7 @@ from numba import njit
 
 from collective.environments.scene import Scene, scene_reward
 from collective.environments.torus import chebyshev, proximity, wrap
-from collective.simulation.kernel import SCORED_PASS, episode_field
+from collective.simulation.kernel import SCORED_PASS, episode_row
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
 
@@ -31,7 +31,7 @@ def scene_at(good, evil, landscapes, e, t, rows, cols, radius):
     gr, gc = np.int64(good[e, t]) // cols, np.int64(good[e, t]) % cols
     shift_r = (gr - np.int64(good[e, 0]) // cols) % rows
     shift_c = (gc - np.int64(good[e, 0]) % cols) % cols
-    return Scene(gr, gc, np.int64(evil[e, t]) // cols, np.int64(evil[e, t]) % cols, episode_field(landscapes, e),
+    return Scene(gr, gc, np.int64(evil[e, t]) // cols, np.int64(evil[e, t]) % cols, episode_row(landscapes, e),
                  shift_r, shift_c, rows, cols, radius)
 
 
