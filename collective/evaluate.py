@@ -90,7 +90,9 @@ class EpisodeRun:
     kernel_seconds: float
     messages: float  # sent by the protocol over the batch, training passes included
     bits: float
-    agent_scores: np.ndarray | None = None  # (episodes, agents) each agent's mean reward per iteration
+    # (episodes, agents) each agent's mean reward per iteration; None for a homogeneous group on the fused
+    # kernel (its per-capita score is R̄; see `simulate_batch`)
+    agent_scores: np.ndarray | None = None
     positions: np.ndarray | None = None  # (episodes, T+1, agents) with record=True
     rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
 
@@ -181,8 +183,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals)
     seconds = time.perf_counter() - start
     messages, bits = talk.comm
-    agent_scores = agent_totals / config.iterations if mixed else \
-        np.repeat(mean_rewards[:, None], config.group_size, axis=1)
+    agent_scores = agent_totals / config.iterations if mixed else None
     if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
         return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
                           positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1))

@@ -189,10 +189,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
                                                           f"episodes {unit.first}-{unit.stop - 1})") from error
         wall = time.perf_counter() - started
         n = len(episodes)
-        names = np.array(config.behaviours)
-        by_behaviour = [json.dumps({name: float(run.agent_scores[e, names == name].mean())
-                                    for name in dict.fromkeys(config.behaviours)}, separators=(",", ":"))
-                        for e in range(n)]
+        by_behaviour = [json.dumps(scores, separators=(",", ":")) for scores in _scores_by_behaviour(config, run)]
         digests = json.dumps({plugin.spec: plugin.source_digest for plugin in config.plugins}, separators=(",", ":"))
         columns = {
             "sweep_id": [spec.sweep_id] * n, "cell": [cell.key] * n, "group": [group.label] * n,
@@ -230,3 +227,12 @@ def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
                    agent_scores=np.concatenate([run.agent_scores for run in runs]),
                    kernel_seconds=sum(run.kernel_seconds for run in runs), messages=sum(run.messages for run in runs),
                    bits=sum(run.bits for run in runs))
+
+
+def _scores_by_behaviour(config: EvaluationConfig, run) -> list[dict[str, float]]:
+    """Per episode, each behaviour's per-capita R̄ (a homogeneous group's is the group's R̄)."""
+    if run.agent_scores is None:
+        return [{config.behaviours[0]: float(score)} for score in run.mean_rewards]
+    names = np.array(config.behaviours)
+    return [{name: float(row[names == name].mean()) for name in dict.fromkeys(config.behaviours)}
+            for row in run.agent_scores]
