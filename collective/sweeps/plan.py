@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from collective.behaviours import learns
 from collective.config import EvaluationConfig
-from collective.evaluate import batch_episodes, generate_environments, load_kernel, play, plugin_group
+from collective.evaluate import (batch_episodes, generate_environments, load_kernel, load_stepping_core, play,
+                                 plugin_group)
 from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.sweeps.store import config_column_value, row_schema
@@ -142,10 +143,13 @@ def _taper(spec: SweepSpec, blocks: list[EnvironmentBlock]) -> tuple[Environment
     return tuple(reversed(tapered))
 
 
-def prepare_process() -> None:
-    """Load what playing a unit needs before anything is timed: the compiled code (`load_kernel`)
-    and pyarrow's table builder, which imports pandas (~0.4 s) when it builds its first table."""
+def prepare_process(spec: SweepSpec) -> None:
+    """Load what playing the spec's units needs before anything is timed: the compiled code
+    (`load_kernel`, and `load_stepping_core` when a group has a plug-in) and pyarrow's table
+    builder, which imports pandas (~0.4 s) when it builds its first table."""
     load_kernel()
+    if any(config is not None and config.uses_plugins for cell in spec.cells for config in cell.configs):
+        load_stepping_core()
     row_schema().empty_table()
 
 

@@ -87,7 +87,7 @@ class SerialExecutor:
         self.workers = 1
 
     def __enter__(self) -> "SerialExecutor":
-        prepare_process()
+        prepare_process(self.spec)
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -125,7 +125,7 @@ class GroupHost(_Actor):
 
     def __init__(self, spec: SweepSpec):
         self.spec = spec
-        prepare_process()
+        prepare_process(spec)
 
     def check_plugins(self, expected: dict[str, str]) -> None:
         """PluginError when this worker's copy of a plug-in is not the driver's (same source digest)."""
