@@ -263,3 +263,17 @@ def test_per_agent_scores_are_each_agents_mean_reward(mix, protocol):
         assert run.agent_scores is None
     else:
         assert np.allclose(run.agent_scores, run.rewards.mean(axis=1), rtol=0, atol=1e-12)
+
+
+def test_a_plugin_without_a_source_file_has_an_empty_digest(monkeypatch):
+    """A class defined where no file is (a notebook) still plays; its rows record no digest."""
+    import types
+
+    from collective.simulation.plugins import PluginClass
+
+    module = types.ModuleType("notebook_cell")
+    monkeypatch.setitem(__import__("sys").modules, "notebook_cell", module)
+    inline = type("Inline", (), {"act": lambda self, obs: np.full(obs.cell.shape, 4), "__module__": "notebook_cell"})
+    assert PluginClass("notebook_cell:Inline", inline, builtin=False).source_digest == ""
+    assert PluginClass(LOCAL, __import__("examples.numpy_local_search").numpy_local_search.LocalSearch,
+                       builtin=False).source_digest != ""

@@ -141,14 +141,17 @@ class PluginClass:
         return getattr(self.cls, "batch_episodes", None)
 
     @property
-    def source_file(self) -> Path:
-        return Path(sys.modules[self.cls.__module__].__file__)
+    def source_file(self) -> Path | None:
+        """The file of the plug-in's module; None for a class defined where no file is (a notebook)."""
+        path = getattr(sys.modules.get(self.cls.__module__), "__file__", None)
+        return Path(path) if path else None
 
     @property
     def source_digest(self) -> str:
-        """SHA-256 (16 hex digits) of the source file of the plug-in's module: a changed plug-in
-        changes the numbers, so results record which code made them."""
-        return hashlib.sha256(self.source_file.read_bytes()).hexdigest()[:16]
+        """SHA-256 (16 hex digits) of the source file of the plug-in's module, '' when it has none:
+        a changed plug-in changes the numbers, so results record which code made them."""
+        path = self.source_file
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path else ""
 
     @property
     def joins(self) -> frozenset[str]:

@@ -60,6 +60,8 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
                 raise PluginError(plugin.spec, "", "is registered by name in this process only: name it by import "
                                                    "path (MODULE:CLASS or FILE.py:CLASS) to run it on Ray")
             module = plugin.spec.rpartition(":")[0]
+            if plugin.source_file is None:
+                raise PluginError(plugin.spec, "", "its module has no source file to ship to Ray workers")
             if module.endswith(".py"):
                 files[module] = plugin.source_file.stem
                 shipped.add(plugin.source_file.resolve())
