@@ -83,7 +83,10 @@ class AnytimeConfig:
         _require_whole(self, "memory_limit_bytes", 1)
         if not isinstance(self.time_based, bool):
             raise ConfigError("time_based", f"must be true or false (got {self.time_based!r})")
-        self.evaluation.with_changes(iterations=self.start_budget)  # the K range must be reachable at n₀
+        try:  # the K range must be reachable, and the first episode fit in memory, at n₀
+            self.evaluation.with_changes(iterations=self.start_budget)
+        except ConfigError as error:
+            raise ConfigError("start_budget" if error.field == "iterations" else error.field, error.message) from None
 
     def as_record(self) -> dict[str, object]:
         unused = ("iterations", "episodes")

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import signal
 import sys
 from pathlib import Path
 
-from collective.behaviours import behaviour_names, get_behaviour
+from collective.behaviours import behaviour_names, get_behaviour, learns
 from collective.simulation.plugins import PluginError
-from collective.config import PROFILES, ConfigError, EvaluationConfig
+from collective.config import PROFILES, ConfigError, EvaluationConfig, parse_mix
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 from protocols import get_protocol, protocol_names
@@ -35,6 +37,10 @@ FIELD_OPTIONS = {
 }
 
 DEMO_BEHAVIOURS = ("random", "local_search", "oracle", "q_learning", "sarsa", "imitation")
+LANDSCAPE_OPTIONS = {"peaks": "--peaks", "peak_width": "--peak-width", "ruggedness": "--ruggedness",
+                     "motion": "--motion"}
+CONFIRM_AGENT_STEPS = 10**12  # a larger run needs --yes
+AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -44,13 +50,19 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def whole(text: str) -> int:
+    """An ASCII whole number: int() also takes '１０', '1_000' and surrounding blanks."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise argparse.ArgumentTypeError(f"expected a whole number in ASCII digits (got {text!r})")
+    return int(text)
+
+
 def parse_grid(text: str) -> tuple[int, int]:
     """'10' -> (10, 10); '8x12' -> (8, 12)."""
     parts = text.lower().split("x")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected M or MxN with whole numbers (got {text!r})") from None
+    if not all(re.fullmatch(r"[0-9]+", p) for p in parts):
+        raise argparse.ArgumentTypeError(f"expected M or MxN with whole numbers in ASCII digits (got {text!r})")
+    values = [int(p) for p in parts]
     if len(values) == 1:
         return values[0], values[0]
     if len(values) == 2:
@@ -61,10 +73,9 @@ def parse_grid(text: str) -> tuple[int, int]:
 def parse_complexity(text: str) -> tuple[int, int]:
     """'12' -> (12, 12); '2:23' -> (2, 23)."""
     parts = text.split(":")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected K or KMIN:KMAX with whole numbers (got {text!r})") from None
+    if not all(re.fullmatch(r"[+-]?[0-9]+", p) for p in parts):
+        raise argparse.ArgumentTypeError(f"expected K or KMIN:KMAX with whole numbers in ASCII digits (got {text!r})")
+    values = [int(p) for p in parts]
     if len(values) not in (1, 2):
         raise argparse.ArgumentTypeError(f"expected K or KMIN:KMAX (got {text!r})")
     return values[0], values[-1]
@@ -78,19 +89,21 @@ def parse_param(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def _add_group_options(parser: argparse.ArgumentParser) -> None:
+def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, episodes: int = 1000) -> None:
+    """The group and environment options; `group_size` and `episodes` are the command's defaults."""
     env = parser.add_argument_group("environment (spec §1-2)")
     env.add_argument("--grid", type=parse_grid, default=(10, 10), metavar="MxN",
                      help="toroidal grid size; '10' means 10x10 (default 10x10)")
-    env.add_argument("--iterations", type=int, default=200, metavar="T", help="iterations per episode (default 200)")
-    env.add_argument("--episodes", type=int, default=1000, metavar="E", help="episodes to average over (default 1000)")
-    env.add_argument("--seed", type=int, default=0, metavar="S", help="root seed of all randomness (default 0)")
+    env.add_argument("--iterations", type=whole, default=200, metavar="T", help="iterations per episode (default 200)")
+    env.add_argument("--episodes", type=whole, default=episodes, metavar="E",
+                     help=f"episodes to average over (default {episodes})")
+    env.add_argument("--seed", type=whole, default=0, metavar="S", help="root seed of all randomness (default 0)")
     env.add_argument("--profile", default="paper", metavar="NAME",
                      help=f"setting bundle: {', '.join(PROFILES)} (default paper; see README)")
-    env.add_argument("--observation-range", type=int, default=None, metavar="K",
+    env.add_argument("--observation-range", type=whole, default=None, metavar="K",
                      help="Moore neighbourhood range agents observe (default 1)")
-    env.add_argument("--reward-radius", type=int, default=None, metavar="D", help="reward radius (default 1)")
-    env.add_argument("--coordination-threshold", type=int, default=None, metavar="Q",
+    env.add_argument("--reward-radius", type=whole, default=None, metavar="D", help="reward radius (default 1)")
+    env.add_argument("--coordination-threshold", type=whole, default=None, metavar="Q",
                      help="pay the positive reward only when Q agents are near Good (default 1 = off)")
     env.add_argument("--complexity", type=parse_complexity, default=None, metavar="K|KMIN:KMAX",
                      help="required pattern complexity K, LZ76 phrases (paper profile: 1:23)")
@@ -101,8 +114,8 @@ def _add_group_options(parser: argparse.ArgumentParser) -> None:
     env.add_argument("--env", default=None, metavar="CLASS",
                      help="environment class: lambda_star (default) or landscape (fitness landscape, spec §7)")
     land = parser.add_argument_group("fitness landscapes (--env landscape; paper 003 §6.2)")
-    land.add_argument("--peaks", type=int, default=None, help="local optima, one of them global (default 8)")
-    land.add_argument("--peak-width", type=int, default=None,
+    land.add_argument("--peaks", type=whole, default=None, help="local optima, one of them global (default 8)")
+    land.add_argument("--peak-width", type=whole, default=None,
                       help="cells from a peak to the foot of its slope (default 1)")
     land.add_argument("--ruggedness", type=float, default=None,
                       help="0..1: how close the secondary optima stand to the global one (default 0.5)")
@@ -112,7 +125,9 @@ def _add_group_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--behaviour", default=None, metavar="NAME",
                        help=f"one of: {', '.join(behaviour_names())}; or your own class by import path, "
                             "MODULE:CLASS or FILE.py:CLASS (README: Bring your own agent)")
-    group.add_argument("--group-size", type=int, default=1, metavar="G", help="agents in the group (default 1)")
+    group.add_argument("--group-size", type=whole, default=None, metavar="G",
+                       help=f"agents in the group (default {group_size})")
+    parser.set_defaults(default_group_size=group_size)
     group.add_argument("--mix", default=None, metavar="NAME:N,...",
                        help="a mixed group instead of --behaviour/--group-size, e.g. local_search:3,q_learning:2 "
                             "or my_pkg.agents:Homing:3,local_search:7")
@@ -128,10 +143,15 @@ def _add_group_options(parser: argparse.ArgumentParser) -> None:
     rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
     rl.add_argument("--epsilon", type=float, default=None, help="exploration rate while training (default 0)")
     rl.add_argument("--q-initial", type=float, default=None, help="initial Q value (paper 0, lambdastar2016 2)")
-    rl.add_argument("--training-passes", type=int, default=None, help="training passes per episode (default 100)")
+    rl.add_argument("--training-passes", type=whole, default=None, help="training passes per episode (default 100)")
     rl.add_argument("--reward-scale", type=float, default=None,
                     help="training reward factor (paper 1, lambdastar2016 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def _add_yes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true",
+                        help=f"run even above {CONFIRM_AGENT_STEPS:.0e} agent-steps (training passes included)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,13 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     evaluate = commands.add_parser("evaluate", help="score one agent group: Υ with a 95%% CI",
                                    description="Score one agent group on Λ*: Υ (paper 003 Definition 3) "
-                                               "with a 95%% confidence interval.")
+                                               "with a 95% confidence interval.")
     _add_group_options(evaluate)
+    _add_yes_option(evaluate)
     demo = commands.add_parser("demo", help="compare the six behaviours on one grid",
                                description="Evaluate random, local search, oracle, Q-learning, SARSA and "
-                                           "imitation with the same environments and print a table.")
-    _add_group_options(demo)
-    demo.set_defaults(episodes=300, group_size=5)
+                                           "imitation, each as a group of 5 over 300 episodes unless told "
+                                           "otherwise, with the same environments and print a table "
+                                           "(--behaviour or --mix: that group only).")
+    _add_group_options(demo, group_size=5, episodes=300)
+    _add_yes_option(demo)
     commands.add_parser("behaviours", help="list the behaviours")
     commands.add_parser("protocols", help="list the protocols and their parameters")
     add_sweep_parser(commands)
@@ -156,10 +179,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_group_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject options that would be silently ignored: a behaviour or group size beside a mix
+    that sets both, landscape parameters without the landscape class."""
+    def usage(option: str, message: str) -> None:
+        parser.exit(2, f"collective {args.command}: error: argument {option}: {message}\n")
+
+    if args.mix and args.behaviour:
+        usage("--behaviour", "not with --mix (the mix names each agent's behaviour)")
+    if args.mix and args.group_size is not None:
+        try:
+            size = len(parse_mix(args.mix))
+        except ValueError:
+            size = None  # the config names the malformed mix
+        if size is not None and args.group_size != size:
+            usage("--group-size", f"the mix {args.mix!r} has {size} agents (got {args.group_size}); "
+                                  "leave --group-size out with --mix")
+    if args.env != "landscape":
+        for name, option in LANDSCAPE_OPTIONS.items():
+            if getattr(args, name) is not None:
+                usage(option, "only with --env landscape")
+
+
+def check_config(parser: argparse.ArgumentParser, args: argparse.Namespace, config: EvaluationConfig) -> None:
+    """Reject a coordination threshold the group cannot reach: Good would never pay (spec §6.1)."""
+    if config.coordination_threshold > config.group_size:
+        parser.exit(2, f"collective {args.command}: error: argument --coordination-threshold: at most the "
+                       f"group size {config.group_size}, or Good never pays (got {config.coordination_threshold})\n")
+
+
+def agent_steps(config: EvaluationConfig) -> int:
+    """Agent-steps of an evaluation: scored steps and the learners' training passes."""
+    learners = sum(map(learns, config.behaviours))
+    return config.episodes * config.iterations * (config.group_size + learners * config.q_training_passes)
+
+
 def config_from_args(args: argparse.Namespace, behaviour: str | None) -> EvaluationConfig:
     k_min, k_max = args.complexity if args.complexity else (None, None)
+    group_size = args.group_size if args.group_size is not None or args.mix else args.default_group_size
     return EvaluationConfig.from_profile(
-        args.profile, behaviour=behaviour, group_size=args.group_size, mix=args.mix, rows=args.grid[0],
+        args.profile, behaviour=behaviour, group_size=group_size, mix=args.mix, rows=args.grid[0],
         cols=args.grid[1], iterations=args.iterations, episodes=args.episodes, seed=args.seed,
         protocol=args.protocol, protocol_params=tuple(args.protocol_param),
         behaviour_params=tuple(args.behaviour_param),
@@ -187,7 +246,7 @@ def _add_anytime_parser(commands) -> None:
     for option in ("--iterations", "--episodes"):  # replaced by the test's budget: rejected if given
         anytime.add_argument(option, default=None, help=argparse.SUPPRESS)
     test = anytime.add_argument_group("anytime test (paper 000 §5.2-5.3)")
-    test.add_argument("--start-budget", type=int, default=None, metavar="N",
+    test.add_argument("--start-budget", type=whole, default=None, metavar="N",
                       help="iterations of the first environment, then n <- n + floor(n/2) (default 10)")
     test.add_argument("--time-based", action="store_true",
                       help="Definition 18: a time slot per environment, converted to iterations at the group's speed")
@@ -195,7 +254,7 @@ def _add_anytime_parser(commands) -> None:
                       help="first time slot with --time-based, then S <- 1.5 S (default 1e-6)")
     test.add_argument("--budget-seconds", type=float, default=None, metavar="S",
                       help="stop after S seconds (Θ; default: until Ctrl-C)")
-    test.add_argument("--max-environments", type=int, default=None, metavar="M", help="stop after M environments")
+    test.add_argument("--max-environments", type=whole, default=None, metavar="M", help="stop after M environments")
     test.add_argument("--trace-out", default=None, metavar="FILE.parquet", help="write the trace as Parquet")
 
 
@@ -210,10 +269,17 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
                           "test's budget (see --start-budget)")
     if not (args.behaviour or args.mix):
         usage("--behaviour", "required (or give --mix)")
+    check_group_args(parser, args)
     if args.start_seconds is not None and not args.time_based:
         usage("--start-seconds", "only with --time-based")
-    if args.trace_out and not Path(args.trace_out).resolve().parent.is_dir():
-        usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
+    if args.trace_out:
+        trace = Path(args.trace_out)
+        if trace.is_dir():
+            usage("--trace-out", f"{args.trace_out!r} is a directory; give a file name")
+        if not trace.resolve().parent.is_dir():
+            usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
+        if not os.access(trace if trace.exists() else trace.resolve().parent, os.W_OK):
+            usage("--trace-out", f"{args.trace_out!r} is not writable")
     from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, run_anytime,
                                     write_trace)
 
@@ -222,15 +288,24 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
         config = AnytimeConfig(config_from_args(args, args.behaviour), time_based=args.time_based, **settings)
     except ConfigError as error:
         usage(ANYTIME_OPTIONS.get(error.field) or FIELD_OPTIONS.get(error.field, error.field), error.message)
+    check_config(parser, args, config.evaluation)
+    from collective.evaluate import load_compiled
+
+    load_compiled(config.evaluation, notify=True)
     if not args.json:
         print(TRACE_HEADER, flush=True)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even in the background
     try:
         result = run_anytime(config, on_step=None if args.json else lambda step: print(format_step(step), flush=True))
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: the results are written whole
+        print(json.dumps(result.as_record()) if args.json else format_summary(result), flush=True)
         if args.trace_out:
-            write_trace(result, args.trace_out)
-        print(json.dumps(result.as_record()) if args.json else format_summary(result))
+            try:
+                write_trace(result, args.trace_out)
+            except OSError as error:  # checked up front, yet the file system may still refuse
+                print(f"collective anytime: error: cannot write --trace-out {args.trace_out!r}: "
+                      f"{error.strerror or error}", file=sys.stderr)
+                return 1
     finally:
         signal.signal(signal.SIGINT, previous)
     return 0
@@ -278,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         parser.exit(2, f"collective {args.command}: error: {error} (--debug shows the traceback)\n")
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"collective {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -298,15 +378,23 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return run_anytime_command(parser, args)
     if args.command == "evaluate" and not (args.behaviour or args.mix):
         parser.exit(2, "collective evaluate: error: argument --behaviour: required (or give --mix)\n")
+    check_group_args(parser, args)
     behaviours = [args.behaviour] if args.behaviour or args.mix else list(DEMO_BEHAVIOURS)
     try:
         configs = [config_from_args(args, b) for b in behaviours]
     except ConfigError as error:
         option = FIELD_OPTIONS.get(error.field, error.field)
         parser.exit(2, f"collective {args.command}: error: argument {option}: {error.message}\n")
+    for config in configs:
+        check_config(parser, args, config)
+    steps = sum(map(agent_steps, configs))
+    if steps > CONFIRM_AGENT_STEPS and not args.yes:
+        hours = steps / AGENT_STEPS_PER_SECOND / 3600
+        parser.exit(2, f"collective {args.command}: error: argument --yes: required for {steps:.2e} agent-steps "
+                       f"(above {CONFIRM_AGENT_STEPS:.0e}; ~{hours:,.0f} h at ~10 M agent-steps/s)\n")
     from collective.evaluate import evaluate  # imported late: --help and bad input stay fast
 
-    records = [evaluate(config, progress=sys.stderr.isatty()).as_record() for config in configs]
+    records = [evaluate(config, progress=True).as_record() for config in configs]
     if args.json:
         print(json.dumps(records[0] if len(records) == 1 else records))
     else:

@@ -6,6 +6,7 @@ so numbers can be compared with its published results.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
@@ -17,6 +18,10 @@ from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation.kernel import LearnerParameters
 from collective.simulation.plugins import PluginClass, PluginError
 from protocols import load_protocol
+
+TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # episodes per batch: about half a second of kernel time
+SEED_MAX = 2**63 - 1
+REACHABLE_PROBES = 2000  # episodes `reachable_k` generates to probe a K range
 
 # Fields each profile sets; anything given explicitly overrides them.
 ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
@@ -237,9 +242,14 @@ def _validate(c: EvaluationConfig) -> None:
     _require_int(c, "group_size", 1)
     _require_int(c, "iterations", 1)
     _require_int(c, "episodes", 1)
-    _require_int(c, "seed", 0)
+    _require_int(c, "seed", 0, f" in 0..2**63-1 = 0..{SEED_MAX}")
+    if c.seed > SEED_MAX:
+        raise ConfigError("seed", f"must be an integer in 0..2**63-1 = 0..{SEED_MAX} (got {c.seed})")
     _require_int(c, "reward_radius", 0)
     view = _require_int(c, "observation_range", 1)
+    if 2 * view >= min(c.rows, c.cols) and view == 1:
+        raise ConfigError("rows", f"a {c.grid} grid cannot hold the range-1 observation window; "
+                          "the smallest grid for range k is (2k+1)x(2k+1), 3x3 for k = 1")
     if 2 * view >= min(c.rows, c.cols):
         raise ConfigError("observation_range", f"must be below half the grid's shorter side, "
                           f"at most {(min(c.rows, c.cols) - 1) // 2} on {c.grid} (got {view})")
@@ -250,6 +260,7 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_initial", -1e6, 1e6)
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
+    _validate_memory(c)
     _validate_landscape(c)
     _validate_k_range(c)
 
@@ -311,6 +322,42 @@ def _validate_protocol(c: EvaluationConfig) -> None:
         protocol.cls.check_group(values, participants)
     except ValueError as error:
         raise ConfigError("protocol", str(error)) from None
+
+
+def physical_memory_limit() -> int:
+    """Half the physical memory: the most one run may plan to use."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+
+def memory_needs(c: EvaluationConfig) -> dict[str, int]:
+    """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
+    shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
+    landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
+    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows."""
+    steps = c.group_size * c.iterations * (1 + (c.q_training_passes if any(map(learns, c.behaviours)) else 0))
+    batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))
+    cells, agents = c.rows * c.cols, c.group_size
+    learners = sum(map(learns, c.behaviours))
+    probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
+    window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.uses_plugins else 0
+    tables = learners * cells * c.iterations * (9 * 8 + 1)
+    return {
+        "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0),
+        "rows": (batch * cells * 8 if c.env == "landscape" else 0) + cells * 8
+        + (tables if c.iterations <= cells else 0),
+        "group_size": batch * agents * 8 * 5,
+        "observation_range": batch * agents * window,
+    }
+
+
+def _validate_memory(c: EvaluationConfig) -> None:
+    """Refuse, before allocating anything, a run whose arrays would not fit in memory."""
+    needs = memory_needs(c)
+    total, limit = sum(needs.values()), physical_memory_limit()
+    if total > limit:
+        raise ConfigError(max(needs, key=needs.get), f"a run of {c.grid}, T={c.iterations}, group of {c.group_size} "
+                          f"needs ~{total / 2**30:.1f} GiB of memory; the limit is {limit / 2**30:.1f} GiB "
+                          "(half the physical memory)")
 
 
 def _validate_landscape(c: EvaluationConfig) -> None:

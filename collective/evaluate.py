@@ -10,15 +10,17 @@ always gets the same seeds (see `random_streams`), so the result does not depend
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from dataclasses import dataclass
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from collective.behaviours import learns, load_behaviour
-from collective.config import EvaluationConfig
+from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.random_streams import episode_seed_table
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate
@@ -26,8 +28,6 @@ from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledPr
 from collective.simulation.kernel import learner_workspace, separate_tables, simulate_batch, talk_workspace
 from collective.simulation.stepping import Group, Member, play_group
 from protocols import NONE, load_protocol
-
-TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # about half a second of kernel time
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class EvaluationResult:
     training_steps: int  # learner agent-steps spent in training passes
     messages: float  # protocol messages over all passes (spec §6)
     bits: float
+    compile_seconds: float = 0.0  # loading or compiling the kernels, outside wall_seconds
     local_optima_mean: float | None = None  # landscapes only (spec §7)
     correlation_length_mean: float | None = None
 
@@ -57,6 +58,7 @@ class EvaluationResult:
             "profile": self.config.profile, "k_mean": e.k_mean, "k_normalised_mean": e.k_normalised_mean,
             "entropy_bits": self.entropy_bits, "seed": self.config.seed,
             "wall_seconds": self.wall_seconds, "kernel_seconds": self.kernel_seconds,
+            "compile_seconds": self.compile_seconds,
             "agent_steps": self.agent_steps, "training_steps": self.training_steps,
             "agent_steps_per_second": total_steps / self.kernel_seconds if self.kernel_seconds else None,
             "messages_per_iteration": self.messages / (e.episodes * self.config.iterations),
@@ -110,7 +112,7 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
     A plug-in group plays on the stepping core with `group` (made once per evaluation by
     `plugin_group`, so that persistent plug-ins keep their state), or a fresh one."""
-    load_kernel()
+    load_kernel(config.env)
     if config.uses_plugins:
         load_stepping_core()
         run = play_group(group or plugin_group(config), environments, record)
@@ -142,15 +144,20 @@ def plugin_group(config: EvaluationConfig) -> Group:
 
 
 # The smallest episode, played once per process to load the compiled code before any timing.
+PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
+
+
 TINY = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
 
 
 @functools.cache
-def load_kernel() -> None:
+def load_kernel(env: str = "lambda_star") -> None:
     """Have numba load (or compile) the simulator and the pattern generators in this process now,
-    before anything is timed, so that kernel_seconds measure simulation only. Every
-    configuration shares the kernel's types, so one tiny episode suffices."""
-    _play(TINY, generate_environments(TINY, np.arange(1)), record=False)
+    before anything is timed, so that kernel_seconds measure simulation only. Every configuration
+    of an environment class shares the kernel's types (a landscape adds its field, a second
+    compilation), so one tiny episode of the class suffices."""
+    tiny = TINY.with_changes(env=env, landscape_peaks=1)
+    _play(tiny, generate_environments(tiny, np.arange(1)), record=False)
 
 
 @functools.cache
@@ -159,6 +166,54 @@ def load_stepping_core() -> None:
     play plug-ins only: one tiny episode of searchers under a protocol."""
     talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast")
     play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
+
+
+def kernel_cached() -> bool:
+    """Whether numba's cache for these sources (`numba_cache`) holds the simulator, so that
+    `load_kernel` loads it rather than compiling it for about a minute."""
+    from numba.core import config
+
+    return any(Path(config.CACHE_DIR).rglob("*simulate_batch*.nbi"))
+
+
+def load_compiled(config: EvaluationConfig, notify: bool = False) -> float:
+    """Load (or compile) the code `config` plays on; returns the seconds it took. With `notify`,
+    a cold cache is announced on stderr, so that the first run is not silent for a minute."""
+    cold = notify and not kernel_cached()
+    if cold:
+        print("collective: compiling kernels (first run only; ~1 min) ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    load_kernel(config.env)
+    if config.uses_plugins:
+        load_stepping_core()
+    seconds = time.perf_counter() - started
+    if cold:
+        print(f"collective: ... done in {seconds:.0f} s", file=sys.stderr, flush=True)
+    return seconds
+
+
+class ProgressLines:
+    """Progress as plain stderr lines (episodes done, rate, ETA) at most every PROGRESS_SECONDS:
+    tqdm draws a bar on a terminal only, and a long run in a log would otherwise say nothing."""
+
+    def __init__(self, total: int, label: str):
+        self.total, self.label, self.done = total, label, 0
+        self.started = self.last = time.perf_counter()
+
+    def update(self, episodes: int) -> None:
+        self.done += episodes
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_SECONDS and self.done < self.total:
+            self.last = now
+            rate = self.done / (now - self.started)
+            print(f"collective: {self.label}: {self.done}/{self.total} episodes, {rate:.3g} episodes/s, "
+                  f"ETA {(self.total - self.done) / rate:.0f} s", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "ProgressLines":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
 
 
 def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool) -> EpisodeRun:
@@ -197,14 +252,19 @@ def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tu
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
-    """Υ of the configured group over `config.episodes` episodes (paper 003 Definitions 2-3)."""
+    """Υ of the configured group over `config.episodes` episodes (paper 003 Definitions 2-3).
+    `progress` shows progress on stderr (a bar on a terminal, else plain lines) and announces a
+    compilation; compiling is timed apart (`compile_seconds`), outside `wall_seconds`."""
+    compile_seconds = load_compiled(config, notify=progress)
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
     group = plugin_group(config) if config.uses_plugins else None
     accumulator = ScoreAccumulator()
     kernel_seconds = messages = bits = optima = correlation = 0.0
-    with tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False,
-              desc=f"{config.behaviour} x{config.group_size}") as bar:
+    label = f"{config.mix or config.behaviour} x{config.group_size}"
+    lines = progress and not sys.stderr.isatty()
+    with ProgressLines(config.episodes, label) if lines else \
+            tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False, desc=label) as bar:
         for first in range(0, config.episodes, size):
             episodes = np.arange(first, min(first + size, config.episodes))
             run = run_episodes(config, episodes, group=group)
@@ -219,7 +279,8 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     agent_steps = config.episodes * config.iterations * config.group_size
     return EvaluationResult(
         config=config, estimate=accumulator.estimate(), entropy_bits=config.environment().entropy_bits,
-        wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, agent_steps=agent_steps,
+        wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, compile_seconds=compile_seconds,
+        agent_steps=agent_steps,
         training_steps=config.episodes * config.iterations * learner_count(config) * config.q_training_passes,
         messages=messages, bits=bits,
         local_optima_mean=optima / config.episodes if config.env == "landscape" else None,

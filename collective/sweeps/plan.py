@@ -33,6 +33,7 @@ from collective.sweeps.spec import SweepSpec
 TARGET_UNIT_AGENT_STEPS = 20_000_000  # agent-steps (training passes included) per work unit
 TAIL_UNIT_AGENT_STEPS = 4_000_000  # the smallest units, cut at the end of a sweep (see _taper)
 MAX_BLOCK_BYTES = 64 << 20  # environment arrays held per block
+SUMMARY_BLOCKS = 2_000  # `plan_size` enumerates plans of at most this many blocks
 PACKAGE_VERSION = version("collective")
 
 
@@ -76,15 +77,53 @@ def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
     the sweep's last stretch are cut finer (`_taper`), so that workers finish together."""
     blocks = []
     for c, cell in enumerate(spec.cells):
-        reference = cell.configs[cell.playing[0]]
-        block_bytes = (2 * (reference.iterations + 1) + reference.group_size) * 4 + 40  # per episode
-        block_bytes += reference.rows * reference.cols * 8 if reference.env == "landscape" else 0
-        size = max(1, min(spec.episodes, MAX_BLOCK_BYTES // block_bytes))
+        size = block_episodes(spec, c)
         for first in range(0, spec.episodes, size):
             stop = min(first + size, spec.episodes)
             units = _units(spec, c, first, first, stop, spec.cells[c].playing, TARGET_UNIT_AGENT_STEPS)
             blocks.append(EnvironmentBlock(c, first, stop, units))
     return _taper(spec, blocks)
+
+
+def _episode_bytes(config: EvaluationConfig) -> int:
+    """Bytes of one episode's environment arrays."""
+    landscape = config.rows * config.cols * 8 if config.env == "landscape" else 0
+    return (2 * (config.iterations + 1) + config.group_size) * 4 + 40 + landscape
+
+
+def block_episodes(spec: SweepSpec, c: int) -> int:
+    """Episodes per environment block of cell c: as many as MAX_BLOCK_BYTES holds, at least one."""
+    cell = spec.cells[c]
+    return max(1, min(spec.episodes, MAX_BLOCK_BYTES // _episode_bytes(cell.configs[cell.playing[0]])))
+
+
+@dataclass(frozen=True)
+class PlanSize:
+    """How big a spec's plan is (`plan_size`)."""
+
+    blocks: int
+    units: int
+    units_exact: bool  # False: counted before `_taper` cuts the last units finer
+    rows: int
+    agent_steps: int
+
+
+def plan_size(spec: SweepSpec) -> PlanSize:
+    """The plan's size in time independent of the number of episodes (a dry run of 10**12 episodes
+    stays instant): counted from `plan` up to SUMMARY_BLOCKS blocks, else by arithmetic per cell
+    from one full and one partial block, without `_taper`'s finer tail."""
+    sizes = [block_episodes(spec, c) for c in range(len(spec.cells))]
+    blocks = sum(math.ceil(spec.episodes / size) for size in sizes)
+    rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells)
+    steps = spec.episodes * sum(episode_cost(cell.configs[g]) for cell in spec.cells for g in cell.playing)
+    if blocks <= SUMMARY_BLOCKS:
+        return PlanSize(blocks, sum(len(block.units) for block in plan(spec)), True, rows, steps)
+    units = 0
+    for c, (cell, size) in enumerate(zip(spec.cells, sizes)):
+        full, rest = divmod(spec.episodes, size)
+        units += full * len(_units(spec, c, 0, 0, size, cell.playing, TARGET_UNIT_AGENT_STEPS))
+        units += len(_units(spec, c, 0, 0, rest, cell.playing, TARGET_UNIT_AGENT_STEPS)) if rest else 0
+    return PlanSize(blocks, units, False, rows, steps)
 
 
 def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, groups: tuple[int, ...],

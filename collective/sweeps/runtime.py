@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sys
 import sysconfig
 from collections import deque
@@ -39,12 +40,33 @@ OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: environment blocks are a few MB 
 ACTOR_RESTARTS = 5  # per actor: a killed actor comes back this many times ...
 ACTOR_TASK_RETRIES = 5  # ... and its unfinished calls are retried
 PREFETCH_BLOCKS = 2  # environment blocks generated ahead of the units that need them
+PROBE_SECONDS = 3.0  # TCP connect timeout when checking a --address
 
 
 def _is_loopback(address: str) -> bool:
     """Whether a Ray address ("host:port") names this machine's loopback interface."""
     host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
     return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def unreachable(address: str) -> str | None:
+    """Why nothing answers at a "host:port" Ray address, probed with a short TCP connect (ray.init
+    would retry for ~25 s); None when it answers or the address is not host:port (e.g. "auto")."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+    except OSError as error:
+        return error.strerror or str(error) or type(error).__name__
+    return None
+
+
+def cap_workers(requested: int | None, cpus: int, where: str) -> int:
+    """`requested` workers (default: all) at most `cpus`, with a notice on stderr when capped."""
+    if requested and requested > cpus:
+        print(f"collective sweep: notice: --workers {requested} capped at {cpus}, the CPUs of {where}", file=sys.stderr)
+    return min(requested or cpus, cpus)
 
 
 def plugin_runtime_env(spec: SweepSpec) -> dict:
@@ -146,7 +168,7 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, spec: SweepSpec, address: str | None = None, workers: int | None = None):
-        """`workers` caps the number of GroupHost actors (default: every CPU Ray reports)."""
+        """`workers` GroupHost actors, at most (and by default) the CPUs of this machine or of the cluster."""
         self.spec = spec
         self.address = address
         self.requested_workers = workers
@@ -171,11 +193,13 @@ class RayExecutor:
                 os.environ.setdefault("RAY_AUTH_MODE", "token")  # as `ray start` decides for the cluster
             ray.init(address=self.address, **settings)
         else:
-            ray.init(address="local", num_cpus=self.requested_workers or os.cpu_count(), include_dashboard=False,
+            self.workers = cap_workers(self.requested_workers, os.cpu_count() or 1, "this machine")
+            ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
                      object_store_memory=OBJECT_STORE_BYTES, **settings)
         try:
-            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-            self.workers = min(self.requested_workers or cpus, cpus)
+            if self.address:
+                self.workers = cap_workers(self.requested_workers, max(1, int(ray.cluster_resources().get("CPU", 1))),
+                                           "the Ray cluster")
             restartable = dict(max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_TASK_RETRIES)
             self.hosts = [ray.remote(num_cpus=1, **restartable)(GroupHost).remote(self.spec)
                           for _ in range(self.workers)]

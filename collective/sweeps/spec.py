@@ -150,9 +150,15 @@ def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a TOML sweep spec; raises `SpecError` naming the offending key."""
     path = Path(path)
     try:
-        source = tomllib.loads(path.read_text())
+        source = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError(str(path), "no such file") from None
+    except IsADirectoryError:
+        raise SpecError(str(path), "is a directory, not a TOML spec file") from None
+    except UnicodeDecodeError as error:
+        raise SpecError(str(path), f"not a text file (a TOML spec is UTF-8 text; byte {error.start} is not)") from None
+    except OSError as error:
+        raise SpecError(str(path), f"cannot read: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise SpecError(str(path), f"not valid TOML: {error}") from None
     return parse_spec(source, default_name=path.stem)

@@ -184,10 +184,16 @@ class ResultsStore:
         self.finished: dict[str, ChunkRecord] = {}
         self.schema = row_schema()
         self.previous: dict = {}  # the sweep.json found in the directory, if any
+        self.notices: list[str] = []  # what opening the store did that a user should hear of
 
     def __enter__(self) -> "ResultsStore":
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.lock.acquire()
+        if self.directory.exists() and not self.directory.is_dir():
+            raise StoreError(f"{self.directory} is a file, not a directory")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.lock.acquire()
+        except OSError as error:
+            raise StoreError(f"cannot write to {self.directory}: {error.strerror or error}") from None
         try:
             self._check_sweep_file()
             self.dataset.mkdir(exist_ok=True)
@@ -233,9 +239,15 @@ class ResultsStore:
                 listed[record.unit] = record
         intact = {unit: record for unit, record in listed.items() if unit in self.planned and self._intact(record)}
         keep = {record.file for record in intact.values()}
-        for path in self.dataset.iterdir():
-            if path.name not in keep:
-                path.unlink()  # stray temporary file, unlisted or damaged chunk
+        removed = sorted(path.name for path in self.dataset.iterdir() if path.name not in keep)
+        for name in removed:
+            (self.dataset / name).unlink()  # stray temporary file, unlisted or damaged chunk
+        if not manifest.exists() and self.previous:
+            self.notices.append(f"{manifest} is missing: no chunk can be verified, so every unit is computed again")
+        if removed:
+            shown = ", ".join(removed[:5]) + (f" and {len(removed) - 5} more" if len(removed) > 5 else "")
+            self.notices.append(f"removed {len(removed)} file(s) from {self.dataset} that no intact manifest entry "
+                                f"lists (unfinished, damaged or stray): {shown}")
         if intact != listed or not manifest.exists():
             self._atomic_write_text(manifest, "".join(json.dumps(asdict(r)) + "\n" for r in intact.values()))
         return intact

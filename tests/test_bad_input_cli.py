@@ -1,0 +1,168 @@
+"""Bad input and rough edges through the real CLI: one line and status 2 before any work, no
+traceback, nothing written; Ctrl-C, --yes, plain progress lines, the compile notice, README examples."""
+import json
+import os
+import queue
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from collective.numba_cache import source_digest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+FAR = str(10**12)  # agent-steps at which --yes is required
+
+
+def collective(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "collective", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env=env)
+
+
+def start(*args):
+    return subprocess.Popen([sys.executable, "-m", "collective", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def stderr_lines(process: subprocess.Popen) -> queue.Queue:
+    """The process's stderr lines as they come (None at the end), read by a thread."""
+    lines: queue.Queue = queue.Queue()
+
+    def read():
+        for line in process.stderr:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def interrupt(process: subprocess.Popen) -> tuple[int, str, str]:
+    """Ctrl-C the process; its exit status, stdout and stderr."""
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    return process.returncode, stdout, stderr
+
+
+BAD_INPUT = [
+    (["evaluate", "--behaviour", "random", "--grid", "100000"], "--grid", "GiB"),
+    (["evaluate", "--behaviour", "random", "--iterations", "1000000000"], "--iterations", "GiB"),
+    (["evaluate", "--behaviour", "random", "--episodes", FAR], "--yes", "agent-steps"),
+    (["evaluate", "--behaviour", "q_learning", "--training-passes", str(10**9)], "--yes", "agent-steps"),
+    (["evaluate", "--behaviour", "random", "--mix", "local_search:3"], "--behaviour", "--mix"),
+    (["evaluate", "--mix", "local_search:3", "--group-size", "4"], "--group-size", "3 agents"),
+    (["evaluate", "--behaviour", "random", "--peaks", "3"], "--peaks", "--env landscape"),
+    (["evaluate", "--behaviour", "random", "--peak-width", "2"], "--peak-width", "--env landscape"),
+    (["evaluate", "--behaviour", "random", "--ruggedness", "0.5"], "--ruggedness", "--env landscape"),
+    (["evaluate", "--behaviour", "random", "--motion", "static"], "--motion", "--env landscape"),
+    (["evaluate", "--behaviour", "random", "--group-size", "2", "--coordination-threshold", "3"],
+     "--coordination-threshold", "never pays"),
+    (["evaluate", "--behaviour", "random", "--grid", "１０"], "--grid", "ASCII"),
+    (["evaluate", "--behaviour", "random", "--grid", "10x١٠"], "--grid", "ASCII"),
+    (["evaluate", "--behaviour", "random", "--episodes", "１０"], "--episodes", "ASCII"),
+    (["evaluate", "--behaviour", "random", "--seed", str(2**63)], "--seed", "2**63-1"),
+    (["evaluate", "--behaviour", "random", "--seed", "-1"], "--seed", "2**63-1"),
+    (["evaluate", "--behaviour", "random", "--grid", "2x2"], "--grid", "3x3"),
+    (["demo", "--grid", "100000"], "--grid", "GiB"),
+    (["demo", "--episodes", FAR], "--yes", "agent-steps"),
+    (["anytime", "--behaviour", "oracle", "--trace-out", "."], "--trace-out", "directory"),
+    (["anytime", "--behaviour", "oracle", "--trace-out", "missing/trace.parquet"], "--trace-out", "does not exist"),
+    (["anytime", "--behaviour", "oracle", "--mix", "oracle:2"], "--behaviour", "--mix"),
+    (["anytime", "--behaviour", "oracle", "--grid", "100000"], "--grid", "GiB"),
+    (["anytime", "--behaviour", "oracle", "--start-budget", str(10**9)], "--start-budget", "GiB"),
+    (["anytime", "--behaviour", "oracle", "--peaks", "3"], "--peaks", "--env landscape"),
+]
+
+
+@pytest.mark.parametrize("args, option, says", BAD_INPUT, ids=[" ".join(a) for a, _, _ in BAD_INPUT])
+def test_bad_input_is_one_line_with_status_2_and_writes_nothing(tmp_path, args, option, says):
+    result = collective(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"argument {option}:" in lines[0] and says in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_trace_out_refused_by_the_file_system_prints_the_result_then_one_line():
+    result = collective("anytime", "--behaviour", "oracle", "--max-environments", "3", "--trace-out",
+                        "/proc/trace.parquet")  # /proc refuses new files, even to root
+    assert result.returncode == 1
+    assert "stopped: max_environments" in result.stdout
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("collective: ")]  # compile notice
+    assert len(lines) == 1 and "--trace-out" in lines[0] and "Traceback" not in result.stderr
+
+
+def test_ctrl_c_during_evaluate_is_one_line_and_status_130():
+    process = start("evaluate", "--behaviour", "local_search", "--episodes", str(10**8))
+    time.sleep(3)
+    assert process.poll() is None
+    status, stdout, stderr = interrupt(process)
+    assert status == 130 and stdout == "" and "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == "collective evaluate: interrupted"
+
+
+def test_yes_lets_a_huge_run_start():
+    refused = collective("evaluate", "--behaviour", "random", "--episodes", FAR)
+    assert refused.returncode == 2 and "at ~10 M agent-steps/s" in refused.stderr
+    process = start("evaluate", "--behaviour", "random", "--episodes", FAR, "--yes")
+    time.sleep(3)
+    assert process.poll() is None  # running, not refused
+    assert interrupt(process)[0] == 130
+
+
+def test_progress_lines_when_stderr_is_not_a_terminal():
+    process = start("evaluate", "--behaviour", "local_search", "--episodes", str(10**8))
+    lines = stderr_lines(process)
+    deadline = time.monotonic() + 180  # a cold cache compiles first
+    progress = None
+    while progress is None and time.monotonic() < deadline:
+        line = lines.get(timeout=deadline - time.monotonic())
+        assert line is not None and "Traceback" not in line
+        progress = re.fullmatch(r"collective: local_search x1: (\d+)/100000000 episodes, \S+ episodes/s, ETA \d+ s",
+                                line)
+    assert progress and int(progress.group(1)) > 0
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 130
+
+
+def test_first_run_announces_compiling_and_keeps_it_out_of_wall_seconds(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    args = ("evaluate", "--behaviour", "local_search", "--episodes", "10", "--json")
+    digest = source_digest()
+    cold = collective(*args, env=env)
+    assert cold.returncode == 0, cold.stderr
+    lines = cold.stderr.splitlines()
+    assert lines[0] == "collective: compiling kernels (first run only; ~1 min) ..."
+    assert re.fullmatch(r"collective: \.\.\. done in \d+ s", lines[1]) and len(lines) == 2
+    record = json.loads(cold.stdout)
+    assert record["compile_seconds"] > 5 * record["wall_seconds"]
+    if source_digest() != digest:
+        pytest.skip("the sources changed during the cold run: its cache no longer applies")
+    warm = collective(*args, env=env)
+    assert warm.returncode == 0 and warm.stderr == ""
+    assert json.loads(warm.stdout)["upsilon"] == record["upsilon"]
+
+
+def test_readme_landscape_example_runs():
+    line = next(line for line in README.read_text().splitlines() if "evaluate --env landscape" in line)
+    argv = shlex.split(line)
+    assert argv[0].endswith("collective")
+    result = collective(*argv[1:], "--episodes", "20", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["env"] == "landscape"
+
+
+def test_help_is_truthful():
+    evaluate = collective("evaluate", "--help").stdout
+    assert "95% confidence" in evaluate and "%%" not in evaluate + collective("--help").stdout
+    demo = " ".join(collective("demo", "--help").stdout.split())
+    assert "agents in the group (default 5)" in demo and "episodes to average over (default 300)" in demo
+    assert "collective demo" in README.read_text()

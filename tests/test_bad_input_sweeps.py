@@ -1,0 +1,139 @@
+"""`collective sweep` on bad input and in bad environments, through the real CLI in subprocesses:
+one line on stderr, no traceback, exit 2 for bad input (1 for a full disk), nothing written; and
+the notices and progress lines that make its silent actions visible."""
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sweep_support import TINY_SPEC, collective, free_port, write_spec
+
+# The tiny spec at T=10: a sweep of a few chunks that runs in a second or two.
+SMALL_SPEC = TINY_SPEC.replace("iterations = 30", "iterations = 10")
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, status: int, *fragments: str) -> None:
+    """One error line (after any progress lines of a sweep that had begun), no traceback, no output."""
+    assert result.returncode == status, result.stderr
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("collective sweep: progress: ")]
+    assert len(lines) == 1 and lines[0].startswith("collective sweep: error: "), result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def _binary(tmp: Path) -> list[str]:
+    (tmp / "binary.toml").write_bytes(bytes(range(256)) * 4)
+    return [str(tmp / "binary.toml")]
+
+
+def _directory(tmp: Path) -> list[str]:
+    (tmp / "specdir.toml").mkdir()
+    return [str(tmp / "specdir.toml")]
+
+
+def _out_is_file(tmp: Path) -> list[str]:
+    (tmp / "taken").write_text("mine")
+    return [str(write_spec(tmp, SMALL_SPEC)), "--out", str(tmp / "taken")]
+
+
+def _huge_grid(tmp: Path) -> list[str]:
+    return [str(write_spec(tmp, SMALL_SPEC.replace('grid = ["5x5", "6x6"]', 'grid = ["100000"]')))]
+
+
+def _huge_q_tables(tmp: Path) -> list[str]:  # the learners' tables: 3000x3000 cells x T=400 x 9 actions
+    spec = SMALL_SPEC.replace('grid = ["5x5", "6x6"]', 'grid = ["3000"]').replace("iterations = 10", "iterations = 400")
+    return [str(write_spec(tmp, spec))]
+
+
+# (name, arguments given the test's directory (--out added when missing), exit status, fragments of the line)
+BAD_INPUT = [
+    ("binary spec", _binary, 2, ["binary.toml: not a text file"]),
+    ("spec is a directory", _directory, 2, ["specdir.toml: is a directory"]),
+    ("missing spec", lambda tmp: [str(tmp / "absent.toml")], 2, ["absent.toml: no such file"]),
+    ("--out is a file", _out_is_file, 2, ["argument --out", "is a file"]),
+    ("--out under /proc", lambda tmp: [str(write_spec(tmp, SMALL_SPEC)), "--out", "/proc/collective-test/out"], 2,
+     ["argument --out", "cannot write to /proc/collective-test/out"]),
+    ("grid too large", _huge_grid, 2, ["factors.grid[0]", "GiB", "limit"]),
+    ("Q-tables too large", _huge_q_tables, 2, ["GiB", "limit"]),
+]
+
+
+@pytest.mark.parametrize("name, arguments, status, fragments", BAD_INPUT, ids=[case[0] for case in BAD_INPUT])
+def test_bad_input_fails_with_one_line_and_writes_nothing(tmp_path, name, arguments, status, fragments):
+    args = arguments(tmp_path)
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "out")]
+    before = sorted(path.name for path in tmp_path.iterdir())
+    result = collective("sweep", *args)
+    assert_one_line_error(result, status, *fragments)
+    assert sorted(path.name for path in tmp_path.iterdir()) == before  # nothing created
+    assert result.stderr.count(args[0]) <= 1  # the spec's path at most once
+    if name == "--out is a file":
+        assert (tmp_path / "taken").read_text() == "mine"
+
+
+def test_unreachable_address_fails_fast_and_leaves_no_files(tmp_path):
+    spec = write_spec(tmp_path, SMALL_SPEC)
+    address = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = collective("sweep", str(spec), "--out", str(tmp_path / "out"), "--address", address)
+    assert time.monotonic() - started < 20  # ray.init alone would retry for ~25 s
+    assert_one_line_error(result, 2, "argument --address", address)
+    assert not (tmp_path / "out").exists()
+
+
+def test_full_disk_exits_1_with_what_to_do(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    # 48 KiB: sweep.json and two of the tiny sweep's ~16 KiB chunks fit, the third does not
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a small tmpfs to fill: {mounted.stderr.decode().strip()}")
+    try:
+        result = collective("sweep", str(write_spec(tmp_path, SMALL_SPEC)), "--out", str(disk / "out"),
+                            "--executor", "serial")
+        assert_one_line_error(result, 1, "no space left", "rerun the same command to resume")
+        assert (disk / "out" / "manifest.jsonl").read_text().count("\n") >= 1  # it failed writing a later chunk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_dry_run_of_a_trillion_episodes_is_instant(tmp_path):
+    spec = write_spec(tmp_path, SMALL_SPEC.replace("episodes = 24", "episodes = 1_000_000_000_000"))
+    started = time.monotonic()
+    result = collective("sweep", str(spec), "--dry-run", timeout=60)
+    assert time.monotonic() - started < 20  # a hang check: planning no longer enumerates the units
+    assert result.returncode == 0, result.stderr
+    assert "1,000,000,000,000 episodes" in result.stdout and "start-up" in result.stdout
+
+
+def test_workers_are_capped_at_the_cpus_and_progress_prints_lines_off_a_terminal(tmp_path):
+    spec = write_spec(tmp_path, SMALL_SPEC.replace('grid = ["5x5", "6x6"]', 'grid = ["5x5"]'))
+    result = collective("sweep", str(spec), "--out", str(tmp_path / "out"), "--workers", "1000")
+    assert result.returncode == 0, result.stderr
+    cpus = os.cpu_count()
+    assert f"collective sweep: notice: --workers 1000 capped at {cpus}, the CPUs of this machine" in result.stderr
+    assert f"with {cpus} worker(s)" in result.stdout
+    progress = [line for line in result.stderr.splitlines() if line.startswith("collective sweep: progress: ")]
+    assert progress and "(100%)" in progress[-1] and "agent-steps/s" in progress[-1] and "ETA" in progress[-1]
+
+
+def test_recomputing_and_removing_files_is_announced(tmp_path):
+    spec, out = write_spec(tmp_path, SMALL_SPEC), tmp_path / "out"
+    first = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
+    assert first.returncode == 0, first.stderr
+    chunks = len(list((out / "dataset").glob("part-*.parquet")))
+    (out / "dataset" / "stray.txt").write_text("not a chunk")
+    again = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
+    assert again.returncode == 0 and "notice: removed 1 file(s)" in again.stderr and "stray.txt" in again.stderr
+    assert not (out / "dataset" / "stray.txt").exists() and f"resumed from {chunks} chunks" in again.stdout
+    (out / "manifest.jsonl").unlink()
+    redone = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
+    assert redone.returncode == 0
+    assert "manifest.jsonl is missing" in redone.stderr and f"removed {chunks} file(s)" in redone.stderr
+    assert f"new in {chunks} chunks" in redone.stdout
+    shutil.rmtree(out)
