@@ -143,10 +143,8 @@ def plugin_group(config: EvaluationConfig) -> Group:
                  config.observation_range, config.reward_radius, config.coordination_threshold)
 
 
-# The smallest episode, played once per process to load the compiled code before any timing.
 PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
-
-
+# The smallest episode, played once per process to load the compiled code before any timing.
 TINY = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
 
 

@@ -184,10 +184,12 @@ def _taper(spec: SweepSpec, blocks: list[EnvironmentBlock]) -> tuple[Environment
 
 def prepare_process(spec: SweepSpec) -> None:
     """Load what playing the spec's units needs before anything is timed: the compiled code
-    (`load_kernel`, and `load_stepping_core` when a group has a plug-in) and pyarrow's table
-    builder, which imports pandas (~0.4 s) when it builds its first table."""
-    load_kernel()
-    if any(config is not None and config.uses_plugins for cell in spec.cells for config in cell.configs):
+    (`load_kernel` for each environment class, `load_stepping_core` when a group has a plug-in)
+    and pyarrow's table builder, which imports pandas (~0.4 s) when it builds its first table."""
+    configs = [config for cell in spec.cells for config in cell.configs if config is not None]
+    for env in {config.env for config in configs}:  # a landscape is a specialisation of its own
+        load_kernel(env)
+    if any(config.uses_plugins for config in configs):
         load_stepping_core()
     row_schema().empty_table()
 
