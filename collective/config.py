@@ -34,6 +34,14 @@ PROFILES: dict[str, dict[str, object]] = {
         q_initial=0.0, q_reward_scale=1.0,  # Algorithm 1 uses the raw reward
         protocol_defaults={},
     ),
+    "sound": dict(  # paper 003's test with the confounds of issue 12 removed; each key says which
+        # environment (points 1-3, 8)
+        pattern_generator="cyclic", evil_pairing="index_shift", k_min=1, k_max=23,
+        # learners and the anytime test (points 4-6)
+        q_initial=0.0, q_reward_scale=1.0,
+        # landscapes (point 7)
+        protocol_defaults={},
+    ),
     "lambdastar2016": dict(
         pattern_generator="ping_pong", evil_pairing="index_shift",
         k_min=None, k_max=None,  # whatever the ping-pong walk gives
