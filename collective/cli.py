@@ -29,7 +29,8 @@ FIELD_OPTIONS = {
     "behaviour_params": "--behaviour-param",
     "observation_range": "--observation-range", "reward_radius": "--reward-radius",
     "coordination_threshold": "--coordination-threshold", "env": "--env", "landscape_peaks": "--peaks",
-    "landscape_peak_width": "--peak-width", "landscape_ruggedness": "--ruggedness", "landscape_motion": "--motion",
+    "landscape_peak_width": "--peak-width", "landscape_deception": "--deception", "landscape_noise": "--noise",
+    "landscape_motion": "--motion",
     "pattern_generator": "--patterns",
     "evil_pairing": "--evil", "k_min": "--complexity", "k_max": "--complexity",
     "q_alpha": "--alpha", "q_gamma": "--gamma", "q_epsilon": "--epsilon", "q_initial": "--q-initial",
@@ -37,8 +38,12 @@ FIELD_OPTIONS = {
 }
 
 DEMO_BEHAVIOURS = ("random", "local_search", "oracle", "q_learning", "sarsa", "imitation")
-LANDSCAPE_OPTIONS = {"peaks": "--peaks", "peak_width": "--peak-width", "ruggedness": "--ruggedness",
-                     "motion": "--motion"}
+LANDSCAPE_OPTIONS = {"peaks": "--peaks", "peak_width": "--peak-width", "deception": "--deception",
+                     "noise": "--noise", "motion": "--motion"}
+# Options whose meaning changed: refused with what to use now.
+RENAMED_OPTIONS = {"ruggedness": ("--ruggedness", "renamed --deception: it sets how close the secondary optima "
+                                  "stand to the global one, not the ruggedness; for ruggedness (shorter correlation "
+                                  "length, more local optima) use --noise")}
 CONFIRM_AGENT_STEPS = 10**12  # a larger run needs --yes
 AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 
@@ -117,8 +122,12 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     land.add_argument("--peaks", type=whole, default=None, help="local optima, one of them global (default 8)")
     land.add_argument("--peak-width", type=whole, default=None,
                       help="cells from a peak to the foot of its slope (default 1)")
-    land.add_argument("--ruggedness", type=float, default=None,
+    land.add_argument("--deception", type=float, default=None,
                       help="0..1: how close the secondary optima stand to the global one (default 0.5)")
+    land.add_argument("--noise", type=float, default=None,
+                      help="0..1: weight of uncorrelated fitness mixed in, the ruggedness: shorter correlation "
+                           "length, more local optima (default 0)")
+    land.add_argument("--ruggedness", default=None, help=argparse.SUPPRESS)  # renamed: refused with a message
     land.add_argument("--motion", default=None, metavar="pattern|static",
                       help="pattern: the field moves along a movement pattern of complexity K (default); static")
     group = parser.add_argument_group("agents (spec §5)")
@@ -195,6 +204,9 @@ def check_group_args(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         if size is not None and args.group_size != size:
             usage("--group-size", f"the mix {args.mix!r} has {size} agents (got {args.group_size}); "
                                   "leave --group-size out with --mix")
+    for name, (option, message) in RENAMED_OPTIONS.items():
+        if getattr(args, name) is not None:
+            usage(option, message)
     if args.env != "landscape":
         for name, option in LANDSCAPE_OPTIONS.items():
             if getattr(args, name) is not None:
@@ -225,7 +237,8 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None) -> Evaluat
         observation_range=args.observation_range, reward_radius=args.reward_radius,
         coordination_threshold=args.coordination_threshold, pattern_generator=args.patterns,
         evil_pairing=args.evil, k_min=k_min, k_max=k_max, env=args.env, landscape_peaks=args.peaks,
-        landscape_peak_width=args.peak_width, landscape_ruggedness=args.ruggedness, landscape_motion=args.motion,
+        landscape_peak_width=args.peak_width, landscape_deception=args.deception, landscape_noise=args.noise,
+        landscape_motion=args.motion,
         q_alpha=args.alpha, q_gamma=args.gamma,
         q_epsilon=args.epsilon, q_initial=args.q_initial, q_training_passes=args.training_passes,
         q_reward_scale=args.reward_scale)

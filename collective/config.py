@@ -13,7 +13,8 @@ import numpy as np
 
 from collective.behaviours import learns, load_behaviour
 from collective.environments.lambda_star import EVIL_PAIRINGS, LambdaStar
-from collective.environments.landscapes import LANDSCAPE_MOTIONS, FitnessLandscape, landscape_field
+from collective.environments.landscapes import (LANDSCAPE_ENTROPIES, LANDSCAPE_MOTIONS, LANDSCAPE_NORMALISATIONS,
+                                                 FitnessLandscape, cone_mass_bound, landscape_field)
 from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation.kernel import LearnerParameters
 from collective.simulation.plugins import PluginClass, PluginError
@@ -39,7 +40,8 @@ PROFILES: dict[str, dict[str, object]] = {
         pattern_generator="cyclic", evil_pairing="index_shift", k_min=1, k_max=23,
         # learners and the anytime test (points 4-6)
         q_initial=0.0, q_reward_scale=1.0,
-        # landscapes (point 7)
+        # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
+        landscape_normalisation="optimum_one", landscape_entropy="optimum",
         protocol_defaults={},
     ),
     "lambdastar2016": dict(
@@ -49,6 +51,14 @@ PROFILES: dict[str, dict[str, object]] = {
         # the 2016 code's stigmergy field and sticky bidding (spec §6)
         protocol_defaults={"stigmergy": {"form": "reference"}, "auction": {"sticky": "true"}},
     ),
+}
+
+
+# Fields whose meaning changed: given under the old name, a setting is refused with what to use now.
+RENAMED_FIELDS = {
+    "landscape_ruggedness": "renamed landscape_deception: it sets how close the secondary optima stand to the "
+                            "global one (their heights), not the ruggedness; ruggedness proper (shorter "
+                            "correlation length, more local optima) is landscape_noise",
 }
 
 
@@ -85,7 +95,10 @@ class EvaluationConfig:
     k_max: int | None = 23
     landscape_peaks: int = 8  # local optima, one of them global
     landscape_peak_width: int = 1  # cells from a peak's centre to the edge of its slope
-    landscape_ruggedness: float = 0.5  # 0..1: how close the secondary optima stand to the global one
+    landscape_deception: float = 0.5  # 0..1: how close the secondary optima stand to the global one
+    landscape_noise: float = 0.0  # 0..1: weight of the uncorrelated component, the field's ruggedness
+    landscape_normalisation: str = "centre"  # "centre": mean 0; "optimum_one": mean 0 and the optimum pays 1
+    landscape_entropy: str = "lambda_star"  # H of a landscape row: "lambda_star" log2 N(N-1); "optimum" log2 N
     landscape_motion: str = "pattern"  # "pattern": the field moves along a movement pattern; "static"
     q_alpha: float = 0.3
     q_gamma: float = 0.3
@@ -99,6 +112,9 @@ class EvaluationConfig:
         """The profile's settings, then `overrides` (None values are ignored), validated."""
         if profile not in PROFILES:
             raise ConfigError("profile", f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
+        renamed = sorted(set(overrides) & set(RENAMED_FIELDS))
+        if renamed:
+            raise ConfigError(renamed[0], RENAMED_FIELDS[renamed[0]])
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise ConfigError(sorted(unknown)[0], f"not a setting; allowed: {', '.join(f.name for f in fields(cls))}")
@@ -182,9 +198,11 @@ class EvaluationConfig:
         k_min = self.k_min if self.k_min is not None else 0
         k_max = self.k_max if self.k_max is not None else np.iinfo(np.int32).max
         if self.env == "landscape":
-            return FitnessLandscape(self.rows, self.cols, self.iterations, generator, self.landscape_peaks,
-                                    self.landscape_peak_width, self.landscape_ruggedness, self.landscape_motion,
-                                    k_min, k_max)
+            return FitnessLandscape(self.rows, self.cols, self.iterations, generator, peaks=self.landscape_peaks,
+                                    peak_width=self.landscape_peak_width, deception=self.landscape_deception,
+                                    noise=self.landscape_noise, normalisation=self.landscape_normalisation,
+                                    entropy=self.landscape_entropy, motion=self.landscape_motion,
+                                    k_min=k_min, k_max=k_max)
         return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max)
 
     def as_record(self) -> dict[str, object]:
@@ -372,16 +390,26 @@ def _validate_landscape(c: EvaluationConfig) -> None:
     """Landscape parameters in range and the peaks placeable on the grid (spec §7)."""
     peaks = _require_int(c, "landscape_peaks", 1)
     width = _require_int(c, "landscape_peak_width", 0)
-    _require_range(c, "landscape_ruggedness", 0.0, 1.0)
+    _require_range(c, "landscape_deception", 0.0, 1.0)
+    _require_range(c, "landscape_noise", 0.0, 1.0)
+    _require_choice(c, "landscape_normalisation", LANDSCAPE_NORMALISATIONS)
+    _require_choice(c, "landscape_entropy", LANDSCAPE_ENTROPIES)
     _require_choice(c, "landscape_motion", LANDSCAPE_MOTIONS)
     if c.env != "landscape":
         return
     if c.coordination_threshold > 1:
         raise ConfigError("coordination_threshold", "applies to Λ*'s Good object only; use 1 with --env landscape")
     try:
-        landscape_field(np.random.default_rng(0), c.rows, c.cols, peaks, width, c.landscape_ruggedness)
+        landscape_field(np.random.default_rng(0), c.rows, c.cols, peaks, width, c.landscape_deception,
+                        noise=c.landscape_noise, normalisation=c.landscape_normalisation)
     except ValueError as error:
         raise ConfigError("landscape_peaks", f"{error}; use fewer or narrower peaks") from None
+    bound = cone_mass_bound(c.rows, c.cols, peaks, width)
+    if c.landscape_normalisation == "optimum_one" and bound > 0.5:
+        raise ConfigError("landscape_normalisation", f"'optimum_one' needs peaks that hold at most half the "
+                          f"field's mass, or the lowest cells could pay below -1; {peaks} peaks of width {width} "
+                          f"on {c.grid} may hold {bound:.2f}: use fewer or narrower peaks (or 'centre', as in "
+                          "the paper profile)")
 
 
 def _validate_k_range(c: EvaluationConfig) -> None:

@@ -53,7 +53,9 @@ def test_evaluate_table_and_reference_profile_with_complexity_range():
     (["--env", "maze"], "--env"),
     (["--env", "landscape", "--peaks", "0"], "--peaks"),
     (["--env", "landscape", "--grid", "6", "--peaks", "30"], "--peaks"),
-    (["--env", "landscape", "--ruggedness", "2"], "--ruggedness"),
+    (["--env", "landscape", "--deception", "2"], "--deception"),
+    (["--env", "landscape", "--noise", "-0.5"], "--noise"),
+    (["--env", "landscape", "--ruggedness", "0.5"], "--deception"),  # renamed: the message names the new option
     (["--env", "landscape", "--motion", "spin"], "--motion"),
 ])
 def test_bad_input_exits_2_with_one_line(args, option):

@@ -32,7 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("collective.adapters needs pettingzoo and gymnasium: "
                       "pip install 'collective[adapters]'") from error
 
-from collective.config import ConfigError, EvaluationConfig
+from collective.config import RENAMED_FIELDS, ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
@@ -40,7 +40,8 @@ from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
 # The settings of the environment alone; behaviours and protocols are the caller's agents'.
 ENVIRONMENT_FIELDS = ("group_size", "rows", "cols", "iterations", "seed", "observation_range", "reward_radius",
                       "pattern_generator", "evil_pairing", "k_min", "k_max", "landscape_peaks",
-                      "landscape_peak_width", "landscape_ruggedness", "landscape_motion")
+                      "landscape_peak_width", "landscape_deception", "landscape_noise", "landscape_normalisation",
+                      "landscape_entropy", "landscape_motion")
 
 
 class EpisodeScene(Protocol):
@@ -91,7 +92,7 @@ def environment_config(env: str = "lambda_star", profile: str = "paper", **field
     if env not in SCENES:
         raise ConfigError("env", f"unknown environment class {env!r}; allowed: {', '.join(SCENES)}")
     for name in fields:
-        if name not in ENVIRONMENT_FIELDS:
+        if name not in ENVIRONMENT_FIELDS and name not in RENAMED_FIELDS:  # from_profile names the new field
             raise ConfigError(name, f"not an environment setting; allowed: {', '.join(ENVIRONMENT_FIELDS)}")
     return EvaluationConfig.from_profile(profile, env=env, **fields)
 

@@ -1,23 +1,48 @@
 """Fitness landscapes: the second environment class (spec §7, paper 003 §6.2).
 
 A landscape is a fitness field on the m×n torus with many local optima and exactly one global
-optimum. Construction (our choices where the paper is silent, all parameters):
+optimum. Construction (our choices where the paper is silent, all config fields):
 - `peaks` cone centres, drawn uniformly at least `peak_width` + 2 cells apart (Chebyshev), one of
-  height 1 (the global optimum), the others uniform in [0.2 + 0.7·ruggedness, 0.9] — ruggedness
-  raises the secondary optima toward the global one, making the field more deceptive;
-- the field is the maximum of the cones h·max(0, 1 - d/(peak_width + 1)), so every centre, and no
+  height 1 (the global optimum), the others uniform in [0.2 + 0.7·deception, 0.9]: deception
+  raises the secondary optima toward the global one (a local searcher stuck on one is paid more
+  like the optimum); it keeps the `peaks` local optima and moves the correlation length only
+  through the heights' spread, far less than `noise` does (tests/test_landscapes.py);
+- the cone field is the maximum of h·max(0, 1 - d/(peak_width + 1)), so every centre, and no
   other cell, is a strict local maximum: exactly `peaks` local optima;
-- the field's mean is subtracted, so a random agent — uniformly spread over the torus in the long
-  run — scores 0 in expectation (paper 000 Definition 13 for Λ*), and values stay in [-1, 1].
+- ruggedness proper is `noise`, the weight w of an uncorrelated component mixed in:
+  (1 - w)·cones + w·ranks, ranks a random permutation of N evenly spaced values in [0, 1] with the
+  top one at the global optimum (so it stays the unique maximum). Weinberger's (1990) uncorrelated
+  landscape is w = 1; as w grows the correlation length falls and local optima multiply (toward
+  N/9, the expectation for a random field on the 8-neighbour torus);
+- normalisation "centre" subtracts the mean, so a random agent, uniformly spread over the torus in
+  the long run, scores 0 in expectation (paper 000 Definition 13; spec §7) and the optimum pays
+  1 - mean; "optimum_one" also divides by (max - mean), so the optimum pays exactly 1 on every
+  grid and values stay in [-1, 1] (guaranteed when the cones hold at most half the field's mass,
+  `cone_mass_bound` <= 0.5, checked by the config).
 Adaptive landscapes move: the whole field translates along a movement pattern from the core's
-pattern generator (spec §2), so K (the pattern's LZ76 complexity) and H mean what they mean in Λ*.
-⊕'s path is the global optimum's, which is what the oracle intercepts. Each episode records its
-field's number of strict local optima and its autocorrelation length -1/ln ρ(1), ρ(1) the
-correlation of neighbouring cells' fitness (Weinberger 1990, "Correlated and uncorrelated
-fitness landscapes and how to tell the difference").
+pattern generator (spec §2), so K (the pattern's LZ76 complexity) means what it means in Λ*.
+⊕'s path is the global optimum's, which is what the oracle intercepts.
+
+H, the search-space entropy of paper 003 §4.3, is log2 of the number of equally likely states of
+the special objects' positions. A landscape has one special object, the global optimum, whose
+start cell is uniform over the N cells (the first centre is drawn uniformly; the torus makes the
+placement translation-invariant): H = log2 N bits (entropy "optimum"). Entropy "lambda_star"
+records Λ*'s log2 N(N-1) for the same grid instead: a grid label on Λ*'s axis, not the
+landscape's own uncertainty (the `paper` profile's).
+
+Each episode records its field's strict local optima and its correlation length ℓ = -1/ln ρ(1)
+(Weinberger 1990, "Correlated and uncorrelated fitness landscapes and how to tell the
+difference", Biol. Cybern. 63: 325-336): ρ(1) is the autocorrelation of fitness one step apart
+along a random walk of the agents' own moves, king moves on the torus (a walk's step goes to a
+neighbour, so the agents' 'stay' is not one). The walk's stationary
+distribution on the regular torus graph is uniform, so ρ(1) is computed exactly as the
+expectation over every cell and its 8 king moves (Stadler 1996, "Landscapes and their
+correlation functions", J. Math. Chem. 20: 1-45: on a regular graph the walk's r(1) is the mean
+over neighbouring pairs), which a sampled walk only estimates.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +53,11 @@ from collective.environments.patterns import PatternGenerator
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED
 
 LANDSCAPE_MOTIONS = ("pattern", "static")
+LANDSCAPE_NORMALISATIONS = ("centre", "optimum_one")
+LANDSCAPE_ENTROPIES = ("lambda_star", "optimum")
 PLACEMENT_TRIES = 200  # fresh draws of the peak centres before the peaks count as not fitting
+SECONDARY_HEIGHT_MAX = 0.9  # the secondary optima's highest height; the global optimum's is 1
+KING_MOVES = tuple((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0))
 
 
 @dataclass(frozen=True)
@@ -37,26 +66,33 @@ class FitnessLandscape:
     cols: int
     iterations: int
     generator: PatternGenerator
-    peaks: int = 8
-    peak_width: int = 1
-    ruggedness: float = 0.5
-    motion: str = "pattern"
+    peaks: int
+    peak_width: int
+    deception: float
+    noise: float
+    normalisation: str
+    entropy: str
+    motion: str
     k_min: int = 0
     k_max: int = np.iinfo(np.int32).max
 
     @property
     def entropy_bits(self) -> float:
-        """H as for Λ* (paper 003 §4.3), so that landscape and Λ* results share an axis."""
+        """H (paper 003 §4.3): log2 N for the global optimum's uniform start cell ("optimum"), or
+        Λ*'s log2 N(N-1) for the same grid ("lambda_star"); see the module docstring."""
+        if self.entropy == "optimum":
+            return math.log2(self.rows * self.cols)
         return search_space_entropy_bits(self.rows, self.cols)
 
     def generate(self, seed_table: np.ndarray, group_size: int) -> EnvironmentBatch:
         episodes = len(seed_table)
         n_cells = self.rows * self.cols
-        fields = np.empty((episodes, n_cells))
-        optimum = np.empty(episodes, np.int64)
+        fields = np.empty((episodes, n_cells))  # (episodes, cells)
+        optimum = np.empty(episodes, np.int64)  # (episodes,)
         for e, seed in enumerate(seed_table[:, ENVIRONMENT_SEED]):
-            fields[e], optimum[e] = landscape_field(np.random.default_rng([int(seed), 0x1A5D]), self.rows,
-                                                    self.cols, self.peaks, self.peak_width, self.ruggedness)
+            fields[e], optimum[e] = landscape_field(
+                np.random.default_rng([int(seed), 0x1A5D]), self.rows, self.cols, self.peaks, self.peak_width,
+                self.deception, noise=self.noise, normalisation=self.normalisation)
         if self.motion == "pattern":
             pattern = self.generator.generate(seed_table[:, ENVIRONMENT_SEED], self.rows, self.cols,
                                               self.iterations, self.k_min, self.k_max)
@@ -68,10 +104,8 @@ class FitnessLandscape:
             k_normalised = np.array([lz76_normalised(int(k), self.iterations) for k in k_raw])
         starts = start_cell_table(seed_table, n_cells, group_size)
         return EnvironmentBatch(path, path.copy(), starts, seed_table[:, AGENT_SEED].copy(), k_raw, k_normalised,
-                                landscapes=fields,
-                                local_optima=np.array([count_local_optima(f, self.rows, self.cols) for f in fields]),
-                                correlation_length=np.array([correlation_length(f, self.rows, self.cols)
-                                                             for f in fields]))
+                                landscapes=fields, local_optima=count_local_optima(fields, self.rows, self.cols),
+                                correlation_length=correlation_length(fields, self.rows, self.cols))
 
 
 def _translate(pattern: np.ndarray, optimum: np.ndarray, rows: int, cols: int) -> np.ndarray:
@@ -91,9 +125,15 @@ def torus_chebyshev(cells_a: np.ndarray, cells_b: np.ndarray, rows: int, cols: i
     return np.maximum(np.minimum(dr, rows - dr), np.minimum(dc, cols - dc))
 
 
-def landscape_field(rng: np.random.Generator, rows: int, cols: int, peaks: int, peak_width: int,
-                    ruggedness: float) -> tuple[np.ndarray, int]:
-    """One centred field (cells,) and its global optimum's cell; ValueError when the peaks do not fit."""
+def _cone(distance: np.ndarray, peak_width: int) -> np.ndarray:
+    """A unit cone's height at Chebyshev `distance` from its centre: 0 from peak_width + 1 on."""
+    return np.maximum(0.0, 1.0 - distance / (peak_width + 1.0))
+
+
+def landscape_field(rng: np.random.Generator, rows: int, cols: int, peaks: int, peak_width: int, deception: float,
+                    *, noise: float, normalisation: str) -> tuple[np.ndarray, int]:
+    """One normalised field (cells,) and its global optimum's cell (module docstring); ValueError
+    when the peaks do not fit. With noise 0 the random draws are the cones' alone."""
     n_cells = rows * cols
     cells = np.arange(n_cells)
     for _ in range(PLACEMENT_TRIES):
@@ -111,33 +151,58 @@ def landscape_field(rng: np.random.Generator, rows: int, cols: int, peaks: int, 
     else:
         raise ValueError(f"{peaks} peaks of width {peak_width} do not fit {PLACEMENT_TRIES} times on a "
                          f"{rows}x{cols} grid (centres must be {peak_width + 2} cells apart)")
-    heights = np.concatenate([[1.0], rng.uniform(0.2 + 0.7 * ruggedness, 0.9, peaks - 1)])
-    distance = torus_chebyshev(cells, np.array(centres), rows, cols)
-    cones = heights[None, :] * np.maximum(0.0, 1.0 - distance / (peak_width + 1.0))
-    field = cones.max(axis=1)
-    return field - field.mean(), centres[0]
+    optimum = centres[0]
+    heights = np.concatenate([[1.0], rng.uniform(0.2 + 0.7 * deception, SECONDARY_HEIGHT_MAX, peaks - 1)])
+    distance = torus_chebyshev(cells, np.array(centres), rows, cols)  # (cells, peaks)
+    field = (heights[None, :] * _cone(distance, peak_width)).max(axis=1)  # (cells,) in [0, 1], max 1 at optimum
+    if noise > 0:
+        ranks = np.empty(n_cells)
+        ranks[optimum] = 1.0
+        ranks[rng.permutation(np.delete(cells, optimum))] = np.arange(n_cells - 1) / (n_cells - 1)
+        field = (1.0 - noise) * field + noise * ranks  # still 1 at the optimum only, mean of ranks 1/2
+    centred = field - field.mean()
+    if normalisation == "optimum_one":
+        return centred / centred[optimum], optimum
+    return centred, optimum
 
 
-def _neighbour_values(field: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """(8, cells): each cell's Moore neighbours' values on the torus."""
-    grid = field.reshape(rows, cols)
-    return np.stack([np.roll(grid, (dr, dc), axis=(0, 1)).ravel()
-                     for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)])
+def cone_mass_bound(rows: int, cols: int, peaks: int, peak_width: int) -> float:
+    """An upper bound on the cone field's mean: every cone at its highest, none overlapping. At
+    most 1/2 guarantees that "optimum_one" keeps the field at or above -1 for every noise (the
+    mean of the unscaled field then lies at or below its midrange)."""
+    cells = np.arange(rows * cols)
+    one_cone = _cone(torus_chebyshev(cells, np.array([0]), rows, cols)[:, 0], peak_width).sum()
+    return float((1.0 + SECONDARY_HEIGHT_MAX * (peaks - 1)) * one_cone / (rows * cols))
 
 
-def count_local_optima(field: np.ndarray, rows: int, cols: int) -> int:
-    """Cells strictly fitter than all eight neighbours."""
-    return int(np.sum(field > _neighbour_values(field, rows, cols).max(axis=0)))
+def _king_neighbours(fields: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """(8, episodes, cells): each cell's king-move neighbours' values on the torus."""
+    grids = fields.reshape(-1, rows, cols)
+    return np.stack([np.roll(grids, (-dr, -dc), axis=(1, 2)).reshape(len(grids), -1) for dr, dc in KING_MOVES])
 
 
-def correlation_length(field: np.ndarray, rows: int, cols: int) -> float:
-    """-1/ln ρ(1), ρ(1) the correlation between horizontally and vertically adjacent cells
-    (Weinberger 1990); 0 for an uncorrelated field, inf for a constant one."""
-    grid = field.reshape(rows, cols)
-    pairs = [(grid, np.roll(grid, 1, axis=0)), (grid, np.roll(grid, 1, axis=1))]
-    a = np.concatenate([p[0].ravel() for p in pairs])
-    b = np.concatenate([p[1].ravel() for p in pairs])
-    if a.std() == 0:
-        return float("inf")
-    rho = float(np.corrcoef(a, b)[0, 1])
-    return -1.0 / np.log(rho) if 0 < rho < 1 else (0.0 if rho <= 0 else float("inf"))
+def count_local_optima(fields: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """(episodes,) cells strictly fitter than all eight neighbours, of fields (episodes, cells)."""
+    return np.sum(fields > _king_neighbours(fields, rows, cols).max(axis=0), axis=1)
+
+
+def walk_autocorrelation(fields: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """(episodes,) ρ(1) of a stationary random walk of king moves on each field (episodes, cells):
+    Cov(f(x), f(x + move)) / Var f, x uniform over the cells, the move uniform over the 8 king moves
+    (Weinberger 1990's definition, evaluated exactly; module docstring). NaN for a constant field."""
+    deviations = fields - fields.mean(axis=1, keepdims=True)  # (episodes, cells)
+    variance = np.mean(deviations ** 2, axis=1)
+    covariance = np.mean(deviations[None] * _king_neighbours(deviations, rows, cols), axis=(0, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(variance > 0, covariance / np.where(variance > 0, variance, 1.0), np.nan)
+
+
+def correlation_length(fields: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """(episodes,) ℓ = -1/ln ρ(1) in king moves (Weinberger 1990), ρ(1) = `walk_autocorrelation`:
+    0 when ρ(1) <= 0 (uncorrelated or anticorrelated), inf for a constant field or ρ(1) = 1."""
+    rho = walk_autocorrelation(fields, rows, cols)
+    length = np.full(len(rho), np.inf)
+    inside = (rho > 0) & (rho < 1)
+    length[inside] = -1.0 / np.log(rho[inside])
+    length[rho <= 0] = 0.0
+    return length

@@ -48,7 +48,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from collective.behaviours import load_behaviour
-from collective.config import ENVIRONMENT_CLASSES, ConfigError, EvaluationConfig, parse_mix
+from collective.config import ENVIRONMENT_CLASSES, RENAMED_FIELDS, ConfigError, EvaluationConfig, parse_mix
 from collective.simulation.plugins import PluginError
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
@@ -242,6 +242,8 @@ def _require_distinct(values: list, path: str, message: str) -> None:
 def _check_settings(settings: dict) -> None:
     config_fields = [f.name for f in fields(EvaluationConfig)]
     for key in settings:
+        if key in RENAMED_FIELDS:
+            raise SpecError(f"settings.{key}", RENAMED_FIELDS[key])
         if key in SPEC_OWNED_FIELDS:
             raise SpecError(f"settings.{key}", f"set by {SPEC_OWNED_FIELDS[key]}, not in [settings]")
         if key not in config_fields:
