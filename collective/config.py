@@ -11,10 +11,12 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
+from collective.analysis.scores import LEGG_HUTTER_ESTIMATORS
 from collective.behaviours import learns, load_behaviour
 from collective.environments.lambda_star import EVIL_PAIRINGS, LambdaStar
 from collective.environments.landscapes import (LANDSCAPE_ENTROPIES, LANDSCAPE_MOTIONS, LANDSCAPE_NORMALISATIONS,
-                                                 FitnessLandscape, cone_mass_bound, landscape_field)
+                                                FitnessLandscape, cone_mass_bound, landscape_field)
+from collective.environments.pattern_probability import pattern_probability_unavailable
 from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation.kernel import LearnerParameters
 from collective.simulation.plugins import PluginClass, PluginError
@@ -106,6 +108,10 @@ class EvaluationConfig:
     q_initial: float = 0.0
     q_training_passes: int = 100
     q_reward_scale: float = 1.0
+    # Legg-Hutter Υ (paper 001; `collective.analysis.scores`): "sampled_phrases" = Σ 2^-c R̄ / Σ 2^-c over the
+    # sampled episodes, c in LZ76 phrases (spec §4 literally; not an estimator of paper 001's sum);
+    # "importance_bits" = K in Lempel-Ziv code bits, episodes weighted by 2^-K / the pattern's probability
+    legg_hutter_estimator: str = "sampled_phrases"
 
     @classmethod
     def from_profile(cls, profile: str = "paper", **overrides) -> "EvaluationConfig":
@@ -289,6 +295,7 @@ def _validate(c: EvaluationConfig) -> None:
     _validate_memory(c)
     _validate_landscape(c)
     _validate_k_range(c)
+    _validate_legg_hutter(c)
 
 
 def _validate_plugins(c: EvaluationConfig) -> None:
@@ -427,3 +434,13 @@ def _validate_k_range(c: EvaluationConfig) -> None:
     if not ((reachable >= low) & (reachable <= high)).any():
         raise ConfigError("k_min", f"no {c.pattern_generator} pattern on {c.grid} with {c.iterations} "
                           f"iterations has K in [{low}, {high}]; reachable K: {reachable.min()}..{reachable.max()}")
+
+
+def _validate_legg_hutter(c: EvaluationConfig) -> None:
+    """The importance-weighted estimator needs the probability of every pattern the configuration draws."""
+    _require_choice(c, "legg_hutter_estimator", LEGG_HUTTER_ESTIMATORS)
+    if c.legg_hutter_estimator == "importance_bits":
+        reason = pattern_probability_unavailable(c.env, c.landscape_motion, c.pattern_generator, c.evil_pairing)
+        if reason:
+            raise ConfigError("legg_hutter_estimator", f"importance_bits cannot weight these episodes: {reason}; "
+                              "use sampled_phrases")

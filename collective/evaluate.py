@@ -23,7 +23,8 @@ from collective.behaviours import learns, load_behaviour
 from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.random_streams import episode_seed_table
-from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate
+from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
+from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
 from collective.simulation.kernel import learner_workspace, separate_tables, simulate_batch, talk_workspace
 from collective.simulation.stepping import Group, Member, play_group
@@ -51,7 +52,9 @@ class EvaluationResult:
         total_steps = self.agent_steps + self.training_steps
         return {
             "upsilon": e.upsilon, "ci95_low": e.ci95_low, "ci95_high": e.ci95_high, "std": e.std,
-            "upsilon_legg_hutter": e.upsilon_legg_hutter,
+            "upsilon_legg_hutter": e.upsilon_legg_hutter, "legg_hutter_ci95_low": e.legg_hutter_ci95_low,
+            "legg_hutter_ci95_high": e.legg_hutter_ci95_high,
+            "legg_hutter_effective_episodes": e.legg_hutter_effective_episodes,
             "episodes": e.episodes, "iterations": self.config.iterations,
             "group_size": self.config.group_size, "grid": self.config.grid,
             "behaviour": self.config.behaviour, "protocol": self.config.protocol,
@@ -266,7 +269,10 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         for first in range(0, config.episodes, size):
             episodes = np.arange(first, min(first + size, config.episodes))
             run = run_episodes(config, episodes, group=group)
-            accumulator.add(run.mean_rewards, run.environments.k_raw, run.environments.k_normalised)
+            k_raw = run.environments.k_raw
+            weights = legg_hutter_log2_weights(config.legg_hutter_estimator, k_raw, config.rows * config.cols,
+                                               pattern_log2_probabilities(config, run.environments))
+            accumulator.add(run.mean_rewards, k_raw, run.environments.k_normalised, weights)
             kernel_seconds += run.kernel_seconds
             messages += run.messages
             bits += run.bits

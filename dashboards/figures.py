@@ -19,7 +19,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from collective.analysis.tables import K_BIN, K_MID, Dataset, add_k_bins, learning_curves, mean_ci  # noqa: E402
+from collective.analysis.tables import (K_BIN, K_MID, Dataset, add_k_bins, clustered_mean_ci,  # noqa: E402
+                                       environment_ids, learning_curves, mean_ci)
 
 logging.getLogger("fontTools").setLevel(logging.ERROR)  # Computer Modern's old 'head' timestamps, when subsetting
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")  # yellow last: low contrast
@@ -84,9 +85,14 @@ def _grid(panels: int, panel_width: float = PANEL_WIDTH, legend_width: float = L
     return figure, flat[:panels]
 
 
+def _pooled_ci(rows: pd.DataFrame) -> tuple[int, float, float, float]:
+    """Υ with its CI clustered by environment, as in the `upsilon` table (rows of several groups may share one)."""
+    return clustered_mean_ci(rows["score"].to_numpy(), environment_ids(rows))
+
+
 def _curve(rows: pd.DataFrame, x: str) -> pd.DataFrame:
     """Υ with CI per level of x."""
-    records = [dict(zip(("n", "upsilon", "low", "high"), mean_ci(part["score"].to_numpy())), x=level)
+    records = [dict(zip(("n", "upsilon", "low", "high"), _pooled_ci(part)), x=level)
                for level, part in rows.groupby(x, sort=True, observed=True)]
     return pd.DataFrame(records, columns=["x", "n", "upsilon", "low", "high"])
 
@@ -127,7 +133,7 @@ def _references(ax, rows: pd.DataFrame, types: pd.DataFrame, cells: set, x: str 
         if part.empty:
             continue
         if x is None:
-            n, mean, low, high = mean_ci(part["score"].to_numpy())
+            n, mean, low, high = _pooled_ci(part)
             ax.axhline(mean, label=reference, linewidth=1.0, **style)
             if n > 1:
                 ax.axhspan(low, high, color=style["color"], alpha=0.12, linewidth=0)

@@ -73,15 +73,23 @@ def test_protocol_comparison_names_a_winner_only_when_significant(analysis):
     assert pair["winner"] == (better if pair["p_holm"] < 0.05 else "")
 
 
-def test_regression_has_interactions_and_drops_constant_factors(analysis):
+def test_regression_drops_unidentifiable_terms_and_blanks_errors_without_spare_cells(analysis):
+    """2 grids x 2 group sizes = 4 cells: the intercept, H, G and D = G/N use them all (H x G is not
+    identifiable), so no cell-level error is left; K varies within cells and keeps its error."""
     coefficients = analysis.tables["regression"].frame
-    fits = analysis.tables["regression_fit"].frame
-    local = set(coefficients[coefficients["group"] == "local_search"]["term"])
-    assert {"K", "H", "G", "K x H", "K x G", "H x G"} <= local
+    fits = analysis.tables["regression_fit"].frame.set_index("group")
+    local = coefficients[coefficients["group"] == "local_search"].set_index("term")
+    assert set(local.index) == {"Intercept", "K", "H", "G", "D", "K x H", "K x G"}
+    assert fits.loc["local_search", "dropped"] == "H x G"
+    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 0
+    assert local.loc[["Intercept", "H", "G", "D"], "std_error"].isna().all()
+    assert (local.loc[["K", "K x H", "K x G"], "std_error"] > 0).all()
+    assert (local.loc[["K", "K x H", "K x G"], "ci95_low"] < local.loc[["K", "K x H", "K x G"], "estimate"]).all()
+    assert set(local["level"]) == {"cell", "episode"} and local["errors"].str.startswith("CR2 clustered by cell").all()
     protocol = set(coefficients[coefficients["group"] == "local_search+stigmergy"]["term"])
-    assert "G" not in protocol and "K x H" in protocol  # a protocol plays one group size only
+    assert protocol == {"Intercept", "K", "H", "K x H"}  # one group size: G constant, D = 3/N a function of H
     assert fits["r_squared"].between(0, 1).all()
-    assert (coefficients["ci95_low"] <= coefficients["estimate"]).all()
+    assert fits["lack_of_fit_p"].isna().all() and (fits["lack_of_fit_df1"] == 0).all()  # two grids only
 
 
 def test_pgi_accuracy_is_zero_for_random_and_one_for_oracle(analysis):

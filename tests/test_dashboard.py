@@ -30,8 +30,11 @@ def test_report_is_self_contained_with_figures_tables_and_provenance(report):
     assert text.count("<img") == len(FIGURES)
     for name in FIGURES:
         assert f'id="figure-{name}"' in text
-    for table in ("upsilon", "gains", "protocols", "regression", "pgi"):
+    for table in ("upsilon", "legg_hutter", "gains", "protocols", "regression", "regression_fit", "pgi"):
         assert f'id="table-{table}"' in text
+    for method in ("CR2 clustered by cell", "lack_of_fit_p", "p_wilcoxon_holm", "effective_episodes",
+                   "clustered by environment"):
+        assert method in text  # the new statistics and their methods are shown
     for fact in ("tiny-", "seed", "collective version", "report built on", "Parquet files", "compute time"):
         assert fact in text
     assert f"<dt>episodes per cell</dt><dd>{EPISODES}</dd>" in text

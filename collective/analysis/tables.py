@@ -3,8 +3,10 @@ agents, protocol comparisons, a regression of Υ on K, H and group size, the PGI
 
 A dataset holds one row per (cell, episode, group) with the episode's score R̄ (paper 003 Definition 2);
 Υ of a group is the mean of R̄ over its episodes (Definition 3), with a Student-t 95% interval over
-episodes as in `collective.analysis.scores`. All groups of one cell play the same environments, so two groups
-are compared on the differences of their scores paired by (cell, episode).
+episodes as in `collective.analysis.scores`. All groups of one cell play the same environments (seeded by
+SeedSequence(seed, spawn_key=(cell, episode))), so two groups are compared on the differences of their
+scores paired by (cell, episode), and a table that pools groups counts an environment once: its rows form
+one cluster. No two cells share an environment, so environments nest in cells (`cell_ids`).
 """
 from __future__ import annotations
 
@@ -136,6 +138,34 @@ def resolve_factors(rows: pd.DataFrame, names: list[str]) -> list[str]:
     return columns
 
 
+def environment_ids(rows: pd.DataFrame) -> np.ndarray:
+    """(rows,) integer id of each row's environment, (seed, cell, episode): rows of different groups of a
+    cell share it."""
+    return rows.groupby([c for c in ("seed", "cell", "episode") if c in rows], sort=False).ngroup().to_numpy()
+
+
+def cell_ids(rows: pd.DataFrame) -> np.ndarray:
+    """(rows,) integer id of each row's cell, (seed, cell): its environments are the cell's alone."""
+    return rows.groupby([c for c in ("seed", "cell") if c in rows], sort=False).ngroup().to_numpy()
+
+
+def clustered_mean_ci(values: np.ndarray, clusters: np.ndarray) -> tuple[int, float, float, float]:
+    """(clusters, mean, low, high): the mean of `values` with a cluster-robust 95% interval, SE² =
+    C/(C-1) Σ_c (Σ_(i in c) (y_i - ȳ))² / n² and Student-t on C - 1 degrees of freedom (Cameron & Miller
+    2015, "A practitioner's guide to cluster-robust inference", §II-III); one value per cluster gives
+    `mean_ci`'s interval. NaN bounds with fewer than two clusters."""
+    n = len(values)
+    mean = float(np.mean(values)) if n else math.nan
+    codes, inverse = np.unique(clusters, return_inverse=True)
+    count = len(codes)
+    if count < 2:
+        return count, mean, math.nan, math.nan
+    sums = np.bincount(inverse, weights=values - mean)
+    se = math.sqrt(count / (count - 1) * float(np.sum(sums ** 2))) / n
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, count - 1) * se
+    return count, mean, mean - half, mean + half
+
+
 def mean_ci(values: np.ndarray) -> tuple[int, float, float, float]:
     """(n, mean, low, high): Student-t 95% interval of the mean; NaN bounds when n < 2."""
     n = len(values)
@@ -147,18 +177,94 @@ def mean_ci(values: np.ndarray) -> tuple[int, float, float, float]:
 
 
 def upsilon_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Υ (mean R̄ over episodes, paper 003 Definition 3) with a 95% CI for every level of `by`."""
+    """Υ (mean R̄ over episodes, paper 003 Definition 3) with a 95% CI for every level of `by`; the CI is
+    clustered by environment, so groups pooled in one level count a shared environment once."""
+    rows = rows.assign(_environment=environment_ids(rows))
     records = []
     for key, part in rows.groupby(by, observed=True, sort=True, dropna=False):
-        n, mean, low, high = mean_ci(part["score"].to_numpy())
-        records.append(dict(zip(by, key), episodes=n, upsilon=mean, ci95_low=low, ci95_high=high))
-    return pd.DataFrame(records, columns=[*by, "episodes", "upsilon", "ci95_low", "ci95_high"])
+        environments, mean, low, high = clustered_mean_ci(part["score"].to_numpy(), part["_environment"].to_numpy())
+        records.append(dict(zip(by, key), episodes=len(part), environments=environments, upsilon=mean,
+                            ci95_low=low, ci95_high=high))
+    return pd.DataFrame(records, columns=[*by, "episodes", "environments", "upsilon", "ci95_low", "ci95_high"])
+
+
+# Config columns that fix the distribution an episode's environment is drawn from (and the Legg-Hutter
+# estimator): the Legg-Hutter table never pools rows that differ in one of them.
+ENVIRONMENT_CLASS_COLUMNS = ("env", "grid", "iterations", "pattern_generator", "evil_pairing", "k_min", "k_max",
+                             "k_sampling", "landscape_peaks", "landscape_peak_width", "landscape_ruggedness",
+                             "landscape_motion", "legg_hutter_estimator")
+PATTERN_PROBABILITY = "pattern_log2_probability"  # per row: log2 p_gen of ⊕'s pattern (pattern_probability.py)
+# Per row, log2 of a K-dependent selection factor of the episode sampler, when it is not plain rejection into
+# the K range: under k_sampling = "stratified" (target K uniform over the range's n_K values, then rejection to
+# exactly that K), -log2(n_K) - log2 P_gen(K = k); the sampling probability is then p_gen(μ) · 2^this.
+K_SELECTION = "k_log2_selection"
+LEGG_HUTTER_NOTE = (
+    "Legg-Hutter Υ (paper 001: Σ_μ 2^-K(μ) V(μ) over distinct environments), method per the rows' "
+    "legg_hutter_estimator. importance_bits: K = c (log2 c + log2 N) bits for c LZ76 phrases over the N cells "
+    "(Lempel-Ziv code length: Ziv & Lempel 1978; Cover & Thomas 2006 §13.4.2, §13.5.2), each episode weighted by "
+    "2^-K / q(μ), q the generator's probability of its ⊕ pattern (pattern_log2_probability, exact; a K range's "
+    "rejection constant cancels), so Σ w R̄ / Σ w targets Σ 2^-K V / Σ 2^-K over the patterns the generator can "
+    "draw (self-normalised importance sampling, Owen 2013 §9.2). sampled_phrases: today's Σ 2^-c R̄ / Σ 2^-c "
+    "over the sampled episodes, c in phrases; it weights patterns by 2^-c times their sampling probability and "
+    "estimates neither quantity. Both: Kish effective episodes (Σw)²/Σw² and a delta-method 95% CI, "
+    "t on ESS - 1 df (undercovers when the ESS is small). Estimated within one environment class (grid, T, "
+    "K range, generator ...), whose rejection constants differ; upsilon = the plain mean for comparison.")
 
 
 def strata_of(by: list[str]) -> list[str]:
     """The factors of `by` that describe environments or cells, not group types: paired comparisons
     are made within each of their levels."""
     return [column for column in by if column not in GROUP_COLUMNS]
+
+
+def sampling_log2_probability(rows: pd.DataFrame) -> np.ndarray:
+    """(rows,) log2 of the probability that the episode sampler drew each row's ⊕ pattern, up to a constant
+    per environment class: pattern_log2_probability, plus k_log2_selection where the sampler selects by K.
+    Raises DatasetError when a row's probability is not known."""
+    if PATTERN_PROBABILITY not in rows:
+        raise DatasetError(f"the dataset has no {PATTERN_PROBABILITY} column (swept before it was recorded); "
+                           "re-run the sweep")
+    log2_probability = rows[PATTERN_PROBABILITY].to_numpy(float)
+    if "k_sampling" in rows and (rows["k_sampling"] == "stratified").any():
+        if K_SELECTION not in rows or rows.loc[rows["k_sampling"] == "stratified", K_SELECTION].isna().any():
+            raise DatasetError(f"rows sampled with k_sampling = stratified need {K_SELECTION} (-log2 of the number "
+                               "of K values - log2 P_gen(K)) to be weighted")
+    if K_SELECTION in rows:
+        log2_probability = log2_probability + rows[K_SELECTION].fillna(0.0).to_numpy(float)
+    if not np.isfinite(log2_probability).all():
+        classes = rows.loc[~np.isfinite(log2_probability), ["pattern_generator", "evil_pairing"]].drop_duplicates()
+        raise DatasetError("the pattern probability is unknown for rows of "
+                           + "; ".join(f"pattern_generator {g}, evil_pairing {e}" for g, e in classes.itertuples(index=False))
+                           + " (known for the cyclic generator with index_shift pairing)")
+    return log2_probability
+
+
+def legg_hutter_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Legg-Hutter Υ per level of `by` and environment class (LEGG_HUTTER_NOTE); raises DatasetError when
+    the rows' estimator cannot weight them."""
+    from collective.analysis.scores import legg_hutter_log2_weights, weighted_estimate
+
+    rows = rows.assign(legg_hutter_estimator=rows["legg_hutter_estimator"] if "legg_hutter_estimator" in rows
+                       else "sampled_phrases")
+    classes = [c for c in ENVIRONMENT_CLASS_COLUMNS if c in rows and c not in by and rows[c].nunique(dropna=False) > 1]
+    keys = [*by, *classes]
+    records = []
+    for key, part in rows.groupby(keys, observed=True, sort=True, dropna=False):
+        method = part["legg_hutter_estimator"].iloc[0]
+        cells = math.prod(map(int, part["grid"].iloc[0].split("x")))  # the alphabet: one grid per class
+        probability = sampling_log2_probability(part) if method == "importance_bits" else None
+        try:
+            log2_weights = legg_hutter_log2_weights(method, part["k_raw"].to_numpy(), cells, probability)
+        except ValueError as error:
+            raise DatasetError(str(error)) from None
+        estimate = weighted_estimate(part["score"].to_numpy(), log2_weights)
+        records.append(dict(zip(keys, key if isinstance(key, tuple) else (key,)), method=method, episodes=len(part),
+                            upsilon=float(part["score"].mean()), upsilon_legg_hutter=estimate.estimate,
+                            ci95_low=estimate.ci95_low, ci95_high=estimate.ci95_high,
+                            effective_episodes=estimate.effective_episodes,
+                            effective_fraction=estimate.effective_episodes / len(part)))
+    return pd.DataFrame(records, columns=[*keys, "method", "episodes", "upsilon", "upsilon_legg_hutter", "ci95_low",
+                                          "ci95_high", "effective_episodes", "effective_fraction"])
 
 
 def _group_types(rows: pd.DataFrame) -> pd.DataFrame:
@@ -183,15 +289,22 @@ def _paired_statistics(first: np.ndarray, second: np.ndarray) -> dict:
                 cohen_dz=mean / sd if sd > 0 else math.nan, p_t=p_t, p_wilcoxon=p_wilcoxon)
 
 
+HOLM_COLUMNS = {"p_t": "p_holm", "p_wilcoxon": "p_wilcoxon_holm"}  # raw p -> Holm-corrected p
+
+
 def _holm(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add p_holm: paired-t p values corrected for the whole table (Holm 1979) with statsmodels."""
+    """Add p_holm (paired t) and p_wilcoxon_holm (when the table has Wilcoxon p values): each test's p values
+    corrected for the whole table (Holm 1979) with statsmodels, one family per test."""
     from statsmodels.stats.multitest import multipletests
 
     frame = frame.copy()
-    frame["p_holm"] = math.nan
-    valid = frame["p_t"].notna()
-    if valid.any():
-        frame.loc[valid, "p_holm"] = multipletests(frame.loc[valid, "p_t"], method="holm")[1]
+    for raw, corrected in HOLM_COLUMNS.items():
+        if raw not in frame:
+            continue
+        frame[corrected] = math.nan
+        valid = frame[raw].notna()
+        if valid.any():
+            frame.loc[valid, corrected] = multipletests(frame.loc[valid, raw], method="holm")[1]
     return frame
 
 
@@ -233,38 +346,6 @@ def protocol_comparisons(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     significant = frame["p_holm"] < 0.05
     frame["winner"] = np.where(significant, np.where(frame["difference"] > 0, frame["first"], frame["second"]), "")
     return frame
-
-
-REGRESSORS = {"k_raw": "K", "entropy_bits": "H", "group_size": "G"}
-
-
-def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per group type, OLS of the episode score on K, H and group size G with all two-way interactions
-    (statsmodels; HC3 robust standard errors). Regressors are centred on their means, so a main effect is
-    the slope at the average of the others; a regressor with one level in the group's data is left out.
-    Returns (coefficients, fit summary)."""
-    import statsmodels.formula.api as smf
-
-    coefficients, fits = [], []
-    for label, part in rows.groupby("group", sort=True):
-        data = pd.DataFrame({short: part[column] - part[column].mean() for column, short in REGRESSORS.items()
-                             if part[column].nunique() > 1})
-        if data.empty or len(part) <= 2 * data.shape[1] + 1:
-            continue
-        data["score"] = part["score"].to_numpy()
-        terms = list(data.columns.drop("score"))
-        formula = "score ~ " + (f"({' + '.join(terms)})**2" if len(terms) > 1 else terms[0])
-        fit = smf.ols(formula, data=data).fit(cov_type="HC3")
-        intervals = fit.conf_int(alpha=1 - CONFIDENCE)
-        for term in fit.params.index:
-            coefficients.append(dict(group=label, term=term.replace(":", " x "), estimate=fit.params[term],
-                                     std_error=fit.bse[term], ci95_low=intervals.loc[term, 0],
-                                     ci95_high=intervals.loc[term, 1], p_value=fit.pvalues[term]))
-        fits.append(dict(group=label, episodes=int(fit.nobs), regressors=", ".join(terms), r_squared=fit.rsquared,
-                         adj_r_squared=fit.rsquared_adj))
-    return (pd.DataFrame(coefficients, columns=["group", "term", "estimate", "std_error", "ci95_low", "ci95_high",
-                                                "p_value"]),
-            pd.DataFrame(fits, columns=["group", "episodes", "regressors", "r_squared", "adj_r_squared"]))
 
 
 def _is_reference(rows: pd.DataFrame, behaviour: str) -> pd.Series:
@@ -394,26 +475,31 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     analysis = Analysis()
     shown = ", ".join(by)
     analysis.add(Table("upsilon", f"Υ by {shown}",
-                       "Υ = mean episode score R̄ (paper 003 Definitions 2-3); Student-t 95% CI over episodes.",
+                       "Υ = mean episode score R̄ (paper 003 Definitions 2-3); 95% CI clustered by environment "
+                       "(seed, cell, episode: groups of a cell share it), Student-t on environments - 1 df "
+                       "(Cameron & Miller 2015); with one group per level, the CI over episodes.",
                        upsilon_table(rows, by)))
+    try:
+        analysis.add(Table("legg_hutter", f"Legg-Hutter Υ by {shown}", LEGG_HUTTER_NOTE, legg_hutter_table(rows, by)))
+    except DatasetError as error:
+        analysis.skipped["legg_hutter"] = str(error)
     in_strata = f" within {', '.join(strata)}" if strata else ""
     analysis.add(Table("gains", f"Gain of collectives over isolated agents{in_strata}",
                        "difference = Υ(collective) - Υ(isolated, same behaviour, protocol none), paired by "
                        "(cell, episode); paired-t CI, Cohen's d_z = mean/sd of differences, paired t and "
-                       "Wilcoxon p, Holm-corrected over the table.",
+                       "Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, p_wilcoxon_holm).",
                        collective_gains(rows, strata)))
     analysis.add(Table("protocols", f"Protocol comparisons{in_strata}",
                        "difference = Υ(first) - Υ(second) on the same environments, paired by (cell, episode); "
-                       "winner where Holm-corrected paired-t p < 0.05.",
+                       "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
+                       "p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
                        protocol_comparisons(rows, strata)))
     from collective.analysis.focal import add_focal_table  # focal.py imports this module
 
     add_focal_table(analysis, rows)
-    coefficients, fits = regression(rows)
-    analysis.add(Table("regression", "Regression of Υ on K, H and group size G, with two-way interactions",
-                       "OLS of the episode score per group type (statsmodels, HC3 standard errors); K, H, G "
-                       "centred on their means; a regressor with one level is left out.", coefficients))
-    analysis.add(Table("regression_fit", "Regression fits", "R² of each group type's regression.", fits))
+    from collective.analysis.regression import add_regression_tables  # regression.py imports this module
+
+    add_regression_tables(analysis, rows)
     analysis.add(Table("pgi", "PGI index (paper 004)",
                        "PGII = accuracy² x Σ resources x Π generalisation (paper 004, \"PGI Index\", Steps 1-3): "
                        "accuracy 0 = random, 1 = oracle of the same cell, on Λ*'s (else the first "

@@ -25,6 +25,7 @@ from collective.behaviours import learns
 from collective.config import EvaluationConfig
 from collective.evaluate import (batch_episodes, generate_environments, load_kernel, load_stepping_core, play,
                                  plugin_group)
+from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.sweeps.store import config_column_value, row_schema
@@ -221,6 +222,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
     cell = spec.cells[unit.cell]
     batch = _episodes_of(environments, unit.first - unit.block_first, unit.stop - unit.block_first)
     episodes = np.arange(unit.first, unit.stop)
+    log2_probability = pattern_log2_probabilities(cell.configs[unit.groups[0]], batch)  # the cell's environments
     tables = []
     for g in unit.groups:
         config, group = cell.configs[g], spec.groups[g]
@@ -241,6 +243,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "group_key": [group.key] * n, "episode": episodes, "grid": [config.grid] * n,
             "score": run.mean_rewards, "k_raw": batch.k_raw.astype(np.int64),
             "k_normalised": batch.k_normalised, "entropy_bits": [config.environment().entropy_bits] * n,
+            "pattern_log2_probability": log2_probability,
             "local_optima": [None] * n if batch.local_optima is None else batch.local_optima,
             "correlation_length": [None] * n if batch.correlation_length is None else batch.correlation_length,
             "spawn_key": [[cell.key, int(e), group.key] for e in episodes],

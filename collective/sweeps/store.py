@@ -43,6 +43,9 @@ RESULT_FIELDS = (
     ("episode", pa.int64()), ("grid", pa.string()),
     ("score", pa.float64()),  # R̄ of the episode (paper 003 Definition 2); Υ is its mean over episodes
     ("k_raw", pa.int64()), ("k_normalised", pa.float64()), ("entropy_bits", pa.float64()),
+    # log2 probability that the generator draws ⊕'s pattern, K range's constant left out; NaN: unknown
+    # (collective.environments.pattern_probability), for the importance-weighted Legg-Hutter Υ
+    ("pattern_log2_probability", pa.float64()),
     ("local_optima", pa.int64()), ("correlation_length", pa.float64()),  # landscape rows only (spec §7)
     ("spawn_key", pa.list_(pa.int64())),  # (cell, episode, group): the agents' SeedSequence spawn key
     ("messages_per_iteration", pa.float64()), ("bits_per_iteration", pa.float64()),
