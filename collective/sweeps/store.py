@@ -43,6 +43,11 @@ RESULT_FIELDS = (
     ("episode", pa.int64()), ("grid", pa.string()),
     ("score", pa.float64()),  # R̄ of the episode (paper 003 Definition 2); Υ is its mean over episodes
     ("k_raw", pa.int64()), ("k_normalised", pa.float64()), ("entropy_bits", pa.float64()),
+    ("k_evil", pa.int64()),  # LZ76 count of ⊖'s played path (Λ* rows; k_raw is ⊕'s as its generator measures it)
+    # The episode's ceiling of R̄: mean over the agents of the best R̄ from their start cells, by dynamic
+    # programming on the known paths (collective.environments.ceiling); exact when coordination_threshold
+    # is 1, an upper bound above. Accuracy = (Υ - Υ_random) / (Υ_best - Υ_random) per cell.
+    ("upsilon_best", pa.float64()),
     ("local_optima", pa.int64()), ("correlation_length", pa.float64()),  # landscape rows only (spec §7)
     ("spawn_key", pa.list_(pa.int64())),  # (cell, episode, group): the agents' SeedSequence spawn key
     ("messages_per_iteration", pa.float64()), ("bits_per_iteration", pa.float64()),
