@@ -8,7 +8,8 @@ one warm-up call (JIT compile, or a load from numba's disk cache) and one call t
 and the best of 3 timings counts. After each row the script prints the process's peak RSS. It
 then runs `collective.evaluate.evaluate` for 2,000 and for 20,000 episodes, each in its own
 subprocess, to show that memory does not grow with the number of episodes. Last, it compares the
-group-size-10 rates with the C++ reference figures quoted in the issues. The plug-in rows time
+group-size-10 rates with the C++ reference figures quoted in the issues, and times each episode's
+ceiling of R̄ (`collective.environments.ceiling`) against the kernel time of local searchers. The plug-in rows time
 the NumPy examples (`examples/`) on the stepping core the same way (group size 10, batches of
 `collective.evaluate` size: 2,000 episodes); run the script from the project root.
 `benchmarks/vector_env.py` times the batched Gymnasium and PettingZoo-style environments.
@@ -32,7 +33,7 @@ import numpy as np
 
 from collective.behaviours import behaviour_names, learns
 from collective.config import EvaluationConfig
-from collective.evaluate import batch_episodes, generate_environments, play
+from collective.evaluate import batch_episodes, generate_environments, play, with_ceiling
 from collective.environments.lambda_star import EnvironmentBatch
 
 PROFILE = "paper"
@@ -144,6 +145,23 @@ def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episod
                float(np.mean(mean_rewards)), peak_rss_kib())
 
 
+def ceiling_overhead(group_size: int) -> str:
+    """The ceiling's dynamic programme (best of REPEATS) against the kernel time of a group of local
+    searchers on the same evaluate-sized batch."""
+    config = EvaluationConfig.from_profile(PROFILE, behaviour="local_search", group_size=group_size, rows=GRID,
+                                           cols=GRID, iterations=ITERATIONS, episodes=LARGEST_BATCH)
+    batch = generate_environments(config, np.arange(batch_episodes(config)))
+    play(config, batch), with_ceiling(config, batch)  # warm-up
+    kernel = min(play(config, batch).kernel_seconds for _ in range(REPEATS))
+    ceiling = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        with_ceiling(config, batch)
+        ceiling.append(time.perf_counter() - started)
+    return (f"  G={group_size:<3} ceiling {min(ceiling) / len(batch) * 1e6:7.1f} µs/episode, kernel "
+            f"{kernel / len(batch) * 1e6:7.1f} µs/episode: {min(ceiling) / kernel:6.1%} of the kernel time")
+
+
 def format_row(row: Row, label: str) -> str:
     training = f"{row.training_rate / 1e6:12.2f}" if row.training_steps else f"{'-':>12}"
     return (f"{label:<13}{row.group_size:>3}{row.episodes:>10,}{row.kernel_seconds:>10.2f}"
@@ -224,6 +242,10 @@ def main() -> None:
     print("Plug-in rows: the NumPy local searcher (examples/numpy_local_search.py) alone, under the NumPy "
           "broadcast (examples/numpy_broadcast.py), and under the built-in broadcast, on the stepping core.")
 
+    print(f"\nCeiling of R̄ (ceiling.upsilon_best, once per episode and shared by every group of a sweep cell), "
+          f"against local searchers, {GRID}x{GRID}, T={ITERATIONS}:")
+    for group_size in (1, REFERENCE_GROUP_SIZE):
+        print(ceiling_overhead(group_size), flush=True)
     memory_check()
     print()
     print(reference_comparison(at_reference, CPP_REFERENCE))

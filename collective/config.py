@@ -2,7 +2,8 @@
 
 Named profiles fill in what the papers leave open: `paper` (the default) follows paper 003;
 `lambdastar2016` reproduces the choices of the original C++ implementation (spec §2, §5, §6),
-so numbers can be compared with its published results.
+so numbers can be compared with its published results; `sound` is paper 003's test with the
+confounds of issue 12 taken out.
 """
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import numpy as np
 
 from collective.analysis.scores import LEGG_HUTTER_ESTIMATORS
 from collective.behaviours import learns, load_behaviour
-from collective.environments.lambda_star import EVIL_PAIRINGS, LambdaStar
+from collective.environments.complexity import K_NORMALISATIONS
+from collective.environments.lambda_star import ENTROPY_RULES, EVIL_PAIRINGS, LambdaStar
 from collective.environments.landscapes import (LANDSCAPE_ENTROPIES, LANDSCAPE_MOTIONS, LANDSCAPE_NORMALISATIONS,
                                                 FitnessLandscape, cone_mass_bound, landscape_field)
 from collective.environments.pattern_probability import pattern_probability_unavailable
-from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
+from collective.environments.patterns import (K_SAMPLINGS, PATTERN_GENERATORS, SEGMENT_CAPS, CyclicPatternGenerator,
+                                              PatternGenerator, StratifiedComplexity, reachable_k, unpairable_k)
 from collective.simulation.kernel import LearnerParameters
 from collective.simulation.plugins import PluginClass, PluginError
 from protocols import load_protocol
@@ -38,8 +41,11 @@ PROFILES: dict[str, dict[str, object]] = {
         protocol_defaults={},
     ),
     "sound": dict(  # paper 003's test with the confounds of issue 12 removed; each key says which
-        # environment (points 1-3, 8)
-        pattern_generator="cyclic", evil_pairing="index_shift", k_min=1, k_max=23,
+        # environment (points 1-3, 8): an independent ⊖ with the collision rule and H to match
+        # (1); K measured on the played paths, equal for ⊕ and ⊖ (2); K uniform on 2..23 on every
+        # grid, segments of 1..⌊T/2⌋ moves as §4.2 says, K normalised by the N-cell alphabet (3)
+        pattern_generator="cyclic", segment_cap="half_T", evil_pairing="independent", entropy_rule="pairing",
+        k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
         # learners and the anytime test (points 4-6)
         q_initial=0.0, q_reward_scale=1.0,
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
@@ -92,9 +98,14 @@ class EvaluationConfig:
     reward_radius: int = 1
     coordination_threshold: int = 1
     pattern_generator: str = "cyclic"
+    segment_cap: str = "k_max"  # cyclic segments of 1..min(⌊T/2⌋, k_max) moves, or "half_T": 1..⌊T/2⌋ (§4.2)
     evil_pairing: str = "index_shift"
+    entropy_rule: str = "paper"  # H = log2 N(N-1) (§4.3), or "pairing": log2 N under index_shift
+    k_on_played_paths: bool = False  # True: K of ⊕ and ⊖ measured on the paths played, after collisions
+    k_sampling: str = "generator"  # K as the generator draws it in [k_min, k_max], or "stratified": uniform
     k_min: int | None = 1
     k_max: int | None = 23
+    k_normalisation: str = "log2_length"  # c·log2(L)/L, or "log_alphabet": c·log_N(L)/L, N cells
     landscape_peaks: int = 8  # local optima, one of them global
     landscape_peak_width: int = 1  # cells from a peak's centre to the edge of its slope
     landscape_deception: float = 0.5  # 0..1: how close the secondary optima stand to the global one
@@ -198,9 +209,16 @@ class EvaluationConfig:
                                  q_initial=self.q_initial, training_passes=self.q_training_passes,
                                  reward_scale=self.q_reward_scale)
 
+    def patterns(self) -> PatternGenerator:
+        """The movement-pattern generator: `pattern_generator` with its segment cap (cyclic), drawing
+        K as `k_sampling` says."""
+        generator = CyclicPatternGenerator(self.segment_cap) if self.pattern_generator == "cyclic" \
+            else PATTERN_GENERATORS[self.pattern_generator]()
+        return StratifiedComplexity(generator) if self.k_sampling == "stratified" else generator
+
     def environment(self) -> LambdaStar | FitnessLandscape:
         """The environment class that generates this configuration's episodes."""
-        generator = PATTERN_GENERATORS[self.pattern_generator]()
+        generator = self.patterns()
         k_min = self.k_min if self.k_min is not None else 0
         k_max = self.k_max if self.k_max is not None else np.iinfo(np.int32).max
         if self.env == "landscape":
@@ -209,7 +227,8 @@ class EvaluationConfig:
                                     noise=self.landscape_noise, normalisation=self.landscape_normalisation,
                                     entropy=self.landscape_entropy, motion=self.landscape_motion,
                                     k_min=k_min, k_max=k_max)
-        return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max)
+        return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max,
+                          self.entropy_rule, self.k_on_played_paths)
 
     def as_record(self) -> dict[str, object]:
         """Flat field -> value mapping, for JSON output and dataset columns."""
@@ -268,7 +287,16 @@ def _validate(c: EvaluationConfig) -> None:
     _validate_plugins(c)
     _validate_protocol(c)
     _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
+    _require_choice(c, "segment_cap", SEGMENT_CAPS)
     _require_choice(c, "evil_pairing", EVIL_PAIRINGS)
+    _require_choice(c, "entropy_rule", ENTROPY_RULES)
+    _require_choice(c, "k_sampling", K_SAMPLINGS)
+    _require_choice(c, "k_normalisation", K_NORMALISATIONS)
+    if not isinstance(c.k_on_played_paths, bool):
+        raise ConfigError("k_on_played_paths", f"must be true or false (got {c.k_on_played_paths!r})")
+    if c.k_on_played_paths and not PATTERN_GENERATORS[c.pattern_generator].k_on_positions:
+        raise ConfigError("k_on_played_paths", f"the {c.pattern_generator} generator measures K on its base walk, "
+                          "not on the positions it plays (spec §2); use the cyclic generator or false")
     _require_int(c, "rows", 2, " (the grid is at least 2x2)")
     _require_int(c, "cols", 2, " (the grid is at least 2x2)")
     _require_int(c, "group_size", 1)
@@ -420,27 +448,57 @@ def _validate_landscape(c: EvaluationConfig) -> None:
 
 
 def _validate_k_range(c: EvaluationConfig) -> None:
-    """K range checks: integers, ordered, and reachable by the generator on this grid and T."""
+    """K range checks: integers, ordered, and reachable by the generator on this grid and T (with
+    stratified sampling, every K of the range; K = 1 never is, see `reachable_k`); with K on the
+    played paths of an independent pair, pairs that keep their K must exist (`unpairable_k`)."""
+    if c.k_sampling == "stratified" and (c.k_min is None or c.k_max is None):
+        raise ConfigError("k_sampling", "stratified draws K uniformly from a closed range: set k_min and k_max")
     if c.k_min is None and c.k_max is None:
         return
     for name in ("k_min", "k_max"):
         if getattr(c, name) is not None:
             _require_int(c, name, 1)
     low = c.k_min if c.k_min is not None else 1
-    high = c.k_max if c.k_max is not None else np.iinfo(np.int32).max
+    high = c.k_max if c.k_max is not None else np.iinfo(np.int32).max - 1
     if low > high:
         raise ConfigError("k_min", f"must not exceed k_max (got {low}:{high})")
-    reachable = reachable_k(PATTERN_GENERATORS[c.pattern_generator](), c.rows, c.cols, c.iterations)
-    if not ((reachable >= low) & (reachable <= high)).any():
+    reachable = reachable_k(c.patterns(), c.rows, c.cols, c.iterations, REACHABLE_PROBES, k_max=high)
+    in_range = reachable[(reachable >= low) & (reachable <= high)]
+    if c.k_sampling == "stratified":
+        missing = sorted(set(range(low, high + 1)) - set(in_range.tolist()))
+        if missing:
+            why = " (K = 1 needs a one-symbol sequence: any path of T >= 2 positions has K >= 2)" \
+                if missing[0] == 1 and c.iterations >= 2 else ""
+            raise ConfigError("k_min" if missing[0] == low else "k_max",
+                              f"stratified sampling needs every K in [{low}, {high}], but {c.pattern_generator} "
+                              f"patterns on {c.grid} with {c.iterations} iterations reach {_spans(reachable)} "
+                              f"(not {_spans(np.array(missing))}){why}")
+    elif not len(in_range):
         raise ConfigError("k_min", f"no {c.pattern_generator} pattern on {c.grid} with {c.iterations} "
-                          f"iterations has K in [{low}, {high}]; reachable K: {reachable.min()}..{reachable.max()}")
+                          f"iterations has K in [{low}, {high}]; reachable K: {_spans(reachable)}")
+    if c.k_on_played_paths and c.evil_pairing == "independent" and c.env == "lambda_star":
+        unpairable = unpairable_k(c.patterns(), c.rows, c.cols, c.iterations, tuple(in_range.tolist()))
+        if unpairable:
+            raise ConfigError("k_max" if unpairable[-1] == in_range[-1] else "k_min",
+                              f"on {c.grid} with {c.iterations} iterations, collisions change the K of almost every "
+                              f"independent ⊕/⊖ pair with K in {_spans(np.array(unpairable))}, so no pair keeps its "
+                              "K on the played paths; use a larger grid, another K range or k_on_played_paths = false")
+
+
+def _spans(values: np.ndarray) -> str:
+    """Sorted integers as runs, e.g. [2, 3, 4, 7] -> '2..4, 7'; 'none' when empty."""
+    if len(values) == 0:
+        return "none"
+    breaks = np.flatnonzero(np.diff(values) != 1)
+    starts, ends = np.r_[values[0], values[breaks + 1]], np.r_[values[breaks], values[-1]]
+    return ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in zip(starts, ends))
 
 
 def _validate_legg_hutter(c: EvaluationConfig) -> None:
     """The importance-weighted estimator needs the probability of every pattern the configuration draws."""
     _require_choice(c, "legg_hutter_estimator", LEGG_HUTTER_ESTIMATORS)
     if c.legg_hutter_estimator == "importance_bits":
-        reason = pattern_probability_unavailable(c.env, c.landscape_motion, c.pattern_generator, c.evil_pairing)
+        reason = pattern_probability_unavailable(c)
         if reason:
             raise ConfigError("legg_hutter_estimator", f"importance_bits cannot weight these episodes: {reason}; "
                               "use sampled_phrases")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -21,6 +21,8 @@ from tqdm import tqdm
 
 from collective.behaviours import learns, load_behaviour
 from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
+from collective.environments.ceiling import upsilon_best
+from collective.environments.complexity import alphabet_normalised
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.random_streams import episode_seed_table
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
@@ -45,6 +47,8 @@ class EvaluationResult:
     compile_seconds: float = 0.0  # loading or compiling the kernels, outside wall_seconds
     local_optima_mean: float | None = None  # landscapes only (spec §7)
     correlation_length_mean: float | None = None
+    upsilon_best: float | None = None  # mean ceiling of R̄ (`ceiling.upsilon_best`; exact at threshold 1)
+    k_evil_mean: float | None = None  # mean K of ⊖'s played path (Λ* only)
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -59,6 +63,7 @@ class EvaluationResult:
             "group_size": self.config.group_size, "grid": self.config.grid,
             "behaviour": self.config.behaviour, "protocol": self.config.protocol,
             "profile": self.config.profile, "k_mean": e.k_mean, "k_normalised_mean": e.k_normalised_mean,
+            "k_evil_mean": self.k_evil_mean, "upsilon_best": self.upsilon_best,
             "entropy_bits": self.entropy_bits, "seed": self.config.seed,
             "wall_seconds": self.wall_seconds, "kernel_seconds": self.kernel_seconds,
             "compile_seconds": self.compile_seconds,
@@ -105,9 +110,19 @@ class EpisodeRun:
 def generate_environments(config: EvaluationConfig, episodes: np.ndarray,
                           seed_prefix: tuple[int, ...] = ()) -> EnvironmentBatch:
     """The environments of the given episode indices; every group given the same episodes,
-    seed and prefix faces the same patterns and start cells (a paired design)."""
-    return config.environment().generate(episode_seed_table(config.seed, episodes, seed_prefix),
-                                         config.group_size)
+    seed and prefix faces the same patterns and start cells (a paired design). Normalised K is
+    rescaled here to the config's `k_normalisation`, for every environment class."""
+    batch = config.environment().generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
+    if config.k_normalisation == "log_alphabet":
+        batch = replace(batch, k_normalised=alphabet_normalised(batch.k_normalised, config.rows * config.cols))
+    return batch
+
+
+def with_ceiling(config: EvaluationConfig, environments: EnvironmentBatch) -> EnvironmentBatch:
+    """The batch with each episode's ceiling of R̄ for the configured group (`ceiling.upsilon_best`),
+    which depends on the environments, the start cells and the reward radius only."""
+    return replace(environments, upsilon_best=upsilon_best(environments, config.rows, config.cols, config.iterations,
+                                                           config.reward_radius))
 
 
 def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
@@ -158,7 +173,7 @@ def load_kernel(env: str = "lambda_star") -> None:
     of an environment class shares the kernel's types (a landscape adds its field, a second
     compilation), so one tiny episode of the class suffices."""
     tiny = TINY.with_changes(env=env, landscape_peaks=1)
-    _play(tiny, generate_environments(tiny, np.arange(1)), record=False)
+    _play(tiny, with_ceiling(tiny, generate_environments(tiny, np.arange(1))), record=False)
 
 
 @functools.cache
@@ -261,7 +276,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     size = batch_size or batch_episodes(config)
     group = plugin_group(config) if config.uses_plugins else None
     accumulator = ScoreAccumulator()
-    kernel_seconds = messages = bits = optima = correlation = 0.0
+    kernel_seconds = messages = bits = optima = correlation = best = k_evil = 0.0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
     lines = progress and not sys.stderr.isatty()
     with ProgressLines(config.episodes, label) if lines else \
@@ -273,6 +288,9 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             weights = legg_hutter_log2_weights(config.legg_hutter_estimator, k_raw, config.rows * config.cols,
                                                pattern_log2_probabilities(config, run.environments))
             accumulator.add(run.mean_rewards, k_raw, run.environments.k_normalised, weights)
+            best += float(with_ceiling(config, run.environments).upsilon_best.sum())
+            if run.environments.k_evil is not None:
+                k_evil += float(run.environments.k_evil.sum())
             kernel_seconds += run.kernel_seconds
             messages += run.messages
             bits += run.bits
@@ -288,4 +306,5 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         training_steps=config.episodes * config.iterations * learner_count(config) * config.q_training_passes,
         messages=messages, bits=bits,
         local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
-        correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None)
+        correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None,
+        upsilon_best=best / config.episodes, k_evil_mean=k_evil / config.episodes if config.env != "landscape" else None)

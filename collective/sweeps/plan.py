@@ -24,7 +24,7 @@ import pyarrow as pa
 from collective.behaviours import learns
 from collective.config import EvaluationConfig
 from collective.evaluate import (batch_episodes, generate_environments, load_kernel, load_stepping_core, play,
-                                 plugin_group)
+                                 plugin_group, with_ceiling)
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
@@ -89,7 +89,7 @@ def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
 def _episode_bytes(config: EvaluationConfig) -> int:
     """Bytes of one episode's environment arrays."""
     landscape = config.rows * config.cols * 8 if config.env == "landscape" else 0
-    return (2 * (config.iterations + 1) + config.group_size) * 4 + 40 + landscape
+    return (2 * (config.iterations + 1) + config.group_size) * 4 + 52 + landscape
 
 
 def block_episodes(spec: SweepSpec, c: int) -> int:
@@ -196,10 +196,12 @@ def prepare_process(spec: SweepSpec) -> None:
 
 
 def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch:
-    """The block's environments, keyed by (cell, episode): the same for every group of the cell."""
+    """The block's environments, keyed by (cell, episode): the same for every group of the cell, as
+    is each episode's ceiling of R̄ (grid, T, group size and reward radius are the cell's)."""
     cell = spec.cells[block.cell]
-    return generate_environments(cell.configs[cell.playing[0]], np.arange(block.first, block.stop),
-                                 seed_prefix=(cell.key,))
+    config = cell.configs[cell.playing[0]]
+    return with_ceiling(config, generate_environments(config, np.arange(block.first, block.stop),
+                                                      seed_prefix=(cell.key,)))
 
 
 def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key: int) -> np.ndarray:
@@ -244,6 +246,8 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "score": run.mean_rewards, "k_raw": batch.k_raw.astype(np.int64),
             "k_normalised": batch.k_normalised, "entropy_bits": [config.environment().entropy_bits] * n,
             "pattern_log2_probability": log2_probability,
+            "k_evil": [None] * n if batch.k_evil is None else batch.k_evil.astype(np.int64),
+            "upsilon_best": batch.upsilon_best,
             "local_optima": [None] * n if batch.local_optima is None else batch.local_optima,
             "correlation_length": [None] * n if batch.correlation_length is None else batch.correlation_length,
             "spawn_key": [[cell.key, int(e), group.key] for e in episodes],
