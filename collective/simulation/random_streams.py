@@ -34,6 +34,22 @@ def episode_seed_table(seed: int, episodes: np.ndarray, prefix: tuple[int, ...] 
     return table
 
 
+TRAINING_BRANCH = 0x7EA1  # entropy word that sets the learners' held-out training episodes apart
+
+
+def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tuple[int, ...] = ()) -> np.ndarray:
+    """Seeds of held-out training episodes `draws` of test episode `episode`, shape (draws, 3) as
+    `episode_seed_table`'s. Their tree is SeedSequence([seed, TRAINING_BRANCH], spawn_key=(*prefix,
+    episode, draw)): a root of its own, so no training episode's seeds are ever a test episode's
+    (those come from SeedSequence(seed, ...), whose entropy words differ) nor a sweep group's agents'
+    (SeedSequence(seed, spawn_key=(cell, episode, group))), and the same for any batch split."""
+    table = np.empty((len(draws), 3), dtype=np.uint64)
+    for row, draw in enumerate(draws):
+        sequence = np.random.SeedSequence([seed, TRAINING_BRANCH], spawn_key=(*prefix, int(episode), int(draw)))
+        table[row] = sequence.generate_state(3, dtype=np.uint64)
+    return table
+
+
 @njit(cache=True, inline="always")
 def _mix64(z):
     """splitmix64's output function: a bijective avalanche of 64 bits."""
