@@ -230,7 +230,12 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     if t + 1 < iterations:  # the state after the last iteration is terminal
                         target += gamma * max_q(q, _q_base(t + 1, table_row[i], r * cols + c, iterations, n_cells))
                     q[here] += alpha * (target - q[here])
-                else:  # SARSA: the update waits for the next action; the last one is terminal
+                else:  # SARSA: the update waits for the next action; the last one is terminal.
+                    # With ε = 0 this is Q-learning's update exactly (issue 12): the next action
+                    # is greedy, so Q(s', a') = max Q(s', ·); states carry t, so nothing writes
+                    # Q(s', ·) between Q-learning's read (end of step t) and SARSA's (the decision
+                    # at t+1), and both add α·((r + γ·Q) − Q) with the same operations, and draw
+                    # the same tie-breaks. With ε > 0, a' is sometimes exploratory and they differ.
                     s.prev_state[i], s.prev_action[i], s.prev_reward[i] = s.state[i], s.action[i], scaled
                     if t + 1 == iterations:
                         q[here] += alpha * (scaled - q[here])

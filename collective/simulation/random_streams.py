@@ -39,15 +39,17 @@ TRAINING_BRANCH = 0x7EA1  # entropy word that sets the learners' held-out traini
 
 def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tuple[int, ...] = ()) -> np.ndarray:
     """Seeds of held-out training episodes `draws` of test episode `episode`, shape (draws, 3) as
-    `episode_seed_table`'s. Their tree is SeedSequence([seed, TRAINING_BRANCH], spawn_key=(*prefix,
-    episode, draw)): a root of its own, so no training episode's seeds are ever a test episode's
-    (those come from SeedSequence(seed, ...), whose entropy words differ) nor a sweep group's agents'
+    `episode_seed_table`'s: row d of the words of SeedSequence([seed, TRAINING_BRANCH],
+    spawn_key=(*prefix, episode)), which a SeedSequence yields in sequence (row d never depends on
+    how many are asked). A root of its own: no training episode's seeds are ever a test episode's
+    (SeedSequence(seed, ...): numpy pads the entropy to four words before the spawn key, so the
+    two differ in their second or third word) nor a sweep group's agents'
     (SeedSequence(seed, spawn_key=(cell, episode, group))), and the same for any batch split."""
-    table = np.empty((len(draws), 3), dtype=np.uint64)
-    for row, draw in enumerate(draws):
-        sequence = np.random.SeedSequence([seed, TRAINING_BRANCH], spawn_key=(*prefix, int(episode), int(draw)))
-        table[row] = sequence.generate_state(3, dtype=np.uint64)
-    return table
+    draws = np.asarray(draws, np.int64)
+    if not len(draws):
+        return np.empty((0, 3), np.uint64)
+    sequence = np.random.SeedSequence([seed, TRAINING_BRANCH], spawn_key=(*prefix, int(episode)))
+    return sequence.generate_state(3 * (int(draws.max()) + 1), dtype=np.uint64).reshape(-1, 3)[draws]
 
 
 @njit(cache=True, inline="always")
