@@ -38,8 +38,9 @@ Where the paper leaves the mapping to the environment class open, our choices (a
 - **Never reused.** Environment i draws its seeds from the spawn key (i, draw) (`random_streams`);
   two environments count as the same when the agents' start cells and a landscape's field agree and
   ⊕'s and ⊖'s paths agree over their common length, at most `IDENTITY_CELLS` cells (ceiling rule;
-  the floor rule compares their first n₀ + 1 cells). A draw that repeats a used environment is redrawn; after `DRAWS_PER_LEVEL`
-  repeats no unused environment is left at this ξ, and ξ rises by 1 (Definition 18). Learners that
+  the floor rule compares their first n₀ + 1 cells). A draw that repeats a used environment is
+  redrawn; after `DRAWS_PER_LEVEL` repeats no unused environment is left at this ξ, and ξ rises by
+  1 (Definition 18). Learners that
   train on held-out episodes (`learning_protocol` "held_out") train on `training_episodes` fresh
   episodes of the environment's K and budget (`evaluate.held_out_training`, on the training branch
   of the environment's seeds, never equal to it); with "replay" they train on the scored
@@ -189,8 +190,8 @@ class AnytimeResult:
 
     @property
     def k_top(self) -> int | None:
-        """The K every environment has had since the class was exhausted."""
-        return self.trace[-1].k if self.exhausted_at is not None else None
+        """The class's largest K, which ξ passed (None while it has not)."""
+        return int(class_k(self.config.evaluation, PROBE_ITERATIONS)[-1]) if self.exhausted_at is not None else None
 
     @property
     def interactions(self) -> int:
@@ -257,6 +258,16 @@ def episode_bytes(config: EvaluationConfig) -> int:
     return 80 * (config.iterations + 1) * episodes + learner_count(config) * states * (9 * 8 + 1 + 8)
 
 
+def class_k(evaluation: EvaluationConfig, iterations: int) -> np.ndarray:
+    """The K of the class (within the K range) the generator reaches with `iterations` iterations,
+    probed at min(iterations, PROBE_ITERATIONS) (`reachable_k`, cached)."""
+    generator = PATTERN_GENERATORS[evaluation.pattern_generator]()
+    low = evaluation.k_min if evaluation.k_min is not None else 0
+    high = evaluation.k_max if evaluation.k_max is not None else np.iinfo(np.int32).max
+    found = reachable_k(generator, evaluation.rows, evaluation.cols, min(iterations, PROBE_ITERATIONS))
+    return found[(found >= low) & (found <= high)]
+
+
 def next_budget(n: int, rounding: str) -> int:
     """Definition 19, line 21: n ← ⌈n + n/2⌉ (paper 000 §5.3), or spec §8's n ← n + ⌊n/2⌋."""
     return n + (n + 1) // 2 if rounding == "ceiling" else n + n // 2
@@ -266,15 +277,6 @@ def anytime_steps(config: AnytimeConfig) -> Iterator[AnytimeStep]:
     """Definition 19 (or 18 with `time_based`): one step per environment, for as long as it is
     iterated; returns (StopIteration.value) "memory_limit" or "exhausted" when it cannot go on."""
     evaluation = config.evaluation
-    generator = PATTERN_GENERATORS[evaluation.pattern_generator]()
-    low = evaluation.k_min if evaluation.k_min is not None else 0
-    high = evaluation.k_max if evaluation.k_max is not None else np.iinfo(np.int32).max
-
-    def reachable(iterations: int) -> np.ndarray:
-        """The K of the class the generator reaches with `iterations` iterations (probed, cached)."""
-        found = reachable_k(generator, evaluation.rows, evaluation.cols, min(iterations, PROBE_ITERATIONS))
-        return found[(found >= low) & (found <= high)]
-
     used: dict[bytes, list[EnvironmentBatch]] = {}
     xi, n, tau = 1.0, config.start_budget, config.start_seconds
     total_reward = kernel_seconds = 0.0
@@ -289,7 +291,7 @@ def anytime_steps(config: AnytimeConfig) -> Iterator[AnytimeStep]:
         episode = _episode_config(config, budget)
         if episode_bytes(episode) > config.memory_limit_bytes:
             return "memory_limit"
-        ks = reachable(budget)
+        ks = class_k(evaluation, budget)
         if not len(ks):
             return "exhausted"
         batch = None
@@ -303,7 +305,7 @@ def anytime_steps(config: AnytimeConfig) -> Iterator[AnytimeStep]:
                     return "exhausted"
                 xi += 1
         # the class is exhausted when no K it holds fits ξ's window (probed only once K is clamped)
-        exhausted = bool(math.floor(xi) > ks[-1] and xi - 1 > reachable(PROBE_ITERATIONS)[-1])
+        exhausted = bool(math.floor(xi) > ks[-1] and xi - 1 > class_k(evaluation, PROBE_ITERATIONS)[-1])
         run = play(episode, batch)
         reward = float(run.mean_rewards[0])
         total_reward += reward
@@ -389,8 +391,8 @@ def format_step(step: AnytimeStep) -> str:
 def format_summary(result: AnytimeResult) -> str:
     evaluation = result.config.evaluation
     if result.exhausted_at is not None:
-        xi = (f"ξ final: class exhausted at environment {result.exhausted_at} (no K above {result.k_top}; "
-              f"every environment since has K = {result.k_top})")
+        xi = (f"ξ final: class exhausted at environment {result.exhausted_at} (ξ passed its largest K, "
+              f"{result.k_top}, + 1; K has stayed at most {result.k_top} since)")
     else:
         xi = f"ξ final {result.xi_final:.3f}"
     timing = ""

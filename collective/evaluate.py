@@ -126,7 +126,8 @@ def held_out_training(environment, seed: int, episodes: np.ndarray, seed_prefix:
     (start cells, ⊕, ⊖ and field; possible in tiny classes only) is replaced by the episode's next
     draw: a learner is never scored on an episode it trained on (paper 000 §5.2). Depends on the
     episode indices only, not on how episodes are batched."""
-    seeds = np.concatenate([training_seed_table(seed, int(e), np.arange(count), seed_prefix) for e in episodes])         if len(episodes) else np.empty((0, 3), np.uint64)
+    seeds = np.concatenate([training_seed_table(seed, int(e), np.arange(count), seed_prefix) for e in episodes]
+                           or [np.empty((0, 3), np.uint64)])
     training = environment.generate(seeds, group_size)
     next_draw = np.full(len(episodes), count)
     for _ in range(TRAINING_REDRAWS):

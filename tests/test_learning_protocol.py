@@ -1,5 +1,8 @@
 """What learners train on (issue 12 points 4-5): held-out training episodes, never the scored one,
 the same numbers for any batch split, and when SARSA and Q-learning coincide."""
+import dataclasses
+import tomllib
+
 import numpy as np
 import pytest
 
@@ -8,7 +11,8 @@ from collective.config import PROFILES, ConfigError, EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.evaluate import evaluate, generate_environments, play, run_episodes
 from collective.simulation.random_streams import AGENT_SEED, episode_seed_table, training_seed_table
-from collective.sweeps.plan import _episodes_of
+from collective.sweeps.plan import _episodes_of, generate_block, group_agent_seeds, plan, play_unit
+from collective.sweeps.spec import parse_spec
 from collective.sweeps.store import row_schema
 
 SMALL = dict(rows=8, cols=8, iterations=30, q_training_passes=20)
@@ -161,3 +165,43 @@ def test_behaviours_listing_says_when_the_learners_coincide(capsys):
     listing = capsys.readouterr().out
     assert "q_learning and sarsa coincide exactly when training is greedy (epsilon 0" in listing
     assert f"profile sound: {PROFILES['sound']['q_epsilon']}" in listing
+
+
+HELD_OUT_SPEC = """
+seed = 3
+profile = "paper"
+episodes = 12
+iterations = 20
+
+[factors]
+grid = ["6x6"]
+group_size = [1, 2]
+
+[groups]
+behaviours = ["random", "q_learning"]
+
+[settings]
+learning_protocol = "held_out"
+training_episodes = 3
+q_training_passes = 6
+"""
+
+
+def test_a_sweep_block_carries_its_cells_training_episodes():
+    """A block holds its episodes' training episodes, shared by the cell's groups; a unit plays
+    exactly what a fresh generation of its episodes gives, and its rows record the protocol."""
+    spec = parse_spec(tomllib.loads(HELD_OUT_SPEC), "held_out")
+    for block in plan(spec):
+        cell = spec.cells[block.cell]
+        environments = generate_block(spec, block)
+        assert environments.training_episodes == 3
+        for unit in block.units:
+            rows = play_unit(spec, unit, environments).to_pandas()
+            assert set(rows["learning_protocol"]) == {"held_out"} and set(rows["training_episodes"]) == {3}
+            episodes = np.arange(unit.first, unit.stop)
+            for g in unit.groups:
+                config, group = cell.configs[g], spec.groups[g]
+                fresh = generate_environments(config, episodes, seed_prefix=(cell.key,), training=True)
+                seeds = group_agent_seeds(spec.seed, cell.key, episodes, group.key)
+                expected = play(config, dataclasses.replace(fresh, agent_seeds=seeds)).mean_rewards
+                assert np.array_equal(rows[rows["group"] == group.label]["score"].to_numpy(), expected)
