@@ -31,6 +31,9 @@ REACHABLE_PROBES = 2000  # episodes `reachable_k` generates to probe a K range
 
 # Fields each profile sets; anything given explicitly overrides them.
 ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
+# What the learners train on before the scored pass: "replay" the scored episode itself (paper 003
+# §5.2.1), or "held_out" episodes of the same class never scored (paper 000 §5.2's no-reuse rule).
+LEARNING_PROTOCOLS = ("replay", "held_out")
 
 PROFILES: dict[str, dict[str, object]] = {
     "paper": dict(
@@ -46,8 +49,10 @@ PROFILES: dict[str, dict[str, object]] = {
         # grid, segments of 1..⌊T/2⌋ moves as §4.2 says, K normalised by the N-cell alphabet (3)
         pattern_generator="cyclic", segment_cap="half_T", evil_pairing="independent", entropy_rule="pairing",
         k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
-        # learners and the anytime test (points 4-6)
-        q_initial=0.0, q_reward_scale=1.0,
+        # learners and the anytime test (points 4-6): learners train ε-greedily on held-out episodes of
+        # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19
+        q_initial=0.0, q_reward_scale=1.0, q_epsilon=0.1, learning_protocol="held_out", training_episodes=10,
+        anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1},
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
         protocol_defaults={},
@@ -119,6 +124,8 @@ class EvaluationConfig:
     q_initial: float = 0.0
     q_training_passes: int = 100
     q_reward_scale: float = 1.0
+    learning_protocol: str = "replay"  # see LEARNING_PROTOCOLS
+    training_episodes: int = 1  # held_out: fresh episodes the training passes cycle through
     # Legg-Hutter Υ (paper 001; `collective.analysis.scores`): "sampled_phrases" = Σ 2^-c R̄ / Σ 2^-c over the
     # sampled episodes, c in LZ76 phrases (spec §4 literally; not an estimator of paper 001's sum);
     # "importance_bits" = K in Lempel-Ziv code bits, episodes weighted by 2^-K / the pattern's probability
@@ -137,6 +144,7 @@ class EvaluationConfig:
             raise ConfigError(sorted(unknown)[0], f"not a setting; allowed: {', '.join(f.name for f in fields(cls))}")
         settings = {**PROFILES[profile], **{k: v for k, v in overrides.items() if v is not None}}
         protocol_defaults = settings.pop("protocol_defaults")
+        settings.pop("anytime_defaults", None)  # the anytime test's, read by `collective.anytime`
         params = dict(protocol_defaults.get(settings.get("protocol", "none"), {}))
         params.update(dict(settings.get("protocol_params", ())))
         settings["protocol_params"] = tuple(sorted(params.items()))
@@ -202,6 +210,11 @@ class EvaluationConfig:
         """The `behaviour_params` a plug-in behaviour declares."""
         declared = {p.name for p in plugin.parameters}
         return {key: value for key, value in self.behaviour_params if key in declared}
+
+    @property
+    def trains_on_held_out(self) -> bool:
+        """Whether the group's learners train on held-out episodes, which must then be generated."""
+        return self.learning_protocol == "held_out" and self.q_training_passes > 0 and any(map(learns, self.behaviours))
 
     @property
     def learner(self) -> LearnerParameters:
@@ -320,6 +333,7 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_initial", -1e6, 1e6)
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
+    _validate_learning_protocol(c)
     _validate_memory(c)
     _validate_landscape(c)
     _validate_k_range(c)
@@ -385,6 +399,18 @@ def _validate_protocol(c: EvaluationConfig) -> None:
         raise ConfigError("protocol", str(error)) from None
 
 
+def _validate_learning_protocol(c: EvaluationConfig) -> None:
+    """Replay trains on the one scored episode; held-out episodes are each played at least once."""
+    _require_choice(c, "learning_protocol", LEARNING_PROTOCOLS)
+    episodes = _require_int(c, "training_episodes", 1)
+    if c.learning_protocol == "replay" and episodes != 1:
+        raise ConfigError("training_episodes", f"must be 1 with learning_protocol replay, which trains on the "
+                                               f"scored episode itself (got {episodes}); use held_out for more")
+    if c.learning_protocol == "held_out" and c.q_training_passes and episodes > c.q_training_passes:
+        raise ConfigError("training_episodes", f"at most q_training_passes = {c.q_training_passes}, so that the "
+                                               f"passes play every training episode (got {episodes})")
+
+
 def physical_memory_limit() -> int:
     """Half the physical memory: the most one run may plan to use."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
@@ -402,11 +428,15 @@ def memory_needs(c: EvaluationConfig) -> dict[str, int]:
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
     window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.uses_plugins else 0
     tables = learners * cells * c.iterations * (9 * 8 + 1)
+    # held-out training episodes: their paths and fields, and the kernel's (n, T+1) coordinates of them
+    held_out = batch * c.training_episodes if c.trains_on_held_out else 0
+    training_paths = (held_out * 2 * 4 + c.training_episodes * 6 * 8) * (c.iterations + 1) if held_out else 0
     return {
-        "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0),
-        "rows": (batch * cells * 8 if c.env == "landscape" else 0) + cells * 8
+        "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0)
+        + training_paths,
+        "rows": ((batch + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
         + (tables if c.iterations <= cells else 0),
-        "group_size": batch * agents * 8 * 5,
+        "group_size": (batch + held_out) * agents * 8 * 5,
         "observation_range": batch * agents * window,
     }
 

@@ -95,9 +95,17 @@ class EnvironmentBatch:
     k_evil: np.ndarray | None = None
     # (episodes,) float64 the ceiling of R̄ (`collective.environments.ceiling`); None until computed
     upsilon_best: np.ndarray | None = None
+    # Learners' held-out training episodes (`learning_protocol` "held_out"), rows episode-major:
+    # row e·n + j is training episode j of episode e; None when the learners replay the episode
+    training: EnvironmentBatch | None = None
 
     def __len__(self) -> int:
         return self.good.shape[0]
+
+    @property
+    def training_episodes(self) -> int:
+        """Held-out training episodes per episode (0: none)."""
+        return len(self.training) // len(self) if self.training is not None and len(self) else 0
 
     def fields(self) -> np.ndarray:
         """The kernel's view: (episodes, cells) landscapes, or (episodes, 0) for Λ*."""

@@ -86,16 +86,24 @@ def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
     return _taper(spec, blocks)
 
 
-def _episode_bytes(config: EvaluationConfig) -> int:
-    """Bytes of one episode's environment arrays."""
+def _episode_bytes(config: EvaluationConfig, training: bool) -> int:
+    """Bytes of one episode's environment arrays, its held-out training episodes' included."""
     landscape = config.rows * config.cols * 8 if config.env == "landscape" else 0
-    return (2 * (config.iterations + 1) + config.group_size) * 4 + 52 + landscape
+    one = (2 * (config.iterations + 1) + config.group_size) * 4 + 52 + landscape
+    return one * (1 + (config.training_episodes if training else 0))
+
+
+def _cell_trains_on_held_out(cell) -> bool:
+    """Whether a group of the cell learns from held-out episodes: its blocks then carry them,
+    shared by every group of the cell like the test episodes."""
+    return any(cell.configs[g].trains_on_held_out for g in cell.playing)
 
 
 def block_episodes(spec: SweepSpec, c: int) -> int:
     """Episodes per environment block of cell c: as many as MAX_BLOCK_BYTES holds, at least one."""
     cell = spec.cells[c]
-    return max(1, min(spec.episodes, MAX_BLOCK_BYTES // _episode_bytes(cell.configs[cell.playing[0]])))
+    episode = _episode_bytes(cell.configs[cell.playing[0]], _cell_trains_on_held_out(cell))
+    return max(1, min(spec.episodes, MAX_BLOCK_BYTES // episode))
 
 
 @dataclass(frozen=True)
@@ -201,7 +209,7 @@ def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch
     cell = spec.cells[block.cell]
     config = cell.configs[cell.playing[0]]
     return with_ceiling(config, generate_environments(config, np.arange(block.first, block.stop),
-                                                      seed_prefix=(cell.key,)))
+                                                      seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell)))
 
 
 def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key: int) -> np.ndarray:
@@ -211,11 +219,20 @@ def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key:
 
 
 def _episodes_of(environments: EnvironmentBatch, start: int, stop: int) -> EnvironmentBatch:
-    """Rows [start, stop) of an environment batch, copied: arrays from Ray's object store are
-    read-only, and read-only arrays would make numba compile (for ~30 s) a second simulator."""
-    return EnvironmentBatch(**{field.name: None if getattr(environments, field.name) is None
-                               else np.array(getattr(environments, field.name)[start:stop])
-                               for field in fields(EnvironmentBatch)})
+    """Rows [start, stop) of an environment batch with their training episodes, copied: arrays
+    from Ray's object store are read-only, and read-only arrays would make numba compile (for
+    ~30 s) a second simulator."""
+    count = environments.training_episodes
+
+    def rows(field):
+        values = getattr(environments, field.name)
+        if values is None:
+            return None
+        if field.name == "training":
+            return _episodes_of(values, start * count, stop * count)
+        return np.array(values[start:stop])
+
+    return EnvironmentBatch(**{field.name: rows(field) for field in fields(EnvironmentBatch)})
 
 
 def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
