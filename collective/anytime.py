@@ -98,6 +98,10 @@ class AnytimeConfig:
 
     def __post_init__(self) -> None:
         defaults = PROFILES.get(self.evaluation.profile, {}).get("anytime_defaults", {})
+        if self.evaluation.k_sampling == "stratified":  # the test picks each environment's K itself
+            # (Definition 19, from K = 1 at n = 1), so a stratified K range, meant for fixed-T episodes,
+            # gives way to the generator drawing the exact K asked, with the range's top kept
+            object.__setattr__(self, "evaluation", self.evaluation.with_changes(k_sampling="generator", k_min=1))
         if self.budget_rounding is None:
             object.__setattr__(self, "budget_rounding", defaults.get("budget_rounding", "floor"))
         if self.budget_rounding not in BUDGET_ROUNDINGS:
