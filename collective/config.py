@@ -63,9 +63,20 @@ PROFILES: dict[str, dict[str, object]] = {
         q_initial=2.0, q_reward_scale=10.0,  # optimistic table, rewards x10 (spec §5)
         # the 2016 code's stigmergy field and sticky bidding (spec §6)
         protocol_defaults={"stigmergy": {"form": "reference"}, "auction": {"sticky": "true"}},
+        # the 2016 program's other behaviours, one switch each (issue 13; see CPP_SWITCHES)
+        cpp_first_observation=True, cpp_auction=True, cpp_imitation=True, cpp_learner_bootstrap=True,
+        cpp_oracle=True, cpp_binary_tree=True, cpp_groups_of_one=True,
     ),
 }
 
+
+# Switches that reproduce a behaviour of the 2016 C++ program (nader-chmait/LambdaStar, main.cpp
+# and src/) that the papers do not describe; all on in `lambdastar2016`, all off (paper 003's
+# reading) in `paper` and `sound`. Each is a boolean field of EvaluationConfig, recorded per row.
+CPP_SWITCHES = ("cpp_first_observation", "cpp_auction", "cpp_imitation", "cpp_learner_bootstrap", "cpp_oracle",
+                "cpp_binary_tree", "cpp_groups_of_one")
+# The switches only the fused kernel implements: a group on the stepping core is refused with them.
+KERNEL_ONLY_SWITCHES = ("cpp_first_observation", "cpp_imitation", "cpp_oracle")
 
 # Fields whose meaning changed: given under the old name, a setting is refused with what to use now.
 RENAMED_FIELDS = {
@@ -130,6 +141,25 @@ class EvaluationConfig:
     # sampled episodes, c in LZ76 phrases (spec §4 literally; not an estimator of paper 001's sum);
     # "importance_bits" = K in Lempel-Ziv code bits, episodes weighted by 2^-K / the pattern's probability
     legg_hutter_estimator: str = "sampled_phrases"
+    # The 2016 C++ program's behaviours (CPP_SWITCHES; README "Replicating the 2016 program"):
+    # the first scored observation sees the field with ⊕ and ⊖ both reset onto cell 0 (main.cpp
+    # resets them after training): -0.5 on cell 0, 0 elsewhere; from the second iteration on it is right
+    cpp_first_observation: bool = False
+    # auction: bids in agent order, a bid >= the episode's best so far (initially -1, never reset within
+    # the episode) moves the target to the bidder's local-search step, so the later agent wins ties
+    cpp_auction: bool = False
+    # imitation: the hidden oracle takes one step before each imitator acts (n steps per iteration) and
+    # starts each episode on the last agent's start cell (the evaluation's episode 0: its own random cell)
+    cpp_imitation: bool = False
+    # learners: Q-learning bootstraps from max Q(s'=(c', t=0), ·); SARSA from Q((c', t), a'), a' chosen
+    # at the same t and then discarded; no terminal state
+    cpp_learner_bootstrap: bool = False
+    # oracle (and the imitators' hidden oracle): one approach step toward ⊕'s next cell, not interception
+    cpp_oracle: bool = False
+    # hierarchy: every member does plain local search (the tree's reports are sent but never read)
+    cpp_binary_tree: bool = False
+    # every protocol accepts a group of one member (the C++ runs each group type with n = 1)
+    cpp_groups_of_one: bool = False
 
     @classmethod
     def from_profile(cls, profile: str = "paper", **overrides) -> "EvaluationConfig":
@@ -173,8 +203,11 @@ class EvaluationConfig:
 
     @property
     def protocol_values(self) -> tuple[float, ...]:
-        """A built-in protocol's numeric parameters as the compiled rules take them."""
-        return load_protocol(self.protocol).cls.kernel_values(dict(self.protocol_params))
+        """A built-in protocol's numeric parameters as the compiled rules take them, its 2016
+        switch (`Protocol.cpp_switch`) in the last slot."""
+        protocol = load_protocol(self.protocol).cls
+        return protocol.kernel_values(dict(self.protocol_params),
+                                      switched=bool(protocol.cpp_switch and getattr(self, protocol.cpp_switch)))
 
     @property
     def protocol_members(self) -> np.ndarray:
@@ -334,6 +367,7 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
     _validate_learning_protocol(c)
+    _validate_cpp_switches(c)
     _validate_memory(c)
     _validate_landscape(c)
     _validate_k_range(c)
@@ -375,6 +409,28 @@ def _validate_plugins(c: EvaluationConfig) -> None:
                           "cannot share a group with plug-ins yet; play the learners in a group of built-ins")
 
 
+def _validate_cpp_switches(c: EvaluationConfig) -> None:
+    """The 2016 switches are booleans; those only the fused kernel implements refuse a group on the
+    stepping core that they would change; the reset field is Λ*'s; the C++ auction keeps its bid."""
+    for name in CPP_SWITCHES:
+        if not isinstance(getattr(c, name), bool):
+            raise ConfigError(name, f"must be true or false (got {getattr(c, name)!r})")
+    if c.uses_plugins:
+        affected = {"cpp_first_observation": True, "cpp_imitation": "imitation" in c.behaviours,
+                    "cpp_oracle": bool({"oracle", "imitation"} & set(c.behaviours))}
+        for name in KERNEL_ONLY_SWITCHES:
+            if getattr(c, name) and affected[name]:
+                raise ConfigError(name, "is implemented in the fused kernel only, and this group plays on the "
+                                        "stepping core (it has a plug-in); set it to false")
+    if c.cpp_first_observation and c.env != "lambda_star":
+        raise ConfigError("cpp_first_observation", "reproduces the 2016 program's Λ* field with ⊕ and ⊖ reset onto "
+                                                   "cell 0, and that program has no landscapes; use false with "
+                                                   f"--env {c.env}")
+    if c.cpp_auction and c.protocol == "auction" and dict(c.protocol_params).get("sticky", "false") != "true":
+        raise ConfigError("cpp_auction", "the C++ auction keeps the episode's best bid: it needs sticky=true "
+                                         "(or set cpp_auction false)")
+
+
 def _validate_protocol(c: EvaluationConfig) -> None:
     """Parameters known and in range; the group has enough members the protocol applies to (spec §6)."""
     protocol = load_protocol(c.protocol)
@@ -384,7 +440,7 @@ def _validate_protocol(c: EvaluationConfig) -> None:
             protocol.typed_params(dict(c.protocol_params))
         except ValueError as error:
             raise ConfigError("protocol_params", str(error)) from None
-        minimum = int(getattr(protocol.cls, "minimum_members", 1))
+        minimum = min(int(getattr(protocol.cls, "minimum_members", 1)), 1 if c.cpp_groups_of_one else 10**9)
         if participants < minimum:
             raise ConfigError("protocol", f"{protocol.spec} needs at least {minimum} members "
                               f"(the group has {participants})")
@@ -394,7 +450,7 @@ def _validate_protocol(c: EvaluationConfig) -> None:
     except ValueError as error:
         raise ConfigError("protocol_params", str(error)) from None
     try:
-        protocol.cls.check_group(values, participants)
+        protocol.cls.check_group(values, participants, minimum=1 if c.cpp_groups_of_one else None)
     except ValueError as error:
         raise ConfigError("protocol", str(error)) from None
 

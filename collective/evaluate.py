@@ -29,7 +29,8 @@ from collective.simulation.random_streams import episode_seed_table, training_se
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
-from collective.simulation.kernel import learner_workspace, separate_tables, simulate_batch, talk_workspace
+from collective.simulation.kernel import (KernelSwitches, learner_workspace, separate_tables, simulate_batch,
+                                         talk_workspace)
 from collective.simulation.stepping import Group, Member, play_group
 from protocols import NONE, load_protocol
 
@@ -117,6 +118,7 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_p
     is rescaled here to the config's `k_normalisation`, for every environment class."""
     environment = config.environment()
     batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
+    batch = replace(batch, episode_index=np.asarray(episodes, np.int64))
     if config.k_normalisation == "log_alphabet":
         batch = replace(batch, k_normalised=alphabet_normalised(batch.k_normalised,
                                                                             config.rows * config.cols))
@@ -304,7 +306,8 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         config.coordination_threshold, environments.good, environments.evil, environments.landscapes,
         environments.starts, environments.agent_seeds, *training,
         learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
-        learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals)
+        learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals,
+        kernel_switches(config, environments))
     seconds = time.perf_counter() - start
     messages, bits = talk.comm
     agent_scores = agent_totals / config.iterations if mixed else None
@@ -312,6 +315,15 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
                           positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1))
     return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores)
+
+
+def kernel_switches(config: EvaluationConfig, environments: EnvironmentBatch) -> KernelSwitches:
+    """The 2016 switches the kernel's behaviours read, and the batch row of the evaluation's episode 0
+    (-1 when the batch does not hold it or its indices are unknown)."""
+    indices = environments.episode_index
+    first = np.flatnonzero(indices == 0) if indices is not None else ()
+    return KernelSwitches(int(config.cpp_first_observation), int(config.cpp_imitation),
+                          int(config.cpp_learner_bootstrap), int(config.cpp_oracle), int(first[0]) if len(first) else -1)
 
 
 def training_arrays(config: EvaluationConfig, environments: EnvironmentBatch) -> tuple:

@@ -19,6 +19,7 @@ from collective.simulation.plugins import PluginClass, load_plugin, require_meth
 NONE, STIGMERGY, SHARED_Q, BROADCAST, AUCTION, DICTATORSHIP, HIERARCHY = range(7)
 KERNEL_CODES = frozenset(range(7))
 PARAMETER_SLOTS = 4  # the kernel receives each protocol's numeric parameters in a vector this long
+SWITCH_SLOT = PARAMETER_SLOTS - 1  # the slot that carries a protocol's 2016 switch (`Protocol.cpp_switch`)
 
 
 class Protocol:
@@ -31,19 +32,25 @@ class Protocol:
     minimum_members: ClassVar[int] = 2  # participants needed for the protocol to mean anything
     parameters: ClassVar[tuple[Parameter, ...]] = ()
     fixed: ClassVar[dict[str, str]] = {}  # parameters an alias pins (e.g. wisdom = broadcast+memory)
+    # The EvaluationConfig switch (config.CPP_SWITCHES) that selects the 2016 program's form of the
+    # rule; the kernel reads it as 1.0 in SWITCH_SLOT
+    cpp_switch: ClassVar[str | None] = None
 
     @classmethod
-    def check_group(cls, values: tuple[float, ...], participants: int) -> None:
-        """ValueError when the group cannot use this protocol meaningfully."""
-        if participants < cls.minimum_members:
+    def check_group(cls, values: tuple[float, ...], participants: int, minimum: int | None = None) -> None:
+        """ValueError when the group cannot use this protocol meaningfully; `minimum` caps
+        `minimum_members` (1 under `cpp_groups_of_one`: the C++ runs every group type with n = 1)."""
+        needed = cls.minimum_members if minimum is None else min(minimum, cls.minimum_members)
+        if participants < needed:
             members = " or ".join(sorted(cls.applies_to))
-            raise ValueError(f"protocol {cls.name} needs at least {cls.minimum_members} {members} agents "
+            raise ValueError(f"protocol {cls.name} needs at least {needed} {members} agents "
                              f"(the group has {participants})")
 
     @classmethod
-    def kernel_values(cls, params: dict[str, str]) -> tuple[float, ...]:
-        """The numeric parameter vector for the kernel, defaults filled in, in declaration order.
-        Raises ValueError naming an unknown or invalid parameter."""
+    def kernel_values(cls, params: dict[str, str], switched: bool = False) -> tuple[float, ...]:
+        """The numeric parameter vector for the kernel, defaults filled in, in declaration order,
+        and 1.0 in SWITCH_SLOT when `switched` (the 2016 form, see `cpp_switch`). Raises
+        ValueError naming an unknown or invalid parameter."""
         allowed = {p.name: p for p in cls.parameters}
         for key in params:
             if key not in allowed or key in cls.fixed:
@@ -51,7 +58,8 @@ class Protocol:
                 raise ValueError(f"protocol {cls.name} has no parameter {key!r}; its parameters: {names}")
         merged = {p.name: str(p.default) for p in cls.parameters} | dict(params) | cls.fixed
         values = tuple(allowed[name].parse(merged[name]) for name in allowed)
-        return values + (0.0,) * (PARAMETER_SLOTS - len(values))
+        values += (0.0,) * (PARAMETER_SLOTS - len(values))
+        return values[:SWITCH_SLOT] + (1.0 if switched else values[SWITCH_SLOT],)
 
 
 PROTOCOLS: Registry[Protocol] = Registry("protocol")
@@ -66,8 +74,8 @@ def register(cls: type) -> type:
     builtin = cls.__module__.startswith("protocols.") and getattr(cls, "code", None) in KERNEL_CODES
     if not builtin:
         require_method(cls, getattr(cls, "name", cls.__name__), "communicate", "protocol")
-    elif len(cls.parameters) > PARAMETER_SLOTS:
-        raise ValueError(f"protocol {cls.name!r} has more than {PARAMETER_SLOTS} parameters")
+    elif len(cls.parameters) > (SWITCH_SLOT if cls.cpp_switch else PARAMETER_SLOTS):
+        raise ValueError(f"protocol {cls.name!r} has more parameters than the kernel's slots")
     return PROTOCOLS.register(cls)
 
 

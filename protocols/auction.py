@@ -1,8 +1,16 @@
 """`auction` (bidding, spec §6): each iteration every searcher bids its best observed reward;
 the highest bid (lowest index among equal bids) sets the target cell of the whole group.
-sticky=true is the reference's variant: the best bid is kept for the episode and the target only
-changes when a later bid beats it."""
-from protocols import AUCTION, Parameter, Protocol, register
+sticky=true keeps the best bid for the episode and the target only changes when a later bid
+beats it, read as strictly greater (`>`), the lowest index winning among equal bids.
+
+The 2016 program (`cpp_auction`, LambdaStar src/BiddingLocalSearchAgent.cpp updateMyBid, main.cpp)
+meant "beats" as *at least equal*: agents bid in index order and a bid `>=` the episode's highest
+so far (initially -1, reset only between episodes) makes that agent's local-search step the
+target, so the later agent wins ties and every bid equal to the best (1.0 once anyone stood next
+to ⊕) moves the target again. The spec's "beats the best bid" is therefore the C++'s `>=`;
+sticky=true without `cpp_auction` is the strict reading, which freezes the target once anyone has
+bid 1.0. Bids lie in [-1, 1], so the initial -1 and this rule's -inf accept the same first bid."""
+from protocols import AUCTION, SWITCH_SLOT, Parameter, Protocol, register
 
 
 @register
@@ -13,28 +21,40 @@ class Auction(Protocol):
     applies_to = frozenset({"local_search"})
     parameters = (Parameter("sticky", "false", "keep the best bid for the whole episode (reference)",
                             choices=("false", "true")),)
+    cpp_switch = "cpp_auction"
 
 
+import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
+from collective.environments.torus import wrap  # noqa: E402
 from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_choices  # noqa: E402
 
 
 @njit(cache=True)
 def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
                  targets, comm):
-    """state = (best bid so far, its cell), reset each pass; used when sticky."""
+    """state = (best bid so far, its cell), reset each pass; used when sticky or in the 2016 form."""
     sticky = values[0] > 0.5
     local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
-    winner = members[0]
-    for i in members:
-        if choice[i, 2] > choice[winner, 2]:
-            winner = i
-    target = chosen_cell(winner, pos_r, pos_c, choice, scene.rows, scene.cols)
-    if sticky:
-        if choice[winner, 2] > state[0]:
-            state[0], state[1] = choice[winner, 2], target
+    if values[SWITCH_SLOT] > 0.5:  # cpp_auction: bids in index order, `>=` moves the target
+        rows, cols = scene.rows, scene.cols
+        for i in members:
+            if choice[i, 2] >= state[0]:  # the bidder's local-search step (one step toward its choice)
+                state[0] = choice[i, 2]
+                state[1] = wrap(pos_r[i] + int(np.sign(choice[i, 0])), rows) * cols + \
+                    wrap(pos_c[i] + int(np.sign(choice[i, 1])), cols)
         target = int(state[1])
+    else:
+        winner = members[0]
+        for i in members:
+            if choice[i, 2] > choice[winner, 2]:
+                winner = i
+        target = chosen_cell(winner, pos_r, pos_c, choice, scene.rows, scene.cols)
+        if sticky:
+            if choice[winner, 2] > state[0]:
+                state[0], state[1] = choice[winner, 2], target
+            target = int(state[1])
     m = members.shape[0]
     comm[0] += m * (m - 1)
     comm[1] += m * (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols))

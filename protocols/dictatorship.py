@@ -13,8 +13,8 @@ class Dictatorship(Protocol):
                             low=0, high=10**6),)
 
     @classmethod
-    def check_group(cls, values, participants):
-        super().check_group(values, participants)
+    def check_group(cls, values, participants, minimum=None):
+        super().check_group(values, participants, minimum)
         if values[0] != int(values[0]) or values[0] >= participants:
             raise ValueError(f"dictator must be a whole rank below {participants}, the number of searchers "
                              f"(got {values[0]:g})")

@@ -1,7 +1,12 @@
 """`hierarchy` (binary tree, spec §6): searchers ranked k = 1..m in agent order; k reports its best
 observed cell and reward to its parent ⌊k/2⌋; each searcher heads for the best among its own cell
-and its children's reports (its own on ties, then the first child)."""
-from protocols import HIERARCHY, Protocol, register
+and its children's reports (its own on ties, then the first child).
+
+The 2016 program's tree agents (`cpp_binary_tree`) do plain local search: main.cpp calls
+performAction(columns) through an Agent pointer, which dispatches to LocalSearchAgent's, never the
+tree's three-argument overload (LambdaStar src/BinaryTreeLocalSearchAgent.cpp); the reports are
+written (setTargets) and counted, but nobody reads them."""
+from protocols import HIERARCHY, SWITCH_SLOT, Protocol, register
 
 
 @register
@@ -10,6 +15,7 @@ class Hierarchy(Protocol):
     code = HIERARCHY
     description = "binary tree: k reports to ⌊k/2⌋, heads for the best of its own and its children's reports"
     applies_to = frozenset({"local_search"})
+    cpp_switch = "cpp_binary_tree"
 
 
 from numba import njit  # noqa: E402
@@ -22,10 +28,11 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                    targets, comm):
     local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
     m = members.shape[0]
+    plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1
         best = members[rank - 1]
         for child_rank in (2 * rank, 2 * rank + 1):
-            if child_rank <= m and choice[members[child_rank - 1], 2] > choice[best, 2]:
+            if not plain and child_rank <= m and choice[members[child_rank - 1], 2] > choice[best, 2]:
                 best = members[child_rank - 1]
         targets[members[rank - 1]] = chosen_cell(best, pos_r, pos_c, choice, scene.rows, scene.cols)
     comm[0] += m - 1

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from collective.config import EvaluationConfig
+from collective.config import CPP_SWITCHES, EvaluationConfig
 from collective.evaluate import run_episodes
 from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
                                              reference_episode)
@@ -35,13 +35,19 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
     for e in range(episodes):
         positions, rewards, cost = reference_episode(
             worlds[e], config.behaviours, env.good[e].tolist(), env.evil[e].tolist(), env.starts[e].tolist(),
-            int(env.agent_seeds[e]), learner, reference_protocol(config), reference_training(config, env, e, world))
+            int(env.agent_seeds[e]), learner, reference_protocol(config), reference_training(config, env, e, world),
+            cpp_switches(config), first_episode=int(env.episode_index[e]) == 0)
         for t, (expected, actual) in enumerate(zip(positions, run.positions[e])):
             assert list(actual) == expected, f"episode {e}: positions differ at t={t}"
         assert np.array_equal(np.array(rewards), run.rewards[e]), f"episode {e}: rewards differ"
         assert run.mean_rewards[e] == pytest.approx(np.mean(rewards), abs=1e-12)
         messages, bits = messages + cost[0], bits + cost[1]
     assert (run.messages, run.bits) == (messages, bits)
+
+
+def cpp_switches(config: EvaluationConfig) -> frozenset[str]:
+    """The 2016 switches on, as the reference takes them."""
+    return frozenset(name for name in CPP_SWITCHES if getattr(config, name))
 
 
 def reference_training(config: EvaluationConfig, env, e: int, world: ReferenceWorld) -> list[TrainingEpisode] | None:
@@ -126,3 +132,47 @@ def test_held_out_training_matches_reference(protocol, mix, threshold):
                                            learning_protocol="held_out", training_episodes=4, q_epsilon=0.1,
                                            **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)
+
+
+# ---- the 2016 program's switches (issue 13), each alone and all together ----
+
+SWITCH_GROUPS = {
+    "cpp_first_observation": ["local_search:3,random:1,imitation:1", "local_search:4"],
+    "cpp_auction": ["local_search:4"],
+    "cpp_imitation": ["imitation:3", "local_search:1,imitation:2,oracle:1,q_learning:1"],
+    "cpp_learner_bootstrap": ["q_learning:2", "sarsa:2", "sarsa:1,q_learning:1,local_search:1"],
+    "cpp_oracle": ["oracle:2", "imitation:2,oracle:1"],
+    "cpp_binary_tree": ["local_search:5"],
+    "cpp_groups_of_one": ["local_search:1"],
+}
+SWITCH_PROTOCOLS = {"cpp_first_observation": ["none", "stigmergy", "wisdom", "auction", "hierarchy"],
+                    "cpp_auction": ["auction"], "cpp_binary_tree": ["hierarchy"],
+                    "cpp_groups_of_one": ["auction", "wisdom", "dictatorship", "hierarchy", "stigmergy"]}
+SWITCH_CASES = [(name, mix, protocol) for name, mixes in SWITCH_GROUPS.items() for mix in mixes
+                for protocol in SWITCH_PROTOCOLS.get(name, ["none"])]
+
+
+@pytest.mark.parametrize("switch, mix, protocol", SWITCH_CASES, ids=[f"{s}-{m}-{p}" for s, m, p in SWITCH_CASES])
+@pytest.mark.parametrize("variant", [dict(), dict(observation_range=2, rows=9, cols=11, q_epsilon=0.2),
+                                     dict(coordination_threshold=2)], ids=["default", "range2-epsilon", "coordination"])
+def test_cpp_switches_match_reference(switch, mix, protocol, variant):
+    """Each switch alone, in the fused kernel and the reference, from the evaluation's episode 0
+    (the hidden oracle's own random start) on."""
+    params = (("sticky", "true"),) if protocol == "auction" else ()
+    if variant.get("coordination_threshold", 1) > int(mix.split(":")[-1]) and mix.count(":") == 1:
+        pytest.skip("the threshold exceeds the group")
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
+                                           **{**SMALL, **variant, switch: True})
+    assert_lockstep(config, episodes=5)
+
+
+@pytest.mark.parametrize("mix, protocol", [("local_search:5", "auction"), ("local_search:6", "hierarchy"),
+                                           ("local_search:4", "wisdom"), ("imitation:4", "none"),
+                                           ("q_learning:1,sarsa:1,oracle:1,imitation:2", "none"),
+                                           ("sarsa:3", "shared_q"), ("q_learning:1", "shared_q"),
+                                           ("local_search:1", "dictatorship")])
+def test_lambdastar2016_profile_matches_reference(mix, protocol):
+    """Every switch on together, as the profile sets them (ping-pong patterns, Q0 = 2, rewards x10)."""
+    config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, **SMALL)
+    assert all(getattr(config, name) for name in CPP_SWITCHES)
+    assert_lockstep(config, episodes=5)

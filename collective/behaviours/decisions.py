@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from collective.simulation.random_streams import uniform_float, uniform_int
-from collective.environments.scene import is_landscape, scene_blind, scene_reward
+from collective.environments.scene import is_landscape, is_reset, scene_blind, scene_reward
 from collective.environments.torus import axis_distance, axis_step_toward, chebyshev, proximity, wrap
 
 
@@ -34,9 +34,9 @@ def local_best(r, c, scene, view, stream, scratch):
         j = uniform_int(stream, side * side)
         return j // side - view, j % side - view, 0.0
     rows, cols, radius = scene.rows, scene.cols, scene.radius
-    landscape = is_landscape(scene)
+    direct = is_landscape(scene) or is_reset(scene)  # R read cell by cell, not from axis distances
     ties_at = side * side  # scratch layout: tie list, then Λ*'s per-offset axis distances
-    if not landscape:
+    if not direct:
         for k in range(side):
             scratch[ties_at + k] = axis_distance(wrap(r + k - view, rows), scene.good_r, rows)
             scratch[ties_at + side + k] = axis_distance(wrap(r + k - view, rows), scene.evil_r, rows)
@@ -46,7 +46,7 @@ def local_best(r, c, scene, view, stream, scratch):
     ties = 0
     for i in range(side):
         for j in range(side):
-            if landscape:
+            if direct:
                 value = scene_reward(scene, wrap(r + i - view, rows), wrap(c + j - view, cols))
             else:  # R(c) from distances computed once per row and column
                 value = (proximity(max(scratch[ties_at + i], scratch[ties_at + 2 * side + j]), radius)

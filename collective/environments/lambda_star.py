@@ -98,6 +98,8 @@ class EnvironmentBatch:
     # Learners' held-out training episodes (`learning_protocol` "held_out"), rows episode-major:
     # row e·n + j is training episode j of episode e; None when the learners replay the episode
     training: EnvironmentBatch | None = None
+    # (episodes,) int64 the evaluation's episode indices (`evaluate.generate_environments`); None when unknown
+    episode_index: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.good.shape[0]

@@ -20,6 +20,24 @@ from collective.environments.torus import chebyshev, proximity, wrap
 # landscape's displacement (rows, columns) since the episode began.
 Scene = namedtuple("Scene", "good_r good_c evil_r evil_c landscape shift_r shift_c rows cols radius")
 
+# A Λ* scene whose radius is RESET_RADIUS is the 2016 program's field with ⊕ and ⊖ both reset onto
+# its first cell (`cpp_first_observation`): Environment::updateCellRewards writes +0.5 then -0.5 on
+# the objects' shared cell, then adds +0.5 and -0.5 over their one neighbourhood, which leaves
+# RESET_CELL_VALUE on cell 0 and 0 everywhere else (LambdaStar src/Environment.cpp, main.cpp).
+RESET_RADIUS = -1
+RESET_CELL_VALUE = -0.5
+
+
+@njit(cache=True, inline="always")
+def reset_scene(landscape, rows, cols):
+    """The 2016 program's field at the first scored observation (see RESET_RADIUS)."""
+    return Scene(0, 0, 0, 0, landscape, 0, 0, rows, cols, RESET_RADIUS)
+
+
+@njit(cache=True, inline="always")
+def is_reset(scene):
+    return scene.radius < 0
+
 
 def has_field(landscape) -> bool:
     """Whether `landscape` is a field (an array) rather than None; compiled, a constant per type."""
@@ -56,6 +74,8 @@ def scene_reward(scene, r, c):
         return field_value(scene.landscape,
                            wrap(r - scene.shift_r, scene.rows) * scene.cols + wrap(c - scene.shift_c, scene.cols))
     rows, cols, radius = scene.rows, scene.cols, scene.radius
+    if radius < 0:  # the 2016 reset field (RESET_RADIUS)
+        return RESET_CELL_VALUE if r == 0 and c == 0 else 0.0
     return (proximity(chebyshev(r, c, scene.good_r, scene.good_c, rows, cols), radius)
             - proximity(chebyshev(r, c, scene.evil_r, scene.evil_c, rows, cols), radius))
 
@@ -64,7 +84,7 @@ def scene_reward(scene, r, c):
 def scene_blind(scene, r, c, view):
     """True when every cell of the range-`view` window around (r, c) pays exactly 0: in Λ*, when
     both objects are beyond view + radius (triangle inequality); a landscape is never blank."""
-    if is_landscape(scene):
+    if is_landscape(scene) or is_reset(scene):
         return False
     reach = view + scene.radius
     return (chebyshev(r, c, scene.good_r, scene.good_c, scene.rows, scene.cols) > reach

@@ -28,7 +28,7 @@ from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, R
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import Scene, scene_reward
+from collective.environments.scene import Scene, reset_scene, scene_reward
 from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
 from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from protocols.auction import auction_rule
@@ -45,8 +45,15 @@ WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i 
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
 # The settings of a batch: the grid, the agents' view and reward radius, the coordination
-# threshold, and the learners' α, γ, ε and training reward scale.
-Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold alpha gamma epsilon reward_scale")
+# threshold, the learners' α, γ, ε and training reward scale, and the 2016 program's switches
+# (`KernelSwitches`).
+Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold alpha gamma epsilon reward_scale "
+                            "reset_first_observation imitation_steps learner_bootstrap oracle_approach")
+# The 2016 switches the kernel's behaviours read (collective.config.CPP_SWITCHES; the auction's and
+# the tree's travel in the protocol's values), as ints, and first_episode: the row of the batch that
+# is the evaluation's episode 0 (-1: none), whose hidden oracle keeps its own random start cell.
+KernelSwitches = namedtuple("KernelSwitches", "first_observation imitation learner_bootstrap oracle first_episode")
+NO_SWITCHES = KernelSwitches(0, 0, 0, 0, -1)
 # One episode's world, each (T+1,): ⊕/⊖ rows and columns, and the landscape's displacement since
 # the start (rows, columns); landscape is the base field (cells,), None for Λ*.
 EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape shift_r shift_c")
@@ -126,6 +133,9 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     take their next pattern step, and rewards come from the new cells. Learners update their
     Q-tables only when `learning` (training passes), with rewards scaled by `reward_scale`.
     The group's protocol (`talk`) speaks after all agents observe and before any acts (spec §6).
+    The 2016 switches (`rules`, see KernelSwitches) change what the scored pass's first
+    observation shows, how the oracles move, when the imitators' hidden oracle steps and what the
+    learners bootstrap from.
     """
     rows, cols, iterations, view, radius, threshold = (rules.rows, rules.cols, rules.iterations, rules.view_range,
                                                        rules.radius, rules.threshold)
@@ -156,6 +166,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     for t in range(iterations):
         scene = Scene(good_r[t], good_c[t], evil_r[t], evil_c[t], landscape, shift_r[t], shift_c[t],
                       rows, cols, radius)
+        if rules.reset_first_observation and t == 0 and not learning:
+            # main.cpp resets ⊕ and ⊖ onto cell 1 after training and recomputes the field before
+            # the first scored observation (cpp_first_observation)
+            scene = reset_scene(landscape, rows, cols)
         if talks:
             _communicate(talk, s, scene, view)
         for i in range(agents):
@@ -169,8 +183,12 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 else:
                     dr, dc = local_search_step(r, c, scene, view, stream, s.window)
             elif code == ORACLE:
-                dr, dc = oracle_step(r, c, t, good_r, good_c, iterations, rows, cols, s.pointer, i)
+                dr, dc = _oracle_move(r, c, t, good_r, good_c, rules, s.pointer, i)
             elif code == IMITATION:
+                if rules.imitation_steps:  # main.cpp: the hidden oracle steps before each imitator acts
+                    s.pointer[agents] = 0  # several steps per iteration: rescan from t+1 each time
+                    hdr, hdc = _oracle_move(hidden_r, hidden_c, t, good_r, good_c, rules, s.pointer, agents)
+                    hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
@@ -187,7 +205,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                         tables.written[tables.n_written[0]] = base
                         tables.n_written[0] += 1
                     s.action[i] = learner_action(q, base, epsilon, stream)
-                    if code == SARSA and t > 0:
+                    if code == SARSA and t > 0 and not rules.learner_bootstrap:
                         old = s.prev_state[i] + s.prev_action[i]
                         q[old] += alpha * (s.prev_reward[i] + gamma * q[base + s.action[i]] - q[old])
                 else:
@@ -195,8 +213,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 dr, dc = s.action[i] // 3 - 1, s.action[i] % 3 - 1
             s.new_r[i] = wrap(r + dr, rows)
             s.new_c[i] = wrap(c + dc, cols)
-        if hidden_start >= 0:
-            hdr, hdc = oracle_step(hidden_r, hidden_c, t, good_r, good_c, iterations, rows, cols, s.pointer, agents)
+        if hidden_start >= 0 and not rules.imitation_steps:
+            hdr, hdc = _oracle_move(hidden_r, hidden_c, t, good_r, good_c, rules, s.pointer, agents)
             hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
         after = Scene(good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1], landscape, shift_r[t + 1],
                       shift_c[t + 1], rows, cols, radius)
@@ -225,7 +243,16 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             if learning and (code == Q_LEARNING or code == SARSA):
                 scaled = reward * reward_scale
                 here = s.state[i] + s.action[i]
-                if code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
+                if code == Q_LEARNING and rules.learner_bootstrap:
+                    # Qlearning::updateQMatrix reads the row of the new cell alone: state (c', t=0); no terminal
+                    target = scaled + gamma * max_q(q, _q_base(0, table_row[i], r * cols + c, iterations, n_cells))
+                    q[here] += alpha * (target - q[here])
+                elif code == SARSA and rules.learner_bootstrap:
+                    # main.cpp's SARSA: a' chosen at (c', t), the same t, bootstrapped from, then discarded
+                    following = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
+                    next_action = learner_action(q, following, epsilon, s.streams[i])
+                    q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
+                elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
                     if t + 1 < iterations:  # the state after the last iteration is terminal
                         target += gamma * max_q(q, _q_base(t + 1, table_row[i], r * cols + c, iterations, n_cells))
@@ -240,6 +267,17 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     if t + 1 == iterations:
                         q[here] += alpha * (scaled - q[here])
     return total
+
+
+@njit(cache=True, inline="always")
+def _oracle_move(r, c, t, good_r, good_c, rules, pointer, slot):
+    """An oracle's step at iteration t: interception of ⊕'s earliest reachable future cell (paper
+    003 §5.2.1, `oracle_step`), or with `cpp_oracle` one approach step toward ⊕'s next cell, as
+    Oracle::performAction(goodObjPositions.at(t)) does in main.cpp."""
+    if rules.oracle_approach:
+        rows, cols = rules.rows, rules.cols
+        return axis_step_toward(r, good_r[t + 1], rows), axis_step_toward(c, good_c[t + 1], cols)
+    return oracle_step(r, c, t, good_r, good_c, rules.iterations, rules.rows, rules.cols, pointer, slot)
 
 
 @njit(cache=True, inline="always")
@@ -267,7 +305,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    good, evil, landscapes, starts, seeds,
                    training_good, training_evil, training_landscapes, training_starts, training_seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
-                   tables, talk, record, rec_positions, rec_rewards, agent_totals):
+                   tables, talk, record, rec_positions, rec_rewards, agent_totals, switches):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
@@ -284,11 +322,12 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     agent_totals (episodes, agents), zeros, receives each agent's summed scored rewards (the
     per-capita scores of a mixed group's behaviours, Melting Pot's focal/background returns); None
     skips them (a homogeneous group: its per-capita score is R̄; the store cost 35% of a lone
-    local searcher's speed, A/B best of 3).
+    local searcher's speed, A/B best of 3). switches: the 2016 program's (`KernelSwitches`).
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
-    rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale)
+    rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale,
+                  switches.first_observation, switches.imitation, switches.learner_bootstrap, switches.oracle)
     together = play_together(threshold, talk.code)
     own_tables = separate_tables(threshold, talk.code)
     shared = talk.code == SHARED_Q
@@ -330,12 +369,17 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         paths = EpisodePaths(good_r, good_c, evil_r, evil_c, episode_row(landscapes, e), shift_r, shift_c)
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
+        if has_imitator and switches.imitation and e != switches.first_episode:
+            # main.cpp resets the hidden oracle onto each agent's next start cell in turn: the last one's
+            hidden_start = starts[e, agents - 1]
         for j in range(n_training):
             _cells_to_coordinates(training_good[e, j], training_evil[e, j], rows, cols, train_good_r[j],
                                   train_good_c[j], train_evil_r[j], train_evil_c[j], train_shift_r[j], train_shift_c[j])
             if has_imitator:
                 world[0] = derive_stream_seed(training_seeds[e, j], WORLD_STREAM, SCORED_PASS)
                 train_hidden[j] = uniform_int(world, rows * cols)
+                if switches.imitation:
+                    train_hidden[j] = training_starts[e, j, agents - 1]
         training = TrainingSet(train_good_r, train_good_c, train_evil_r, train_evil_c,
                                episode_row(training_landscapes, e), train_shift_r, train_shift_c,
                                training_starts[e], train_hidden)

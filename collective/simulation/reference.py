@@ -106,23 +106,31 @@ class TrainingEpisode:
     seed: int
 
 
-def _hidden_start(world: ReferenceWorld, behaviours: list[str], seed: int) -> int | None:
-    """The hidden oracle's start cell, drawn from the episode's world stream (imitators only)."""
-    world_stream = SplitMix64.for_stream(seed, stream_id=0, pass_index=0)
-    return world_stream.uniform_int(world.rows * world.cols) if "imitation" in behaviours else None
+def _hidden_start(world: ReferenceWorld, behaviours: list[str], seed: int, starts: list[int],
+                  on_last_start: bool) -> int | None:
+    """The hidden oracle's start cell (imitators only): drawn from the episode's world stream, or
+    with `on_last_start` the last agent's start cell, where main.cpp's resetAll loop leaves it."""
+    if "imitation" not in behaviours:
+        return None
+    return starts[-1] if on_last_start else SplitMix64.for_stream(seed, stream_id=0, pass_index=0).uniform_int(
+        world.rows * world.cols)
 
 
 def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[int], evil: list[int],
                       starts: list[int], seed: int, learner: LearnerSettings | None = None,
-                      protocol: ReferenceProtocol | None = None, training: list[TrainingEpisode] | None = None
+                      protocol: ReferenceProtocol | None = None, training: list[TrainingEpisode] | None = None,
+                      cpp: frozenset[str] = frozenset(), first_episode: bool = False
                       ) -> tuple[list[list[int]], list[list[float]], list[int]]:
     """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
     and the protocol's (messages, bits) over all passes. Training pass p plays training[p mod n]
-    (held-out episodes), or the scored episode itself when `training` is None (paper 003 §5.2.1)."""
+    (held-out episodes), or the scored episode itself when `training` is None (paper 003 §5.2.1).
+    `cpp` names the 2016 switches on (collective.config.CPP_SWITCHES); `first_episode`: this is the
+    evaluation's episode 0, whose hidden oracle keeps its own random cell under cpp_imitation."""
     learner = learner or LearnerSettings()
     protocol = protocol or ReferenceProtocol(members=tuple(False for _ in behaviours))
     cost = [0, 0]
-    hidden_start = _hidden_start(world, behaviours, seed)
+    imitation = "cpp_imitation" in cpp
+    hidden_start = _hidden_start(world, behaviours, seed, starts, imitation and not first_episode)
     training = training or [TrainingEpisode(world, good, evil, starts, seed)]
     learners = [i for i, b in enumerate(behaviours) if b in ("q_learning", "sarsa")]
     if protocol.name == "shared_q":  # one table object for every learner
@@ -141,18 +149,31 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
         streams = [SplitMix64.for_stream(seed, i + 1, pass_index=p + 1) for i in trainees]
         _play(episode.world, [behaviours[i] for i in trainees], episode.good, episode.evil,
               [episode.starts[i] for i in trainees],
-              _hidden_start(episode.world, behaviours, episode.seed) if len(trainees) == len(behaviours) else None,
+              _hidden_start(episode.world, behaviours, episode.seed, episode.starts, imitation)
+              if len(trainees) == len(behaviours) else None,
               streams, {k: tables[i] for k, i in enumerate(trainees) if i in tables}, learner,
-              _restrict(training_protocol, trainees), cost, learning=True)
+              _restrict(training_protocol, trainees), cost, cpp, learning=True)
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
     positions, rewards = _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner,
-                               protocol, cost, learning=False)
+                               protocol, cost, cpp, learning=False)
     return positions, rewards, cost
 
 
 def _restrict(protocol: ReferenceProtocol, agents: list[int]) -> ReferenceProtocol:
     members = tuple(protocol.members[i] for i in agents) if protocol.members else ()
     return ReferenceProtocol(protocol.name, protocol.params, members)
+
+
+def _oracle_target(world, cell, t, good, cpp):
+    """The oracle's target: the earliest interception, or with cpp_oracle ⊕'s next cell (main.cpp
+    passes goodObjPositions.at(t) to Oracle::performAction, one approachPosition step)."""
+    return good[t + 1] if "cpp_oracle" in cpp else _earliest_interception(world, cell, t, good)
+
+
+def _reset_field(world):
+    """main.cpp's field after ⊕ and ⊖ are both reset onto cell 1 (cell 0 here): updateCellRewards
+    writes +0.5 then -0.5 on the shared cell and adds +0.5 and -0.5 over the shared neighbourhood."""
+    return lambda cell: -0.5 if cell == 0 else 0.0
 
 
 def _earliest_interception(world, cell, t, good):
@@ -185,7 +206,7 @@ def _cell_bits(world) -> int:
     return math.ceil(math.log2(world.rows * world.cols))
 
 
-def _targets(world, protocol, here, pays, streams, memory, cost):
+def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()):
     """Each participating searcher's target cell this iteration (spec §6; protocols/*.py)."""
     members = [i for i, takes_part in enumerate(protocol.members) if takes_part]
     params, name = protocol.params, protocol.name
@@ -241,6 +262,13 @@ def _targets(world, protocol, here, pays, streams, memory, cost):
             cost[1] += m * (m - 1) * (window_cells * 64 + _cell_bits(world))
         return {i: candidates[streams[i].uniform_int(len(candidates))] for i in members}
     own = {i: _best_observed(world, here[i], pays, streams[i]) for i in members}
+    if name == "auction" and "cpp_auction" in cpp:  # BiddingLocalSearchAgent::updateMyBid, agent by agent
+        for i in members:
+            if own[i][1] >= memory.get("bid", -math.inf):  # main.cpp starts at -1; bids are >= -1
+                memory["bid"], memory["target"] = own[i][1], world.step_toward(here[i], own[i][0])
+        cost[0] += m * (m - 1)
+        cost[1] += m * (m - 1) * (64 + _cell_bits(world))
+        return {i: memory["target"] for i in members}
     if name == "auction":
         winner = max(members, key=lambda i: (own[i][1], -i))  # the highest bid; first agent on ties
         target = own[winner][0]
@@ -260,7 +288,7 @@ def _targets(world, protocol, here, pays, streams, memory, cost):
         for rank, i in enumerate(members, start=1):
             best = i
             for child in (2 * rank, 2 * rank + 1):
-                if child <= m and own[members[child - 1]][1] > own[best][1]:
+                if "cpp_binary_tree" not in cpp and child <= m and own[members[child - 1]][1] > own[best][1]:
                     best = members[child - 1]
             targets[i] = own[best][0]
         cost[0] += m - 1
@@ -269,7 +297,8 @@ def _targets(world, protocol, here, pays, streams, memory, cost):
     raise ValueError(f"the reference does not know protocol {name!r}")
 
 
-def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, protocol, cost, learning):
+def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, protocol, cost, cpp,
+          learning):
     T = world.iterations
     memory = {}  # protocol state that lasts the pass
     positions = [list(starts)]
@@ -279,11 +308,13 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
     for t in range(T):
         here = positions[-1]
         pays = world.payoffs(good, evil, t)
+        if "cpp_first_observation" in cpp and t == 0 and not learning:
+            pays = _reset_field(world)
         chosen_actions = {}
         moved = []
         targets = {}
         if protocol.name not in ("none", "shared_q"):
-            targets = _targets(world, protocol, here, pays, streams, memory, cost)
+            targets = _targets(world, protocol, here, pays, streams, memory, cost, cpp)
         for i, behaviour in enumerate(behaviours):
             cell, stream = here[i], streams[i]
             if i in targets:
@@ -294,8 +325,10 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
             elif behaviour == "local_search":
                 moved.append(_local_search(world, cell, pays, stream))
             elif behaviour == "oracle":
-                moved.append(world.step_toward(cell, _earliest_interception(world, cell, t, good)))
+                moved.append(world.step_toward(cell, _oracle_target(world, cell, t, good, cpp)))
             elif behaviour == "imitation":
+                if "cpp_imitation" in cpp:  # main.cpp: the hidden oracle steps before each imitator acts
+                    hidden = world.step_toward(hidden, _oracle_target(world, hidden, t, good, cpp))
                 if world.distance(cell, hidden) <= world.observation_range:
                     moved.append(world.step_toward(cell, hidden))
                 else:
@@ -310,14 +343,14 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                     action = stream.uniform_int(9)
                 else:
                     action = _greedy(q[state], stream)
-                if learning and behaviour == "sarsa" and i in pending:
+                if learning and behaviour == "sarsa" and i in pending and "cpp_learner_bootstrap" not in cpp:
                     s0, a0, r0 = pending.pop(i)
                     q[s0][a0] += learner.alpha * (r0 + learner.gamma * q[state][action] - q[s0][a0])
                 chosen_actions[i] = (state, action)
                 dr, dc = ACTION_MOVES[action]
                 moved.append(world.moved(cell, dr, dc))
-        if hidden is not None:
-            hidden = world.step_toward(hidden, _earliest_interception(world, hidden, t, good))
+        if hidden is not None and "cpp_imitation" not in cpp:
+            hidden = world.step_toward(hidden, _oracle_target(world, hidden, t, good, cpp))
         good_next, evil_next = good[t + 1], evil[t + 1]
         near_good = sum(world.distance(c, good_next) <= world.reward_radius for c in moved)
         paid = world.coordination_threshold <= 1 or near_good >= world.coordination_threshold  # paper 003 §6.1
@@ -331,7 +364,17 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                 q = tables[i]
                 state, action = chosen_actions[i]
                 scaled = reward * learner.reward_scale
-                if behaviours[i] == "q_learning":
+                if "cpp_learner_bootstrap" in cpp and behaviours[i] == "q_learning":  # from (cell, t=0)
+                    q[state][action] += learner.alpha * (scaled + learner.gamma * max(q[(cell, 0)]) - q[state][action])
+                elif "cpp_learner_bootstrap" in cpp:  # SARSA: a' at (cell, t), the same t, then dropped
+                    following = q[(cell, t)]
+                    if learner.epsilon > 0 and streams[i].uniform_float() < learner.epsilon:
+                        next_action = streams[i].uniform_int(9)
+                    else:
+                        next_action = _greedy(following, streams[i])
+                    q[state][action] += learner.alpha * (scaled + learner.gamma * following[next_action]
+                                                         - q[state][action])
+                elif behaviours[i] == "q_learning":
                     future = max(q[(cell, t + 1)]) if t + 1 < T else 0.0
                     q[state][action] += learner.alpha * (scaled + learner.gamma * future - q[state][action])
                 elif t + 1 < T:
