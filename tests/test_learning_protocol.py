@@ -201,7 +201,7 @@ def test_a_sweep_block_carries_its_cells_training_episodes():
             episodes = np.arange(unit.first, unit.stop)
             for g in unit.groups:
                 config, group = cell.configs[g], spec.groups[g]
-                fresh = generate_environments(config, episodes, seed_prefix=(cell.key,), training=True)
-                seeds = group_agent_seeds(spec.seed, cell.key, episodes, group.key)
+                fresh = generate_environments(config, episodes, seed_prefix=(cell.seed_key,), training=True)
+                seeds = group_agent_seeds(spec.seed, cell.seed_key, episodes, group.key)
                 expected = play(config, dataclasses.replace(fresh, agent_seeds=seeds)).mean_rewards
                 assert np.array_equal(rows[rows["group"] == group.label]["score"].to_numpy(), expected)

@@ -120,3 +120,41 @@ def test_specs_name_plugins_by_import_path_with_their_parameters():
         parse_spec(tiny(groups__behaviours=["random", "no_such_pkg.agents:Homing"]))
     with pytest.raises(SpecError, match=r"settings\.behaviour_params\.speed: no plug-in behaviour of the sweep"):
         parse_spec(tiny(settings={"behaviour_params": {"speed": 2}}))
+
+
+def test_cpp_switch_off_cells_share_their_environments_and_agent_streams():
+    """An ablation (factors.cpp_switch_off): cells that differ only in one 2016 switch have keys of
+    their own but one seed word, so their groups play the same episodes with the same agent streams
+    (a paired difference); a spec without switches keeps its keys and seeds (key == seed_key)."""
+    import numpy as np
+
+    from collective.sweeps.plan import EnvironmentBlock, generate_block, group_agent_seeds
+    plain = parse_spec(tiny())
+    assert all(cell.key == cell.seed_key for cell in plain.cells)
+    source = tiny(profile="lambdastar2016", factors__grid=["5x5"], factors__group_size=[3],
+                  factors__cpp_switch_off=["none", "cpp_oracle", "cpp_first_observation"])
+    spec = parse_spec(source)
+    on, no_oracle, no_reset = spec.cells
+    assert len({on.key, no_oracle.key, no_reset.key}) == 3 and on.seed_key == no_oracle.seed_key == no_reset.seed_key
+    config, other = on.configs[on.playing[0]], no_oracle.configs[no_oracle.playing[0]]
+    assert config.cpp_oracle and not other.cpp_oracle and other.cpp_first_observation
+    assert {k for k, v in config.as_record().items() if other.as_record()[k] != v} == {"cpp_oracle"}
+    first, second = (generate_block(spec, EnvironmentBlock(c, 0, 6, ())) for c in (0, 1))
+    assert np.array_equal(first.good, second.good) and np.array_equal(first.starts, second.starts)
+    group = spec.groups[0].key
+    assert np.array_equal(group_agent_seeds(spec.seed, on.seed_key, np.arange(6), group),
+                          group_agent_seeds(spec.seed, no_oracle.seed_key, np.arange(6), group))
+    with pytest.raises(SpecError, match=r"factors.cpp_switch_off\[0\]: unknown value 'cpp_magic'"):
+        parse_spec(tiny(factors__cpp_switch_off=["cpp_magic"]))
+
+
+def test_lambdastar2016_specs_validate():
+    main = load_spec(EXPERIMENTS / "lambdastar2016.toml")
+    assert len(main.groups) == 13 and len(main.cells) == 120 and main.iterations == 50
+    assert all(len(cell.playing) == 13 for cell in main.cells)  # groups of one under every protocol
+    ablation = load_spec(EXPERIMENTS / "lambdastar2016_ablation.toml")
+    assert len({cell.seed_key for cell in ablation.cells}) * 7 == len(ablation.cells)
+    for name, grid, size, iterations in (("7x7_t20", "7x7", 6, 20), ("12x12_t30", "12x12", 6, 30)):
+        spec = load_spec(EXPERIMENTS / f"lambdastar2016_{name}.toml")
+        factors = dict(spec.cells[0].factors)
+        assert (factors["grid"], factors["group_size"], spec.iterations) == (grid, size, iterations)

@@ -209,7 +209,8 @@ def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch
     cell = spec.cells[block.cell]
     config = cell.configs[cell.playing[0]]
     return with_ceiling(config, generate_environments(config, np.arange(block.first, block.stop),
-                                                      seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell)))
+                                                      seed_prefix=(cell.seed_key,),
+                                                      training=_cell_trains_on_held_out(cell)))
 
 
 def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key: int) -> np.ndarray:
@@ -245,7 +246,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
     tables = []
     for g in unit.groups:
         config, group = cell.configs[g], spec.groups[g]
-        seeds = group_agent_seeds(spec.seed, cell.key, episodes, group.key)
+        seeds = group_agent_seeds(spec.seed, cell.seed_key, episodes, group.key)
         started = time.perf_counter()
         try:
             run = _play_in_order(config, replace(batch, agent_seeds=seeds))
@@ -267,7 +268,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "upsilon_best": batch.upsilon_best,
             "local_optima": [None] * n if batch.local_optima is None else batch.local_optima,
             "correlation_length": [None] * n if batch.correlation_length is None else batch.correlation_length,
-            "spawn_key": [[cell.key, int(e), group.key] for e in episodes],
+            "spawn_key": [[cell.seed_key, int(e), group.key] for e in episodes],
             # the protocol's totals over the batch (training passes included) per scored iteration
             "messages_per_iteration": [run.messages / (n * config.iterations)] * n,
             "bits_per_iteration": [run.bits / (n * config.iterations)] * n,

@@ -10,6 +10,10 @@ Seeds (issue 4 §4): cells and groups are keyed by a hash of their own settings,
 so editing one factor value leaves every other cell's numbers unchanged. Episode e of cell c plays
 environments from `SeedSequence(seed, spawn_key=(cell_key, e))`, shared by all groups of the cell
 (a paired design); group g's agents draw from `SeedSequence(seed, spawn_key=(cell_key, e, group_key))`.
+The 2016 program's switches (`config.CPP_SWITCHES`) change how agents play, not the environments:
+the seeds' cell word (`Cell.seed_key`) leaves them out, so cells that differ only in switches (the
+`cpp_switch_off` factor, an ablation) play the same episodes with the same agent streams, and a
+cell's key leaves out the switches that are off, so every spec without them keeps its keys and seeds.
 
     name = "quickstart"          # optional, default: the file's stem
     description = "..."          # optional
@@ -24,6 +28,7 @@ environments from `SeedSequence(seed, spawn_key=(cell_key, e))`, shared by all g
     complexity = ["1:23", 8]     # optional; K or "KMIN:KMAX" (default: the profile's range)
     observation_range = [1]      # optional (default [1])
     environment = ["lambda_star"]  # optional: lambda_star and/or landscape (default ["lambda_star"])
+    cpp_switch_off = ["none", "cpp_oracle"]  # optional: "none" or one 2016 switch to turn off (an ablation)
 
     [groups]                     # the group types every cell plays
     behaviours = ["random", "local_search"]       # homogeneous groups; plug-ins by import path too
@@ -48,13 +53,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from collective.behaviours import load_behaviour
-from collective.config import ENVIRONMENT_CLASSES, RENAMED_FIELDS, ConfigError, EvaluationConfig, parse_mix
+from collective.config import (CPP_SWITCHES, ENVIRONMENT_CLASSES, RENAMED_FIELDS, ConfigError, EvaluationConfig,
+                               parse_mix)
 from collective.simulation.plugins import PluginError
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
                   "settings")
 REQUIRED_KEYS = ("seed", "profile", "episodes", "iterations", "factors", "groups")
-FACTOR_KEYS = ("grid", "group_size", "complexity", "observation_range", "environment")
+FACTOR_KEYS = ("grid", "group_size", "complexity", "observation_range", "environment", "cpp_switch_off")
 REQUIRED_FACTORS = ("grid", "group_size")
 GROUP_KEYS = ("behaviours", "mixes", "protocols")
 PROTOCOL_KEYS = ("name", "params", "behaviours", "mixes", "group_sizes")
@@ -107,7 +113,8 @@ class GroupType:
 class Cell:
     """One environment setting: every group of the sweep plays the same episodes of it."""
 
-    key: int  # hash of the cell's settings (seed and episodes excluded)
+    key: int  # hash of the cell's settings (seed, episodes and the 2016 switches that are off excluded)
+    seed_key: int  # hash of the settings without any 2016 switch: the cell's word in every spawn key
     factors: tuple[tuple[str, object], ...]  # factor name -> value as written in the spec
     configs: tuple[EvaluationConfig | None, ...]  # per group type, in `SweepSpec.groups` order;
     # None where the group does not play this cell (outside its group sizes)
@@ -278,7 +285,11 @@ def _factor_choices(factors: dict) -> list[dict[str, tuple[int | None, object]]]
     factor is not in the spec and takes its default, value)."""
     lists = {name: _list(factors.get(name, default), f"factors.{name}") for name, default in
              (("grid", None), ("group_size", None), ("complexity", [None]), ("observation_range", [1]),
-              ("environment", [ENVIRONMENT_CLASSES[0]]))}
+              ("environment", [ENVIRONMENT_CLASSES[0]]), ("cpp_switch_off", [None]))}
+    for index, value in enumerate(lists["cpp_switch_off"]):
+        if value is not None and value != "none" and value not in CPP_SWITCHES:
+            raise SpecError(f"factors.cpp_switch_off[{index}]",
+                            f"unknown value {value!r}; allowed: none, {', '.join(CPP_SWITCHES)}")
     for name, values in lists.items():
         _require_distinct([json.dumps(v) for v in values], f"factors.{name}", "values must be distinct")
     choices = [{}]
@@ -363,6 +374,8 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
     if choice["complexity"][1] is not None:
         k_min, k_max = parse_complexity(choice["complexity"][1], f"factors.complexity[{choice['complexity'][0]}]")
         fields_.update(k_min=k_min, k_max=k_max)
+    if choice["cpp_switch_off"][1] not in (None, "none"):
+        fields_[choice["cpp_switch_off"][1]] = False
     factor_values = tuple((name, value) for name, (_, value) in choice.items() if value is not None)
     context = ", ".join(f"{name}={value}" for name, value in factor_values)
     configs = []
@@ -383,7 +396,10 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
         raise SpecError(f"factors.group_size[{choice['group_size'][0]}]", f"no group type plays cell {context}")
     record = {name: value for name, value in played[0].as_record().items()
               if name not in GROUP_FIELDS and name not in ("seed", "episodes")}
-    return Cell(key=stable_key(record), factors=factor_values, configs=tuple(configs))
+    environment = {name: value for name, value in record.items() if name not in CPP_SWITCHES}
+    identity = {name: value for name, value in record.items() if name not in CPP_SWITCHES or value}
+    return Cell(key=stable_key(identity), seed_key=stable_key(environment), factors=factor_values,
+                configs=tuple(configs))
 
 
 def _key_path(field: str, choice: dict[str, tuple[int | None, object]], group: GroupType) -> str:
