@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from collective.config import CPP_SWITCHES
 from collective.sweeps.spec import SpecError, load_spec, parse_spec
 from sweep_support import TINY_SPEC, collective, write_spec
 
@@ -132,9 +133,11 @@ def test_cpp_switch_off_cells_share_their_environments_and_agent_streams():
     plain = parse_spec(tiny())
     assert all(cell.key == cell.seed_key for cell in plain.cells)
     source = tiny(profile="lambdastar2016", factors__grid=["5x5"], factors__group_size=[3],
-                  factors__cpp_switch_off=["none", "cpp_oracle", "cpp_first_observation"])
+                  factors__cpp_switch_off=["none", "cpp_oracle", "cpp_first_observation", "all"])
     spec = parse_spec(source)
-    on, no_oracle, no_reset = spec.cells
+    on, no_oracle, no_reset, off = spec.cells
+    assert off.seed_key == on.seed_key and not any(off.configs[off.playing[0]].as_record()[name]
+                                                   for name in CPP_SWITCHES)
     assert len({on.key, no_oracle.key, no_reset.key}) == 3 and on.seed_key == no_oracle.seed_key == no_reset.seed_key
     config, other = on.configs[on.playing[0]], no_oracle.configs[no_oracle.playing[0]]
     assert config.cpp_oracle and not other.cpp_oracle and other.cpp_first_observation
@@ -153,7 +156,7 @@ def test_lambdastar2016_specs_validate():
     assert len(main.groups) == 13 and len(main.cells) == 120 and main.iterations == 50
     assert all(len(cell.playing) == 13 for cell in main.cells)  # groups of one under every protocol
     ablation = load_spec(EXPERIMENTS / "lambdastar2016_ablation.toml")
-    assert len({cell.seed_key for cell in ablation.cells}) * 7 == len(ablation.cells)
+    assert len({cell.seed_key for cell in ablation.cells}) * 8 == len(ablation.cells)
     for name, grid, size, iterations in (("7x7_t20", "7x7", 6, 20), ("12x12_t30", "12x12", 6, 30)):
         spec = load_spec(EXPERIMENTS / f"lambdastar2016_{name}.toml")
         factors = dict(spec.cells[0].factors)

@@ -500,6 +500,9 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     from collective.analysis.regression import add_regression_tables  # regression.py imports this module
 
     add_regression_tables(analysis, rows)
+    from collective.analysis.replication import add_replication_tables  # replication.py imports this module
+
+    add_replication_tables(analysis, rows)
     analysis.add(Table("pgi", "PGI index (paper 004)",
                        "PGII = accuracy² x Σ resources x Π generalisation (paper 004, \"PGI Index\", Steps 1-3): "
                        "accuracy 0 = random, 1 = oracle of the same cell, on Λ*'s (else the first "

@@ -28,7 +28,7 @@ cell's key leaves out the switches that are off, so every spec without them keep
     complexity = ["1:23", 8]     # optional; K or "KMIN:KMAX" (default: the profile's range)
     observation_range = [1]      # optional (default [1])
     environment = ["lambda_star"]  # optional: lambda_star and/or landscape (default ["lambda_star"])
-    cpp_switch_off = ["none", "cpp_oracle"]  # optional: "none" or one 2016 switch to turn off (an ablation)
+    cpp_switch_off = ["none", "cpp_oracle"]  # optional: "none", one 2016 switch to turn off, or "all" (an ablation)
 
     [groups]                     # the group types every cell plays
     behaviours = ["random", "local_search"]       # homogeneous groups; plug-ins by import path too
@@ -287,9 +287,9 @@ def _factor_choices(factors: dict) -> list[dict[str, tuple[int | None, object]]]
              (("grid", None), ("group_size", None), ("complexity", [None]), ("observation_range", [1]),
               ("environment", [ENVIRONMENT_CLASSES[0]]), ("cpp_switch_off", [None]))}
     for index, value in enumerate(lists["cpp_switch_off"]):
-        if value is not None and value != "none" and value not in CPP_SWITCHES:
+        if value not in (None, "none", "all") and value not in CPP_SWITCHES:
             raise SpecError(f"factors.cpp_switch_off[{index}]",
-                            f"unknown value {value!r}; allowed: none, {', '.join(CPP_SWITCHES)}")
+                            f"unknown value {value!r}; allowed: none, all, {', '.join(CPP_SWITCHES)}")
     for name, values in lists.items():
         _require_distinct([json.dumps(v) for v in values], f"factors.{name}", "values must be distinct")
     choices = [{}]
@@ -374,8 +374,9 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
     if choice["complexity"][1] is not None:
         k_min, k_max = parse_complexity(choice["complexity"][1], f"factors.complexity[{choice['complexity'][0]}]")
         fields_.update(k_min=k_min, k_max=k_max)
-    if choice["cpp_switch_off"][1] not in (None, "none"):
-        fields_[choice["cpp_switch_off"][1]] = False
+    switched_off = choice["cpp_switch_off"][1]
+    if switched_off not in (None, "none"):
+        fields_.update(dict.fromkeys(CPP_SWITCHES if switched_off == "all" else (switched_off,), False))
     factor_values = tuple((name, value) for name, (_, value) in choice.items() if value is not None)
     context = ", ".join(f"{name}={value}" for name, value in factor_values)
     configs = []
