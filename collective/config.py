@@ -75,8 +75,6 @@ PROFILES: dict[str, dict[str, object]] = {
 # reading) in `paper` and `sound`. Each is a boolean field of EvaluationConfig, recorded per row.
 CPP_SWITCHES = ("cpp_first_observation", "cpp_auction", "cpp_imitation", "cpp_learner_bootstrap", "cpp_oracle",
                 "cpp_binary_tree", "cpp_groups_of_one")
-# The switches only the fused kernel implements: a group on the stepping core is refused with them.
-KERNEL_ONLY_SWITCHES = ("cpp_first_observation", "cpp_imitation", "cpp_oracle")
 
 # Fields whose meaning changed: given under the old name, a setting is refused with what to use now.
 RENAMED_FIELDS = {
@@ -410,18 +408,10 @@ def _validate_plugins(c: EvaluationConfig) -> None:
 
 
 def _validate_cpp_switches(c: EvaluationConfig) -> None:
-    """The 2016 switches are booleans; those only the fused kernel implements refuse a group on the
-    stepping core that they would change; the reset field is Λ*'s; the C++ auction keeps its bid."""
+    """The 2016 switches are booleans; the reset field is Λ*'s; the C++ auction keeps its bid."""
     for name in CPP_SWITCHES:
         if not isinstance(getattr(c, name), bool):
             raise ConfigError(name, f"must be true or false (got {getattr(c, name)!r})")
-    if c.uses_plugins:
-        affected = {"cpp_first_observation": True, "cpp_imitation": "imitation" in c.behaviours,
-                    "cpp_oracle": bool({"oracle", "imitation"} & set(c.behaviours))}
-        for name in KERNEL_ONLY_SWITCHES:
-            if getattr(c, name) and affected[name]:
-                raise ConfigError(name, "is implemented in the fused kernel only, and this group plays on the "
-                                        "stepping core (it has a plug-in); set it to false")
     if c.cpp_first_observation and c.env != "lambda_star":
         raise ConfigError("cpp_first_observation", "reproduces the 2016 program's Λ* field with ⊕ and ⊖ reset onto "
                                                    "cell 0, and that program has no landscapes; use false with "

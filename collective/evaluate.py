@@ -212,7 +212,8 @@ def plugin_group(config: EvaluationConfig) -> Group:
         talker = Member(protocol, CompiledProtocol(protocol.cls.code, config.protocol_values),
                         np.flatnonzero(config.protocol_members))
     return Group(members, talker, config.group_size, config.rows, config.cols, config.iterations,
-                 config.observation_range, config.reward_radius, config.coordination_threshold)
+                 config.observation_range, config.reward_radius, config.coordination_threshold,
+                 kernel_switches(config, None))
 
 
 PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
@@ -317,10 +318,10 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores)
 
 
-def kernel_switches(config: EvaluationConfig, environments: EnvironmentBatch) -> KernelSwitches:
+def kernel_switches(config: EvaluationConfig, environments: EnvironmentBatch | None) -> KernelSwitches:
     """The 2016 switches the kernel's behaviours read, and the batch row of the evaluation's episode 0
     (-1 when the batch does not hold it or its indices are unknown)."""
-    indices = environments.episode_index
+    indices = environments.episode_index if environments is not None else None
     first = np.flatnonzero(indices == 0) if indices is not None else ()
     return KernelSwitches(int(config.cpp_first_observation), int(config.cpp_imitation),
                           int(config.cpp_learner_bootstrap), int(config.cpp_oracle), int(first[0]) if len(first) else -1)

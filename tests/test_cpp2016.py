@@ -270,10 +270,7 @@ def test_a_lone_cpp_bidder_keeps_heading_for_its_stale_best():
     assert all(int(p) == cell(3, 3) for p in run.positions[:, 3, 0])
 
 
-def test_kernel_only_switches_refuse_plugin_groups():
-    with pytest.raises(ConfigError, match="cpp_first_observation: is implemented in the fused kernel only"):
-        EvaluationConfig.from_profile("paper", mix="local_search:1,examples/numpy_local_search.py:LocalSearch:1",
-                                      cpp_first_observation=True)
+def test_switch_refusals():
     with pytest.raises(ConfigError, match="cpp_first_observation: .* no landscapes"):
         EvaluationConfig.from_profile("lambdastar2016", env="landscape")
     with pytest.raises(ConfigError, match="cpp_auction: .* sticky=true"):

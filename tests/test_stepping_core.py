@@ -48,6 +48,23 @@ def test_builtins_on_the_stepping_core_match_the_fused_kernel(mix, protocol, par
     assert_same_runs(_play(config, environments, record=True), play_group(plugin_group(config), environments, True))
 
 
+CPP_GROUPS = [("local_search:3,random:1,oracle:2,imitation:3", "none", ()),
+              ("local_search:4,imitation:1", "stigmergy", (("form", "reference"),)),
+              ("local_search:4", "wisdom", ()), ("local_search:4", "auction", (("sticky", "true"),)),
+              ("local_search:5", "hierarchy", ()), ("local_search:1", "dictatorship", ())]
+
+
+@pytest.mark.parametrize("mix, protocol, params", CPP_GROUPS, ids=[f"{p}-{m}" for m, p, _ in CPP_GROUPS])
+@pytest.mark.parametrize("first", [0, 3], ids=["from-episode-0", "later"])
+def test_builtins_on_the_stepping_core_match_the_fused_kernel_under_the_2016_switches(mix, protocol, params, first):
+    """Every 2016 switch on (issue 13): the stepping core's built-ins still play as the fused kernel,
+    the hidden oracle's start in the evaluation's episode 0 included."""
+    config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, protocol_params=params,
+                                           **SMALL)
+    environments = generate_environments(config, np.arange(first, first + config.episodes))
+    assert_same_runs(_play(config, environments, record=True), play_group(plugin_group(config), environments, True))
+
+
 @pytest.mark.parametrize("mix, protocol, twin_mix, twin_protocol", [
     (f"{LOCAL}:6", "none", "local_search:6", "none"),
     (f"{LOCAL}:6", BROADCAST, "local_search:6", "broadcast"),
@@ -64,6 +81,16 @@ def test_numpy_examples_reproduce_the_builtins(mix, protocol, twin_mix, twin_pro
     twin = EvaluationConfig.from_profile("paper", mix=twin_mix, protocol=twin_protocol, **{**SMALL, **variant})
     environments = generate_environments(config, np.arange(config.episodes))
     assert config.uses_plugins and not twin.uses_plugins
+    assert_same_runs(_play(twin, environments, record=True), play(config, environments, record=True))
+
+
+@pytest.mark.parametrize("mix, protocol, twin_mix", [(f"{LOCAL}:4", "none", "local_search:4"),
+                                                     (f"{LOCAL}:3,imitation:2", "wisdom", "local_search:3,imitation:2")])
+def test_a_plugin_sees_the_2016_reset_field_first(mix, protocol, twin_mix):
+    """Under lambdastar2016 a plug-in's first observation is the reset field, as the built-ins' is."""
+    config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, **SMALL)
+    twin = EvaluationConfig.from_profile("lambdastar2016", mix=twin_mix, protocol=protocol, **SMALL)
+    environments = generate_environments(config, np.arange(config.episodes))
     assert_same_runs(_play(twin, environments, record=True), play(config, environments, record=True))
 
 

@@ -28,7 +28,7 @@ from gymnasium.vector.utils import batch_space
 
 from collective.adapters.single_episode import environment_config
 from collective.config import ConfigError
-from collective.evaluate import generate_environments
+from collective.evaluate import generate_environments, kernel_switches
 from collective.simulation.plugins import PluginError
 from collective.simulation.stepping import SteppingCore, checked_actions
 
@@ -54,7 +54,8 @@ class _Batches:
         self._next += self.episodes
         c = self._seeded
         self.core = SteppingCore(generate_environments(c, self.indices), c.group_size, c.rows, c.cols, c.iterations,
-                                 c.observation_range, c.reward_radius, c.coordination_threshold)
+                                 c.observation_range, c.reward_radius, c.coordination_threshold,
+                                 kernel_switches(c, None))
 
     @property
     def over(self) -> bool:

@@ -20,7 +20,7 @@ from collective.environments.torus import axis_step_toward, chebyshev, wrap
 from collective.simulation.kernel import SCORED_PASS, WORLD_STREAM
 from collective.simulation.plugins import Messages
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.simulation.stepping import scene_at
+from collective.simulation.stepping import observed_scene
 from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, STIGMERGY
 from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
@@ -59,14 +59,24 @@ def _window_search(window, field, with_field, e, k, view, stream):
     return 4
 
 
+@njit(cache=True, inline="always")
+def _oracle_move(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot, approach):
+    """The kernel's oracle step (`kernel._oracle_move`): interception, or under `cpp_oracle` one
+    approach step toward ⊕'s next cell."""
+    if approach:
+        return axis_step_toward(r, path_r[t + 1], rows), axis_step_toward(c, path_c[t + 1], cols)
+    return oracle_step(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot)
+
+
 @njit(cache=True)
 def builtin_actions(code, agents, t, cells, window, field, target, good, rows, cols, iterations, view, streams,
-                    pointer, hidden, out):
+                    pointer, hidden, oracle_approach, imitation_steps, out):
     """A kernel built-in's actions out (E, A_b) for its agents (group indices `agents`), from the
     observation arrays (window, field, target sliced to those agents) and the core's streams
     (E, A, 1), with the kernel's rules and draws (spec §5). pointer (E, A_b + 1): the oracles'
     interception pointers, the last slot the hidden oracle's; hidden (E, 2) the hidden oracle that
-    imitators follow, moved once per iteration after they decide."""
+    imitators follow, moved once per iteration after they decide, or under `cpp_imitation` once
+    before each imitator decides; `oracle_approach`: `cpp_oracle`."""
     for e in range(cells.shape[0]):
         for k in range(agents.shape[0]):
             stream = streams[e, agents[k]]
@@ -74,9 +84,15 @@ def builtin_actions(code, agents, t, cells, window, field, target, good, rows, c
             if code == RANDOM:
                 out[e, k] = uniform_int(stream, 9)
             elif code == ORACLE:
-                dr, dc = oracle_step(r, c, t, good[0, e], good[1, e], iterations, rows, cols, pointer[e], k)
+                dr, dc = _oracle_move(r, c, t, good[0, e], good[1, e], iterations, rows, cols, pointer[e], k,
+                                      oracle_approach)
                 out[e, k] = _action(dr, dc)
             elif code == IMITATION:
+                if imitation_steps:  # the kernel's cpp_imitation: rescan from t+1 at every step
+                    pointer[e, agents.shape[0]] = 0
+                    hdr, hdc = _oracle_move(hidden[e, 0], hidden[e, 1], t, good[0, e], good[1, e], iterations,
+                                            rows, cols, pointer[e], agents.shape[0], oracle_approach)
+                    hidden[e, 0], hidden[e, 1] = wrap(hidden[e, 0] + hdr, rows), wrap(hidden[e, 1] + hdc, cols)
                 if chebyshev(r, c, hidden[e, 0], hidden[e, 1], rows, cols) <= view:
                     out[e, k] = _action(axis_step_toward(r, hidden[e, 0], rows), axis_step_toward(c, hidden[e, 1], cols))
                 else:  # the kernel's imitator searches the bare window (no protocol field)
@@ -87,9 +103,9 @@ def builtin_actions(code, agents, t, cells, window, field, target, good, rows, c
                     out[e, k] = _action(axis_step_toward(r, tr, rows), axis_step_toward(c, tc, cols))
                 else:
                     out[e, k] = _window_search(window, field, True, e, k, view, stream)
-        if code == IMITATION:
-            hdr, hdc = oracle_step(hidden[e, 0], hidden[e, 1], t, good[0, e], good[1, e], iterations, rows, cols,
-                                   pointer[e], agents.shape[0])
+        if code == IMITATION and not imitation_steps:
+            hdr, hdc = _oracle_move(hidden[e, 0], hidden[e, 1], t, good[0, e], good[1, e], iterations, rows, cols,
+                                    pointer[e], agents.shape[0], oracle_approach)
             hidden[e, 0], hidden[e, 1] = wrap(hidden[e, 0] + hdr, rows), wrap(hidden[e, 1] + hdc, cols)
 
 
@@ -104,7 +120,7 @@ def hidden_starts(agent_seeds, n_cells, out):
 
 @njit(cache=True)
 def builtin_communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams,
-                        window, fields, states, choice, observed, targets, comm):
+                        window, fields, states, choice, observed, targets, comm, reset_first_observation):
     """A kernel protocol rule (protocols/*.py) for every episode at iteration t: writes the members'
     targets (E, A) and adds messages and bits to comm (2,); fields (E, N) and states (E, 2) keep
     the protocol's per-episode state."""
@@ -113,7 +129,7 @@ def builtin_communicate(code, values, members, t, cells, good, evil, landscapes,
     for e in range(cells.shape[0]):
         for i in range(cells.shape[1]):
             pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
-        scene = scene_at(good, evil, landscapes, e, t, rows, cols, radius)
+        scene = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
         arguments = (values, members, pos_r, pos_c, scene, view, streams[e], window, fields[e], states[e], choice,
                      observed, targets[e], comm)
         if code == STIGMERGY:
@@ -142,6 +158,9 @@ class CompiledBehaviour:
         if self.code == IMITATION:
             starts = np.empty(core.episodes, np.int64)
             hidden_starts(core.agent_seeds, core.rows * core.cols, starts)
+            if core.switches.imitation:  # the kernel's: the last agent's start, but in the evaluation's episode 0
+                later = np.ones(core.episodes, bool) if core.episode_index is None else core.episode_index != 0
+                starts[later] = core.cells[later, -1]
             self.hidden[:, 0], self.hidden[:, 1] = starts // core.cols, starts % core.cols
 
     def act(self, obs) -> np.ndarray:
@@ -151,7 +170,8 @@ class CompiledBehaviour:
         out = np.empty(obs.cell.shape, np.int64)
         window, field, cell, target = (np.ascontiguousarray(a) for a in (obs.window, obs.field, obs.cell, obs.target))
         builtin_actions(self.code, self.agents, obs.t, cell, window, field, target, self.paths, core.rows, core.cols,
-                        core.iterations, core.view, core.streams, self.pointer, self.hidden, out)
+                        core.iterations, core.view, core.streams, self.pointer, self.hidden,
+                        bool(core.switches.oracle), bool(core.switches.imitation), out)
         return out
 
 
@@ -178,5 +198,6 @@ class CompiledProtocol:
         comm = np.zeros(2)
         builtin_communicate(self.code, self.values, self.members, obs.t, core.cells, core.good, core.evil,
                             core.landscapes, core.rows, core.cols, core.view, core.radius, core.streams, self.window,
-                            self.fields, self.states, self.choice, self.observed, self.targets, comm)
+                            self.fields, self.states, self.choice, self.observed, self.targets, comm,
+                            bool(core.switches.first_observation))
         return Messages(target=self.targets[:, self.members], messages=float(comm[0]), bits=float(comm[1]))

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from collective.environments.scene import Scene, scene_reward
+from collective.environments.scene import Scene, reset_scene, scene_reward
 from collective.environments.torus import chebyshev, proximity, wrap
-from collective.simulation.kernel import SCORED_PASS, episode_row
+from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, episode_row
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
 
@@ -36,11 +36,20 @@ def scene_at(good, evil, landscapes, e, t, rows, cols, radius):
 
 
 @njit(cache=True)
-def observe_windows(good, evil, landscapes, t, cells, rows, cols, view, radius, out):
+def observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation):
+    """What agents observe at iteration t: the scene, or at t = 0 under `cpp_first_observation` the
+    2016 program's reset field (`collective.environments.scene.reset_scene`)."""
+    if reset_first_observation and t == 0:
+        return reset_scene(episode_row(landscapes, e), rows, cols)
+    return scene_at(good, evil, landscapes, e, t, rows, cols, radius)
+
+
+@njit(cache=True)
+def observe_windows(good, evil, landscapes, t, cells, rows, cols, view, radius, reset_first_observation, out):
     """out[e, i] = R over agent i's range-`view` Moore window at iteration t, row by row (spec §1).
     good, evil (E, T+1) cells; landscapes (E, N) or None; cells (E, A); out (E, A, 2k+1, 2k+1)."""
     for e in range(cells.shape[0]):
-        scene = scene_at(good, evil, landscapes, e, t, rows, cols, radius)
+        scene = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
         for i in range(cells.shape[1]):
             r, c = cells[e, i] // cols, cells[e, i] % cols
             for dr in range(-view, view + 1):
@@ -94,9 +103,11 @@ class SteppingCore:
     """E episodes of one group of A agents, stepped together (state arrays shaped (episodes, agents))."""
 
     def __init__(self, environments, group_size: int, rows: int, cols: int, iterations: int, view: int,
-                 radius: int, threshold: int):
+                 radius: int, threshold: int, switches: KernelSwitches = NO_SWITCHES):
         self.rows, self.cols, self.iterations, self.view = rows, cols, iterations, view
         self.radius, self.threshold = radius, threshold
+        self.switches = switches  # the 2016 program's (its first_episode is unused: see episode_index)
+        self.episode_index = environments.episode_index  # (E,) or None
         self.episodes, self.agents = len(environments), group_size
         self.good = np.ascontiguousarray(environments.good, np.int64)  # (E, T+1) ⊕ cells
         self.evil = np.ascontiguousarray(environments.evil, np.int64)  # (E, T+1) ⊖ cells
@@ -115,7 +126,7 @@ class SteppingCore:
         side = 2 * self.view + 1
         window = np.empty((self.episodes, self.agents, side, side))
         observe_windows(self.good, self.evil, self.landscapes, self.t, self.cells, self.rows, self.cols, self.view,
-                        self.radius, window)
+                        self.radius, bool(self.switches.first_observation), window)
         return Observation(window, self.cells.copy(), self.t, self.reward.copy(),
                            np.full((self.episodes, self.agents), -1, np.int64), np.zeros(window.shape))
 
@@ -226,10 +237,10 @@ class Group:
     protocol over its members. Built from a validated config by `collective.evaluate`."""
 
     def __init__(self, behaviours: list[Member], protocol: Member | None, size: int, rows: int, cols: int,
-                 iterations: int, view: int, radius: int, threshold: int):
+                 iterations: int, view: int, radius: int, threshold: int, switches: KernelSwitches = NO_SWITCHES):
         self.behaviours, self.protocol, self.size = behaviours, protocol, size
         self.rows, self.cols, self.iterations, self.view = rows, cols, iterations, view
-        self.radius, self.threshold = radius, threshold
+        self.radius, self.threshold, self.switches = radius, threshold, switches
 
     @property
     def persistent(self) -> bool:
@@ -255,7 +266,7 @@ def play_group(group: Group, environments, record: bool = False) -> GroupRun:
     """Play a batch of episodes (an `EnvironmentBatch`) with the group; R̄ per episode, the
     protocol's traffic and, with `record`, the trajectories."""
     core = SteppingCore(environments, group.size, group.rows, group.cols, group.iterations, group.view,
-                        group.radius, group.threshold)
+                        group.radius, group.threshold, group.switches)
     members = group.behaviours + ([group.protocol] if group.protocol else [])
     for member in members:
         member.reset(core)
