@@ -430,7 +430,9 @@ def _validate_protocol(c: EvaluationConfig) -> None:
             protocol.typed_params(dict(c.protocol_params))
         except ValueError as error:
             raise ConfigError("protocol_params", str(error)) from None
-        minimum = min(int(getattr(protocol.cls, "minimum_members", 1)), 1 if c.cpp_groups_of_one else 10**9)
+        minimum = int(getattr(protocol.cls, "minimum_members", 1))
+        if c.cpp_groups_of_one:
+            minimum = min(minimum, 1)
         if participants < minimum:
             raise ConfigError("protocol", f"{protocol.spec} needs at least {minimum} members "
                               f"(the group has {participants})")
