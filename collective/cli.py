@@ -17,6 +17,7 @@ from pathlib import Path
 from collective.behaviours import behaviour_names, get_behaviour, learns
 from collective.simulation.plugins import PluginError
 from collective.config import PROFILES, ConfigError, EvaluationConfig, parse_mix
+from collective.progress import Progress, announce_compilation
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 from protocols import get_protocol, protocol_names
@@ -226,6 +227,14 @@ def check_config(parser: argparse.ArgumentParser, args: argparse.Namespace, conf
                        f"group size {config.group_size}, or Good never pays (got {config.coordination_threshold})\n")
 
 
+def check_work(parser: argparse.ArgumentParser, args: argparse.Namespace, steps: int, scope: str = "") -> None:
+    """Require --yes for more than CONFIRM_AGENT_STEPS agent-steps (training passes included)."""
+    if steps > CONFIRM_AGENT_STEPS and not args.yes:
+        hours = steps / AGENT_STEPS_PER_SECOND / 3600
+        parser.exit(2, f"collective {args.command}: error: argument --yes: required for {steps:.2e} agent-steps"
+                       f"{scope} (above {CONFIRM_AGENT_STEPS:.0e}; ~{hours:,.0f} h at ~10 M agent-steps/s)\n")
+
+
 def agent_steps(config: EvaluationConfig) -> int:
     """Agent-steps of an evaluation: scored steps and the learners' training passes."""
     learners = sum(map(learns, config.behaviours))
@@ -281,6 +290,7 @@ def _add_anytime_parser(commands) -> None:
                       help="stop after S seconds (Θ; default: until Ctrl-C)")
     test.add_argument("--max-environments", type=whole, default=None, metavar="M", help="stop after M environments")
     test.add_argument("--trace-out", default=None, metavar="FILE.parquet", help="write the trace as Parquet")
+    _add_yes_option(anytime)
 
 
 def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -305,23 +315,39 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
             usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
         if not os.access(trace if trace.exists() else trace.resolve().parent, os.W_OK):
             usage("--trace-out", f"{args.trace_out!r} is not writable")
-    from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, run_anytime,
-                                    write_trace)
+    from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, planned_budgets,
+                                    planned_agent_steps, run_anytime, write_trace)
 
     settings = {name: getattr(args, name) for name in ANYTIME_OPTIONS if getattr(args, name) is not None}
+    announce_compilation()  # validating the K range may compile the pattern probe
     try:
         config = AnytimeConfig(config_from_args(args, args.behaviour), time_based=args.time_based, **settings)
     except ConfigError as error:
         usage(ANYTIME_OPTIONS.get(error.field) or FIELD_OPTIONS.get(error.field, error.field), error.message)
     check_config(parser, args, config.evaluation)
+    check_work(parser, args, planned_agent_steps(config), " until the test stops by itself (at its memory limit "
+                                                          "or --max-environments)")
     from collective.evaluate import load_compiled
 
     load_compiled(config.evaluation, notify=True)
     if not args.json:
         print(TRACE_HEADER, flush=True)
+    # with --json nothing is printed until the end: progress on stderr instead, in iterations when
+    # the test's end is known
+    known_end = not (config.time_based or config.budget_seconds)
+    evaluation = config.evaluation
+    progress = Progress(sum(planned_budgets(config)) if known_end else None, "iterations", "collective anytime",
+                        f"{evaluation.mix or evaluation.behaviour} x{evaluation.group_size}", enabled=args.json)
+
+    def on_step(step) -> None:
+        if not args.json:
+            print(format_step(step), flush=True)
+        progress.update(step.budget, f"{step.environment + 1} environments, ξ {step.xi_next:.3g}, Υ {step.upsilon:+.4f}")
+
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even in the background
     try:
-        result = run_anytime(config, on_step=None if args.json else lambda step: print(format_step(step), flush=True))
+        with progress:
+            result = run_anytime(config, on_step=on_step)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: the results are written whole
         print(json.dumps(result.as_record()) if args.json else format_summary(result), flush=True)
         if args.trace_out:
@@ -407,6 +433,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.exit(2, "collective evaluate: error: argument --behaviour: required (or give --mix)\n")
     check_group_args(parser, args)
     behaviours = [args.behaviour] if args.behaviour or args.mix else list(DEMO_BEHAVIOURS)
+    announce_compilation()  # validating the K range may compile the pattern probe
     try:
         configs = [config_from_args(args, b) for b in behaviours]
     except ConfigError as error:
@@ -414,11 +441,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.exit(2, f"collective {args.command}: error: argument {option}: {error.message}\n")
     for config in configs:
         check_config(parser, args, config)
-    steps = sum(map(agent_steps, configs))
-    if steps > CONFIRM_AGENT_STEPS and not args.yes:
-        hours = steps / AGENT_STEPS_PER_SECOND / 3600
-        parser.exit(2, f"collective {args.command}: error: argument --yes: required for {steps:.2e} agent-steps "
-                       f"(above {CONFIRM_AGENT_STEPS:.0e}; ~{hours:,.0f} h at ~10 M agent-steps/s)\n")
+    check_work(parser, args, sum(map(agent_steps, configs)))
     from collective.evaluate import evaluate  # imported late: --help and bad input stay fast
 
     records = [evaluate(config, progress=True).as_record() for config in configs]

@@ -8,6 +8,7 @@ confounds of issue 12 taken out.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
@@ -416,15 +417,18 @@ def physical_memory_limit() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
-def memory_needs(c: EvaluationConfig) -> dict[str, int]:
+def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int]:
     """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
     shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
-    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows."""
-    steps = c.group_size * c.iterations * (1 + (c.q_training_passes if any(map(learns, c.behaviours)) else 0))
-    batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))
+    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows.
+    `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
+    sweep's work unit may play more)."""
+    learners = sum(count for name, count in Counter(c.behaviours).items() if learns(name))  # names once: G may be 10^7
+    steps = c.group_size * c.iterations * (1 + (c.q_training_passes if learners else 0))
+    if batch is None:
+        batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))
     cells, agents = c.rows * c.cols, c.group_size
-    learners = sum(map(learns, c.behaviours))
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
     window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.uses_plugins else 0
     tables = learners * cells * c.iterations * (9 * 8 + 1)

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from collective.behaviours import learns, load_behaviour
 from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
 from collective.environments.ceiling import upsilon_best
 from collective.environments.complexity import alphabet_normalised
+from collective.progress import Progress, announce_compilation, compilation_done
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.random_streams import episode_seed_table, training_seed_table
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
@@ -79,8 +79,10 @@ class EvaluationResult:
         }
 
 
+@functools.lru_cache(maxsize=256)
 def learner_count(config: EvaluationConfig) -> int:
-    return sum(learns(name) for name in config.behaviours)
+    """The group's learners, counted once per configuration (a group may have millions of agents)."""
+    return sum(count for name, count in Counter(config.behaviours).items() if learns(name))
 
 
 def batch_episodes(config: EvaluationConfig) -> int:
@@ -182,9 +184,8 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
     A plug-in group plays on the stepping core with `group` (made once per evaluation by
     `plugin_group`, so that persistent plug-ins keep their state), or a fresh one."""
-    load_kernel(config.env)
+    load_code(config)
     if config.uses_plugins:
-        load_stepping_core()
         run = play_group(group or plugin_group(config), environments, record)
         return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
                           run.positions, run.rewards)
@@ -213,26 +214,37 @@ def plugin_group(config: EvaluationConfig) -> Group:
                  config.observation_range, config.reward_radius, config.coordination_threshold)
 
 
-PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
 # The smallest episode, played once per process to load the compiled code before any timing.
 TINY = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
 
 
+def load_code(config: EvaluationConfig) -> None:
+    """Load (or compile) everything `config` plays on, before anything is timed: the kernel of its
+    environment class in the variant it needs, and the stepping core when it has a plug-in."""
+    load_kernel(config.env, mixed=not config.uses_plugins and len(set(config.behaviours)) > 1)
+    if config.uses_plugins:
+        load_stepping_core(config.env)
+
+
 @functools.cache
-def load_kernel(env: str = "lambda_star") -> None:
+def load_kernel(env: str = "lambda_star", mixed: bool = False) -> None:
     """Have numba load (or compile) the simulator and the pattern generators in this process now,
-    before anything is timed, so that kernel_seconds measure simulation only. Every configuration
-    of an environment class shares the kernel's types (a landscape adds its field, a second
-    compilation), so one tiny episode of the class suffices."""
-    tiny = TINY.with_changes(env=env, landscape_peaks=1)
+    before anything is timed, so that kernel_seconds measure simulation only. The kernel's types
+    depend on the environment class (a landscape adds its field) and on whether the group is
+    mixed (each agent's totals are kept), each a compilation of its own; one tiny episode of the
+    variant loads it."""
+    mix = dict(mix="random:1,oracle:1", behaviour="mix", group_size=2) if mixed else {}
+    tiny = TINY.with_changes(env=env, landscape_peaks=1, **mix)
     _play(tiny, with_ceiling(tiny, generate_environments(tiny, np.arange(1))), record=False)
 
 
 @functools.cache
-def load_stepping_core() -> None:
+def load_stepping_core(env: str = "lambda_star") -> None:
     """The same for the stepping core and the built-ins' compiled forms, in the processes that
-    play plug-ins only: one tiny episode of searchers under a protocol."""
-    talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast")
+    play plug-ins only: one tiny episode of searchers under a protocol in the environment class
+    (a landscape's field is a specialisation of its own, as in `load_kernel`)."""
+    talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast", env=env,
+                                landscape_peaks=1)
     play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
 
 
@@ -246,42 +258,16 @@ def kernel_cached() -> bool:
 
 def load_compiled(config: EvaluationConfig, notify: bool = False) -> float:
     """Load (or compile) the code `config` plays on; returns the seconds it took. With `notify`,
-    a cold cache is announced on stderr, so that the first run is not silent for a minute."""
-    cold = notify and not kernel_cached()
-    if cold:
-        print("collective: compiling kernels (first run only; ~1 min) ...", file=sys.stderr, flush=True)
+    a compilation is announced on stderr as it starts (`progress.announce_compilation`) and its
+    end once everything is loaded, so that the first run is not silent for a minute."""
+    if notify:
+        announce_compilation()
     started = time.perf_counter()
-    load_kernel(config.env)
-    if config.uses_plugins:
-        load_stepping_core()
+    load_code(config)
     seconds = time.perf_counter() - started
-    if cold:
-        print(f"collective: ... done in {seconds:.0f} s", file=sys.stderr, flush=True)
+    if notify:
+        compilation_done()
     return seconds
-
-
-class ProgressLines:
-    """Progress as plain stderr lines (episodes done, rate, ETA) at most every PROGRESS_SECONDS:
-    tqdm draws a bar on a terminal only, and a long run in a log would otherwise say nothing."""
-
-    def __init__(self, total: int, label: str):
-        self.total, self.label, self.done = total, label, 0
-        self.started = self.last = time.perf_counter()
-
-    def update(self, episodes: int) -> None:
-        self.done += episodes
-        now = time.perf_counter()
-        if now - self.last >= PROGRESS_SECONDS and self.done < self.total:
-            self.last = now
-            rate = self.done / (now - self.started)
-            print(f"collective: {self.label}: {self.done}/{self.total} episodes, {rate:.3g} episodes/s, "
-                  f"ETA {(self.total - self.done) / rate:.0f} s", file=sys.stderr, flush=True)
-
-    def __enter__(self) -> "ProgressLines":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
 
 
 def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool) -> EpisodeRun:
@@ -350,9 +336,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     accumulator = ScoreAccumulator()
     kernel_seconds = messages = bits = optima = correlation = best = k_evil = 0.0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
-    lines = progress and not sys.stderr.isatty()
-    with ProgressLines(config.episodes, label) if lines else \
-            tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False, desc=label) as bar:
+    with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar:
         for first in range(0, config.episodes, size):
             episodes = np.arange(first, min(first + size, config.episodes))
             run = run_episodes(config, episodes, group=group)
