@@ -51,7 +51,8 @@ class Progress:
         self.shown_done: int | None = None
         terminal = sys.stderr.isatty()
         self.lines = enabled and not terminal
-        self.bar = tqdm(total=total, initial=initial, unit=f" {unit}", unit_scale=True, desc=label or None,
+        scaled = total is None or total >= 100_000  # '12.3M/40.0M'; smaller counts exactly
+        self.bar = tqdm(total=total, initial=initial, unit=f" {unit}", unit_scale=scaled, desc=label or None,
                         leave=False, dynamic_ncols=True, disable=not (enabled and terminal))
 
     def update(self, amount: int = 0, status: str | None = None) -> None:

@@ -142,6 +142,19 @@ def test_progress_lines_when_stderr_is_not_a_terminal():
     assert process.wait(timeout=60) == 130
 
 
+def test_anytime_json_shows_progress_off_a_terminal():
+    """With --json nothing reaches stdout before the end: progress lines come on stderr."""
+    result = collective("anytime", "--behaviour", "oracle", "--json", "--budget-seconds", "12")
+    assert result.returncode == 0, result.stderr
+    progress = [re.fullmatch(r"collective anytime: progress: oracle x1: ([\d,]+) iterations, (\d+) environments, "
+                             r"ξ \S+, Υ [+-][\d.]+, [\d.]+( [kMG])? iterations/s, elapsed .+", line)
+                for line in result.stderr.splitlines() if "progress" in line]
+    assert progress and all(progress), result.stderr
+    record = json.loads(result.stdout)
+    assert int(progress[-1].group(2)) == record["environments"]  # the last line is the end
+    assert int(progress[-1].group(1).replace(",", "")) == record["interactions"]
+
+
 def test_first_run_announces_compiling_and_keeps_it_out_of_wall_seconds(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     args = ("evaluate", "--mix", "local_search:2,random:1", "--episodes", "10", "--json")  # a mix: its own variant

@@ -138,19 +138,44 @@ def _seconds(text: str) -> float:
     return sum(int(number) * {"h": 3600, "min": 60, "s": 1}[unit] for number, unit in re.findall(r"(\d+) (h|min|s)\b", text))
 
 
-def test_dry_run_estimate_is_near_the_real_time_on_ray(tmp_path):
-    """The estimate is built from the spec's own kernel times sampled on this machine and the real
-    parallelism of the workers; a model that charged the workers a share of their time (0.55 of
-    it) estimated ~1.75x this sweep's time, as it did the factor study's."""
-    spec = write_spec(tmp_path, ESTIMATE_SPEC)
-    dry = collective("sweep", str(spec), "--dry-run")
+def busy_cpus(seconds: float = 2.0) -> float:
+    """CPUs kept busy by whatever runs on the machine, over the next `seconds` (Linux's /proc/stat)."""
+    def times() -> list[int]:
+        return [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+
+    before = times()
+    time.sleep(seconds)
+    spent = [after - first for after, first in zip(times(), before)]
+    return os.cpu_count() * (1 - (spent[3] + spent[4]) / sum(spent))  # idle and iowait are columns 4 and 5
+
+
+def estimate_and_real_seconds(tmp_path: Path, text: str, *options: str) -> tuple[float, float, str]:
+    """The dry run's estimated seconds for a spec, the real run's, and the dry run's report."""
+    spec = write_spec(tmp_path, text)
+    dry = collective("sweep", str(spec), "--dry-run", *options)
     assert dry.returncode == 0, dry.stderr
     estimated = _seconds(re.search(r"estimated time: (.+?) with", dry.stdout).group(1))
     started = time.monotonic()
-    real = collective("sweep", str(spec), "--out", str(tmp_path / "out"))
-    seconds = time.monotonic() - started
+    real = collective("sweep", str(spec), "--out", str(tmp_path / "out"), *options)
     assert real.returncode == 0, real.stderr
-    assert 0.65 < estimated / seconds < 1.5, (seconds, dry.stdout)
+    return estimated, time.monotonic() - started, dry.stdout
+
+
+def test_dry_run_estimate_is_near_the_real_time_serially(tmp_path):
+    """One process samples and runs: the estimate holds whatever else the machine does."""
+    estimated, seconds, report = estimate_and_real_seconds(
+        tmp_path, ESTIMATE_SPEC.replace("episodes = 14000", "episodes = 3000"), "--executor", "serial")
+    assert 0.67 < estimated / seconds < 1.5, (seconds, report)
+
+
+def test_dry_run_estimate_is_near_the_real_time_on_ray(tmp_path):
+    """Ray's parallel workers, each on a CPU of its own: a model that charged them a share of their
+    time (0.55 of it) estimated ~1.75x this sweep's time, as it did the factor study's. Other work
+    on the machine slows the workers below the sampled speed, which the estimate cannot foresee."""
+    if (busy := busy_cpus()) > 0.5:
+        pytest.skip(f"other work keeps {busy:.1f} CPUs busy")
+    estimated, seconds, report = estimate_and_real_seconds(tmp_path, ESTIMATE_SPEC)
+    assert 0.67 < estimated / seconds < 1.5, (seconds, report)
 
 
 def test_workers_are_capped_at_the_cpus_and_progress_prints_lines_off_a_terminal(tmp_path):

@@ -260,6 +260,9 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(plan_text(spec, size, workers, args.executor, sample, driver_seconds, import_seconds))
         if cold:
             print("  (this dry run compiled the kernels, and the start-up above counts it: the run will load them)")
+        if (load := os.getloadavg()[0]) > 1:
+            print(f"  (load average {load:.1f}: other work shares the CPUs, so the workers will run slower than "
+                  "sampled and the sweep take longer)")
         return 0
     if args.executor == "ray" and address and (why := unreachable(address)):
         return _error(f"argument --address: no Ray cluster answers at {address} ({why}); start one with "
