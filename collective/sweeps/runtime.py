@@ -224,6 +224,11 @@ class RayExecutor:
             os.environ["RAY_worker_niceness"] = "0"  # Ray's default (15) starves the actors next to other work
         import ray
 
+        if not self.address or _is_loopback(self.address):
+            # Ray reads the variable once, on import: a caller that imported Ray first would get a
+            # cluster on the machine's network address, so set the flag Ray's address lookup reads
+            from ray._private import ray_constants
+            ray_constants.ENABLE_RAY_CLUSTER = False
         settings = dict(logging_level=logging.ERROR, log_to_driver=False,
                         runtime_env=plugin_runtime_env(self.spec) or None)
         if self.address:
