@@ -396,8 +396,12 @@ def describe_protocols() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # while plug-ins named on the command line load
+        print("collective: interrupted", file=sys.stderr)
+        return 130
     try:
         return _run(parser, args)
     except PluginError as error:
