@@ -16,7 +16,7 @@ from pathlib import Path
 
 from collective.behaviours import behaviour_names, get_behaviour, learns
 from collective.simulation.plugins import PluginError
-from collective.config import PROFILES, ConfigError, EvaluationConfig, parse_mix
+from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, parse_mix
 from collective.progress import Progress, announce_compilation
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
@@ -105,15 +105,16 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     env.add_argument("--episodes", type=whole, default=episodes, metavar="E",
                      help=f"episodes to average over (default {episodes})")
     env.add_argument("--seed", type=whole, default=0, metavar="S", help="root seed of all randomness (default 0)")
-    env.add_argument("--profile", default="paper", metavar="NAME",
-                     help=f"setting bundle: {', '.join(PROFILES)} (default paper; see README)")
+    env.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME",
+                     help=f"setting bundle: {', '.join(PROFILES)} (default {DEFAULT_PROFILE}: paper 003's test "
+                          "without its confounds; paper: as published; see README)")
     env.add_argument("--observation-range", type=whole, default=None, metavar="K",
                      help="Moore neighbourhood range agents observe (default 1)")
     env.add_argument("--reward-radius", type=whole, default=None, metavar="D", help="reward radius (default 1)")
     env.add_argument("--coordination-threshold", type=whole, default=None, metavar="Q",
                      help="pay the positive reward only when Q agents are near Good (default 1 = off)")
     env.add_argument("--complexity", type=parse_complexity, default=None, metavar="K|KMIN:KMAX",
-                     help="required pattern complexity K, LZ76 phrases (paper profile: 1:23)")
+                     help="required pattern complexity K, LZ76 phrases (sound: 2:23, paper: 1:23)")
     env.add_argument("--patterns", default=None, metavar="NAME",
                      help="pattern generator: cyclic (paper) or ping_pong (reference)")
     env.add_argument("--evil", default=None, metavar="NAME",

@@ -36,6 +36,9 @@ ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
 # §5.2.1), or "held_out" episodes of the same class never scored (paper 000 §5.2's no-reuse rule).
 LEARNING_PROTOCOLS = ("replay", "held_out")
 
+# What a run uses unless it names a profile (CLI, adapters, `from_profile`): the confound-free test
+# of issue 12. The dataclass defaults stay `paper`'s, so `paper` is every new field's baseline.
+DEFAULT_PROFILE = "sound"
 PROFILES: dict[str, dict[str, object]] = {
     "paper": dict(
         pattern_generator="cyclic",  # paper 003 §4.2: recurrent segment of 1..⌊T/2⌋ moves
@@ -133,7 +136,7 @@ class EvaluationConfig:
     legg_hutter_estimator: str = "sampled_phrases"
 
     @classmethod
-    def from_profile(cls, profile: str = "paper", **overrides) -> "EvaluationConfig":
+    def from_profile(cls, profile: str = DEFAULT_PROFILE, **overrides) -> "EvaluationConfig":
         """The profile's settings, then `overrides` (None values are ignored), validated."""
         if profile not in PROFILES:
             raise ConfigError("profile", f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")

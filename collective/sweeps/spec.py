@@ -14,14 +14,14 @@ environments from `SeedSequence(seed, spawn_key=(cell_key, e))`, shared by all g
     name = "quickstart"          # optional, default: the file's stem
     description = "..."          # optional
     seed = 0                     # root of every random number
-    profile = "paper"            # EvaluationConfig profile
+    profile = "sound"            # EvaluationConfig profile
     episodes = 200               # per cell and group
     iterations = 100             # T
 
     [factors]                    # each a non-empty list; crossed into cells
     grid = ["5x5", "10x10"]      # "M" or "MxN"
     group_size = [1, 5]
-    complexity = ["1:23", 8]     # optional; K or "KMIN:KMAX" (default: the profile's range)
+    complexity = ["2:23", 8]     # optional; K or "KMIN:KMAX" (default: the profile's range)
     observation_range = [1]      # optional (default [1])
     environment = ["lambda_star"]  # optional: lambda_star and/or landscape (default ["lambda_star"])
 
