@@ -115,6 +115,28 @@ def test_dry_run_of_a_trillion_episodes_is_instant(tmp_path):
     assert "1,000,000,000,000 episodes" in result.stdout and "start-up" in result.stdout
 
 
+def test_dry_run_samples_held_out_learners_with_their_training_episodes(tmp_path):
+    """The sample plays the cell as a worker would: a cell's held-out learners need its training
+    episodes even when its first group does not learn (the default profile's learners train on them)."""
+    spec = write_spec(tmp_path, """
+name = "held-out"
+seed = 5
+profile = "sound"
+episodes = 50
+iterations = 50
+
+[factors]
+grid = ["6x6"]
+group_size = [2]
+
+[groups]
+behaviours = ["random", "q_learning"]  # the first group does not learn
+""")
+    result = collective("sweep", str(spec), "--dry-run")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "estimated time" in result.stdout
+
+
 # Learners on two grids and two group sizes, and a cheap group: ~1 G agent-steps, about a minute of
 # kernel time on one CPU, so that the workers' parallel work outweighs Ray's start-up.
 ESTIMATE_SPEC = """

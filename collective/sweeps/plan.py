@@ -241,7 +241,7 @@ def time_sample(spec: SweepSpec) -> SampleTimes:
                   for g in cell.playing}
         generating = time.perf_counter()
         environments = generate_environments(cell.configs[cell.playing[0]], np.arange(max(counts.values())),
-                                             seed_prefix=(cell.key,))
+                                             seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell))
         generation[c] = (time.perf_counter() - generating) / max(counts.values())
         for g, count in counts.items():
             kernel[c, g] = _play_in_order(cell.configs[g], _episodes_of(environments, 0, count)).kernel_seconds / count
