@@ -37,12 +37,17 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import uniform_int  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.environments.scene import scene_reward  # noqa: E402
-from protocols.kernel_support import FLOAT_BITS, cell_bits  # noqa: E402
+from protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
+                                      READS_AND_WRITES, cell_bits, count, count_all, log_message, symbol_add_cell,
+                                      symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
 def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                   targets, comm):
+                   targets, comm, log):
+    """Traffic (protocols/__init__.py): broadcast, m(m-1) point-to-point reports of a cell and its
+    window; wisdom, one write per searcher with non-zero rewards in sight (its cells and rewards), and
+    under reads_and_writes also m reads of the whole map (N rewards)."""
     memory = values[0] > 0.5
     rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
@@ -50,28 +55,40 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     bits = cell_bits(rows, cols)
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
-            wrote = False
+            wrote = 0
+            symbol = symbol_start(MAP_WRITE)
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
                     reward = scene_reward(scene, rr, cc)
                     if reward != 0.0:
                         field[rr * cols + cc] = (field[rr * cols + cc] + reward) / 2.0
-                        comm[1] += bits + FLOAT_BITS
-                        wrote = True
-            comm[0] += wrote
+                        symbol = symbol_add_value(symbol_add_cell(symbol, rr * cols + cc), reward)
+                        wrote += 1
+            if wrote:
+                count_all(comm, 1, wrote * (bits + FLOAT_BITS))
+                log_message(log, symbol)
+        read = symbol_start(MAP_READ)
+        for cell in range(n_cells):
+            read = symbol_add_value(read, field[cell])
+        for _ in range(m):  # every searcher reads the map to find its best cell
+            log_message(log, read)
+        count(comm, READS_AND_WRITES, m, m * n_cells * FLOAT_BITS)
         best = field.max()
         candidates = np.flatnonzero(field == best)
     else:  # everyone hears everyone: the best reported cells, each listed once
         side = 2 * view + 1
-        comm[0] += m * (m - 1)
-        comm[1] += m * (m - 1) * (side * side * FLOAT_BITS + bits)
+        count_all(comm, m * (m - 1), m * (m - 1) * (side * side * FLOAT_BITS + bits))
         reported = np.full(n_cells, -np.inf)
-        for i in members:
+        for i in members:  # one report per searcher, heard by the m - 1 others: logged once
+            symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), pos_r[i] * cols + pos_c[i])
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reported[rr * cols + cc] = scene_reward(scene, rr, cc)
+                    reward = scene_reward(scene, rr, cc)
+                    reported[rr * cols + cc] = reward
+                    symbol = symbol_add_value(symbol, reward)
+            log_message(log, symbol)
         best = reported.max()
         candidates = np.flatnonzero(reported == best)
     for i in members:
