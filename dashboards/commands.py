@@ -10,7 +10,8 @@ import sys
 
 COMMANDS = ("analyze", "figures", "dashboard")
 FORMATS = ("table", "csv", "json", "markdown")
-TABLES = ("upsilon", "legg_hutter", "gains", "protocols", "focal", "regression", "regression_fit", "pgi", "learning")
+TABLES = ("upsilon", "legg_hutter", "gains", "protocols", "communication", "communication_entropy", "sham", "focal",
+          "regression", "regression_fit", "pgi", "learning")
 
 
 def _comma_list(text: str) -> list[str]:

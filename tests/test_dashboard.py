@@ -8,7 +8,8 @@ import pytest
 
 from analysis_data import EPISODES, collective, sweep
 
-FIGURES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures")
+FIGURES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures",
+           "upsilon_vs_message_entropy")
 
 
 @pytest.fixture(scope="module")

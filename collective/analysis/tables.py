@@ -494,6 +494,9 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
                        "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
                        "p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
                        protocol_comparisons(rows, strata)))
+    from collective.analysis.communication import add_communication_tables  # it imports this module
+
+    add_communication_tables(analysis, rows, strata)
     from collective.analysis.focal import add_focal_table  # focal.py imports this module
 
     add_focal_table(analysis, rows)
