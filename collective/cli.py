@@ -345,7 +345,8 @@ def format_table(records: list[dict]) -> str:
     for r in records:
         ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]"
         rate = (r["agent_steps_per_second"] or 0) / 1e6
-        lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}{_protocol_label(r):>{protocol_width}}"
+        lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}"
+                     f"{_protocol_label(r):>{protocol_width}}"
                      f"{r['upsilon']:>+9.4f}"
                      f"{ci:>20}{r['k_mean']:>8.2f}{r['entropy_bits']:>8.2f}{r['messages_per_iteration']:>9.1f}"
                      f"{rate:>11.1f}{r['wall_seconds']:>8.2f}")

@@ -420,7 +420,7 @@ def memory_needs(c: EvaluationConfig) -> dict[str, int]:
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
     (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows."""
     steps = c.group_size * c.iterations * (1 + (c.q_training_passes if any(map(learns, c.behaviours)) else 0))
-    batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))  # played episodes (a sham's halved + shadows)
+    batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))  # played (a sham: half + shadows)
     cells, agents = c.rows * c.cols, c.group_size
     learners = sum(map(learns, c.behaviours))
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0

@@ -289,7 +289,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     seconds = time.perf_counter() - start
     messages, bits = talk.comm[config.accounting_offset:config.accounting_offset + 2]
     agent_scores = agent_totals / config.iterations if mixed else None
-    traffic = dict(transfers=float(talk.comm[READS_AND_WRITES]), message_entropy=talk.log.entropy)
+    traffic = dict(transfers=float(talk.comm[READS_AND_WRITES]), message_entropy=talk.entropy)
     if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
         return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
                           positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1), **traffic)

@@ -38,8 +38,11 @@ from collective.simulation.random_streams import uniform_int  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.environments.scene import scene_reward  # noqa: E402
 from protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
-                                      READS_AND_WRITES, cell_bits, count, count_all, log_message, symbol_add_cell,
-                                      symbol_add_value, symbol_start)
+                                      READS_AND_WRITES, cell_bits, count, count_all, float_bits, log_copies,
+                                      log_message, symbol_add, symbol_add_cell, symbol_add_value, symbol_start,
+                                      toggle_entry)
+
+MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each pass with -1.0 there)
 
 
 @njit(cache=True)
@@ -62,17 +65,19 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
                     reward = scene_reward(scene, rr, cc)
                     if reward != 0.0:
-                        field[rr * cols + cc] = (field[rr * cols + cc] + reward) / 2.0
-                        symbol = symbol_add_value(symbol_add_cell(symbol, rr * cols + cc), reward)
+                        cell = rr * cols + cc
+                        old, new = field[cell], (field[cell] + reward) / 2.0
+                        if new != old:  # state[MAP_HASH]: the map's hash
+                            toggle_entry(state, MAP_HASH, cell, old)
+                            toggle_entry(state, MAP_HASH, cell, new)
+                            field[cell] = new
+                        symbol = symbol_add_value(symbol_add_cell(symbol, cell), reward)
                         wrote += 1
             if wrote:
                 count_all(comm, 1, wrote * (bits + FLOAT_BITS))
                 log_message(log, symbol)
-        read = symbol_start(MAP_READ)
-        for cell in range(n_cells):
-            read = symbol_add_value(read, field[cell])
-        for _ in range(m):  # every searcher reads the map to find its best cell
-            log_message(log, read)
+        read = symbol_add(symbol_start(MAP_READ), float_bits(state[MAP_HASH]))
+        log_copies(log, read, m)  # every searcher reads the map to find its best cell
         count(comm, READS_AND_WRITES, m, m * n_cells * FLOAT_BITS)
         best = field.max()
         candidates = np.flatnonzero(field == best)

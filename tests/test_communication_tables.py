@@ -19,7 +19,8 @@ def rows_of(groups: dict, episodes: int = 40, seed: int = 0, traffic=None) -> pd
     frames = []
     for c, cell in enumerate(CELLS):
         for label, (protocol, control, score) in groups.items():
-            bits, entropy = traffic(label, c, rng, episodes) if traffic else (np.zeros(episodes), np.full(episodes, np.nan))
+            bits, entropy = traffic(label, c, rng, episodes) if traffic else \
+                (np.zeros(episodes), np.full(episodes, np.nan))
             frames.append(pd.DataFrame(dict(
                 group=label, cell=cell, episode=np.arange(episodes), score=score(c, rng, episodes),
                 behaviour="local_search", mix="", protocol=protocol, protocol_params="{}",

@@ -26,7 +26,7 @@ from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
 from protocols.dictatorship import dictatorship_rule
 from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import COMM_SLOTS, MessageLog, episode_entropies, log_capacity
+from protocols.kernel_support import COMM_SLOTS, episode_entropies, list_logs, log_capacity
 from protocols.stigmergy import stigmergy_rule
 
 
@@ -105,21 +105,19 @@ def hidden_starts(agent_seeds, n_cells, out):
 
 @njit(cache=True)
 def builtin_communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams,
-                        window, fields, states, choice, observed, targets, comm, symbols, sizes):
+                        window, fields, states, choice, observed, targets, comm, logs):
     """A kernel protocol rule (protocols/*.py) for every episode at iteration t: writes the members'
     targets (E, A), adds messages and bits to comm (COMM_SLOTS,) and appends each episode's message
-    symbols to its log, symbols (E, capacity) with sizes (E,); fields (E, N) and states (E, 2) keep
-    the protocol's per-episode state."""
+    symbols to its list, logs (E, HEADER + capacity); fields (E, N) and states (E, 2) keep the
+    protocol's per-episode state."""
     pos_r = np.empty(cells.shape[1], np.int64)
     pos_c = np.empty(cells.shape[1], np.int64)
-    no_entropy = np.empty(0)
     for e in range(cells.shape[0]):
         for i in range(cells.shape[1]):
             pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
         scene = scene_at(good, evil, landscapes, e, t, rows, cols, radius)
-        log = MessageLog(symbols[e], sizes[e:e + 1], no_entropy)
         arguments = (values, members, pos_r, pos_c, scene, view, streams[e], window, fields[e], states[e], choice,
-                     observed, targets[e], comm, log)
+                     observed, targets[e], comm, logs[e])
         if code == STIGMERGY:
             stigmergy_rule(*arguments)
         elif code == BROADCAST:
@@ -180,22 +178,20 @@ class CompiledProtocol:
         self.choice = np.zeros((core.agents, 3))
         self.observed = np.zeros((core.agents, side * side))
         self.comm = np.zeros(COMM_SLOTS)  # the batch's traffic, both accountings
-        self.symbols = np.empty((core.episodes, log_capacity(core.iterations, members.shape[0])), np.uint64)
-        self.sizes = np.zeros(core.episodes, np.int64)  # (E,) symbols logged per episode
+        self.logs = list_logs(core.episodes, log_capacity(core.iterations, members.shape[0]))  # per episode
 
     def communicate(self, obs) -> Messages:
         core = self.core
         comm = np.zeros(COMM_SLOTS)
         builtin_communicate(self.code, self.values, self.members, obs.t, core.cells, core.good, core.evil,
                             core.landscapes, core.rows, core.cols, core.view, core.radius, core.streams, self.window,
-                            self.fields, self.states, self.choice, self.observed, self.targets, comm, self.symbols,
-                            self.sizes)
+                            self.fields, self.states, self.choice, self.observed, self.targets, comm, self.logs)
         self.comm += comm
         return Messages(target=self.targets[:, self.members], messages=float(comm[self.accounting]),
                         bits=float(comm[self.accounting + 1]))
 
     def message_entropy(self) -> np.ndarray:
         """(E,) each episode's message entropy, bits per message (NaN for an episode without messages)."""
-        out = np.empty(self.sizes.shape[0])
-        episode_entropies(self.symbols, self.sizes, out)
+        out = np.empty(self.logs.shape[0])
+        episode_entropies(self.logs, out)
         return out

@@ -35,7 +35,7 @@ from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
 from protocols.dictatorship import dictatorship_rule
 from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import COMM_SLOTS, MessageLog, log_capacity, message_entropy_bits
+from protocols.kernel_support import COMM_SLOTS, empty_log, table_entropy_bits, table_log
 from protocols.shared_q import count_table_accesses
 from protocols.stigmergy import stigmergy_rule
 
@@ -54,9 +54,9 @@ EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape
 # A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
 # members (participating agent indices), targets (agents,), choice (agents, 3), observed
 # (agents, window cells), field (cells,), state (2,), comm (COMM_SLOTS,), the messages and bits sent under
-# each accounting, summed over the batch, and log, the scored pass's message symbols and each episode's
-# message entropy (protocols.kernel_support.MessageLog).
-Talk = namedtuple("Talk", "code values members targets choice observed field state comm log")
+# each accounting, summed over the batch, log, the scored pass's message symbols (a count table,
+# protocols.kernel_support), and entropy (episodes,), each episode's message entropy (NaN: no message).
+Talk = namedtuple("Talk", "code values members targets choice observed field state comm log entropy")
 # Learners' tables: q (learners, T, cells, 9) flat; dirty (learners, T, cells); written/n_written
 # list the states written this episode so that only those are reset.
 Tables = namedtuple("Tables", "q dirty written n_written")
@@ -92,11 +92,10 @@ def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: 
     """A group's protocol as the kernel receives it, for a batch of `episodes`; `participates` (agents,)
     marks its members."""
     members = np.flatnonzero(participates).astype(np.int64)
-    log = MessageLog(np.empty(log_capacity(iterations, members.shape[0]), np.uint64), np.zeros(1, np.int64),
-                     np.full(episodes, np.nan))
     return Talk(protocol_code, np.asarray(values, np.float64), members,
                 np.full(agents, -1, np.int64), np.zeros((agents, 3)), np.zeros((agents, (2 * view + 1) ** 2)),
-                np.zeros(rows * cols), np.zeros(2), np.zeros(COMM_SLOTS), log)
+                np.zeros(rows * cols), np.zeros(2), np.zeros(COMM_SLOTS), table_log(iterations, members.shape[0]),
+                np.full(episodes, np.nan))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
@@ -337,11 +336,11 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
                                  scratch, talk)
-            talk.log.size[0] = 0  # the message entropy is the scored pass's (protocols.kernel_support)
+            empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out,
                                episode_row(agent_totals, e))
-            talk.log.entropy[e] = message_entropy_bits(talk.log.symbols, talk.log.size[0])
+            talk.entropy[e] = table_entropy_bits(talk.log)
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
@@ -402,7 +401,7 @@ def _train_alone(i, codes, agent_ids, table_row, starts, rules, paths, episode_s
     """All training passes of learner i, playing by itself (so its group's protocol is silent)."""
     one = slice(i, i + 1)
     silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
-                  talk.state, talk.comm, talk.log)
+                  talk.state, talk.comm, talk.log, talk.entropy)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     for p in range(passes):

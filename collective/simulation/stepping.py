@@ -27,7 +27,7 @@ from collective.environments.torus import chebyshev, proximity, wrap
 from collective.simulation.kernel import SCORED_PASS, episode_row
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
-from protocols.kernel_support import READS_AND_WRITES, episode_entropies, log_deliveries
+from protocols.kernel_support import READS_AND_WRITES, episode_entropies, list_logs, log_deliveries
 
 
 @njit(cache=True)
@@ -263,8 +263,7 @@ class DeliveryLog:
     per member per iteration for what it is handed (target and field), logged per episode."""
 
     def __init__(self, episodes: int, iterations: int, members: int):
-        self.symbols = np.empty((episodes, iterations * members), np.uint64)  # (E, T·M)
-        self.sizes = np.zeros(episodes, np.int64)  # (E,)
+        self.logs = list_logs(episodes, iterations * members)  # (E, HEADER + T·M)
 
     def add(self, said: Messages, shape: tuple[int, int]) -> None:
         no_target, no_field = np.empty((0, 0), np.int64), np.empty((0, 0, 0))
@@ -272,11 +271,11 @@ class DeliveryLog:
         field = no_field if said.field is None else \
             np.ascontiguousarray(np.asarray(said.field, np.float64).reshape(shape + (-1,)))
         if said.target is not None or said.field is not None:
-            log_deliveries(target, field, self.symbols, self.sizes)
+            log_deliveries(target, field, self.logs)
 
     def entropy(self) -> np.ndarray:
-        out = np.empty(self.sizes.shape[0])
-        episode_entropies(self.symbols, self.sizes, out)
+        out = np.empty(self.logs.shape[0])
+        episode_entropies(self.logs, out)
         return out
 
 
@@ -309,8 +308,8 @@ class _Playing:
     def speak(self, obs: Observation) -> Messages:
         """The protocol's messages for this iteration, checked, logged and counted."""
         core, protocol = self.core, self.protocol
-        said = checked_messages(_call(protocol.instance, protocol.plugin.spec, "communicate", _subset(obs, self.members)),
-                                protocol.plugin.spec, (core.episodes, protocol.agents.size), 2 * core.view + 1,
+        said = _call(protocol.instance, protocol.plugin.spec, "communicate", _subset(obs, self.members))
+        said = checked_messages(said, protocol.plugin.spec, (core.episodes, protocol.agents.size), 2 * core.view + 1,
                                 core.rows * core.cols)
         if self.deliveries:
             self.deliveries.add(said, (core.episodes, protocol.agents.size))

@@ -345,7 +345,8 @@ def _controls(value: object, path: str) -> list[str]:
     controls = _list(value, path)
     for c, control in enumerate(controls):
         if control not in COMMUNICATION_CONTROLS:
-            raise SpecError(f"{path}[{c}]", f"unknown control {control!r}; allowed: {', '.join(COMMUNICATION_CONTROLS)}")
+            raise SpecError(f"{path}[{c}]",
+                            f"unknown control {control!r}; allowed: {', '.join(COMMUNICATION_CONTROLS)}")
     _require_distinct(controls, path, "values must be distinct")
     return controls
 
