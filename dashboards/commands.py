@@ -11,7 +11,7 @@ import sys
 COMMANDS = ("analyze", "figures", "dashboard")
 FORMATS = ("table", "csv", "json", "markdown")
 TABLES = ("upsilon", "legg_hutter", "gains", "protocols", "communication", "communication_entropy", "sham", "focal",
-          "regression", "regression_fit", "pgi", "learning")
+          "regression", "regression_fit", "pgi", "learning", "replay_learning")
 
 
 def _comma_list(text: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""`collective analyze`: Υ tables, paired gains and protocol tests, regression, PGI and learning curves
+"""`collective analyze`: Υ tables, paired gains and protocol tests, regression, PGI and learning tables
 from a fresh tiny sweep, and one-line errors with status 2 for bad input."""
 import io
 import json
@@ -105,13 +105,18 @@ def test_pgi_accuracy_is_zero_for_random_and_one_for_oracle(analysis):
     assert (pgi["pgi"] <= bound + 1e-12).all()
 
 
-def test_learning_curves_need_varied_training_experience(tmp_path_factory, tiny, analysis):
-    assert "learning" not in analysis.tables
+def test_replay_learning_curves_need_varied_training_experience(tmp_path_factory, tiny, analysis):
+    assert "replay_learning" not in analysis.tables and "learning" not in analysis.tables
     trained = sweep(tmp_path_factory.getbasetemp(), "trained")
-    curves = analyse(load_dataset([tiny, trained / "dataset"]), ["group"]).tables["learning"].frame
+    both = analyse(load_dataset([tiny, trained / "dataset"]), ["group"])
+    assert "learning" not in both.tables  # replay learners: no held-out slope
+    curves = both.tables["replay_learning"].frame
     single = curves[(curves["group"] == "q_learning") & (curves["group_size"] == 1)]
     assert list(single["training_steps"]) == [TINY_PASSES * ITERATIONS, TRAINED_PASSES * ITERATIONS]
-    assert np.isnan(single["efficiency"].iloc[0]) and not np.isnan(single["efficiency"].iloc[1])
+    gains = single["gain_per_1000_replay_steps"]
+    assert np.isnan(gains.iloc[0]) and not np.isnan(gains.iloc[1])
+    # each level's accuracy is its own, though both sweeps number their cells alike
+    assert single["accuracy"].iloc[0] != single["accuracy"].iloc[1]
 
 
 def test_cli_formats(tiny):

@@ -1,5 +1,5 @@
 """Analyses of sweep datasets: Υ tables with confidence intervals, the gain of collectives over isolated
-agents, protocol comparisons, a regression of Υ on K, H and group size, the PGI index and learning curves.
+agents, protocol comparisons, a regression of Υ on K, H and group size, the PGI index and learning slopes.
 
 A dataset holds one row per (cell, episode, group) with the episode's score R̄ (paper 003 Definition 2);
 Υ of a group is the mean of R̄ over its episodes (Definition 3), with a Student-t 95% interval over
@@ -440,33 +440,6 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     return frame[[column for column in order if column in frame.columns]]
 
 
-def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
-    """Υ and normalised accuracy of learner groups against training experience (q_training_passes x T
-    agent-steps per episode), when the data has more than one level of it: the skill-acquisition view
-    of paper 002 §II.2.1 (intelligence as the skill gained per unit of experience). `efficiency` is the
-    accuracy gained over the group's least-trained level per 1000 extra training steps."""
-    rows = rows.assign(training_steps=training_experience(rows))
-    learners = rows[rows["training_steps"] > 0]
-    accuracy = normalised_accuracy(rows).set_index(["group", "cell"])["accuracy"]  # per (group, cell)
-    records = []
-    for (label, size), part in learners.groupby(["group", "group_size"], sort=True):
-        if part["training_steps"].nunique() < 2:
-            continue
-        curve = []
-        for steps, level in part.groupby("training_steps", sort=True):
-            n, mean, low, high = mean_ci(level["score"].to_numpy())
-            level_accuracy = accuracy.loc[label].reindex(level["cell"].unique()).mean()
-            curve.append(dict(group=label, group_size=size, training_steps=steps, episodes=n, upsilon=mean,
-                              ci95_low=low, ci95_high=high, accuracy=level_accuracy))
-        first = curve[0]
-        for point in curve:
-            extra = point["training_steps"] - first["training_steps"]
-            point["efficiency"] = (point["accuracy"] - first["accuracy"]) / extra * 1000 if extra else math.nan
-        records += curve
-    return pd.DataFrame(records, columns=["group", "group_size", "training_steps", "episodes", "upsilon", "ci95_low",
-                                          "ci95_high", "accuracy", "efficiency"])
-
-
 def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     """Every table for `dataset`, grouped by the factors `by` (names or aliases)."""
     rows = add_k_bins(dataset.rows, k_bin_width)
@@ -510,12 +483,9 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
                        "10 = 1 ns), experience = training steps/episode (0 = 10^10, 10 = none); generalisation "
                        "= min(1, accuracy on other grids or environment classes / reference accuracy).",
                        pgi_table(rows)))
-    curves = learning_curves(rows)
-    if not curves.empty:
-        analysis.add(Table("learning", "Learning curves: Υ against training experience (paper 002)",
-                           "training_steps = q_training_passes x T per episode; efficiency = accuracy gained over "
-                           "the least-trained level per 1000 extra steps (skill-acquisition efficiency, paper 002 "
-                           "§II.2.1).", curves))
+    from collective.analysis.learning import add_learning_tables  # learning.py imports this module
+
+    add_learning_tables(analysis, rows)
     return analysis
 
 
