@@ -8,7 +8,8 @@ one warm-up call (JIT compile, or a load from numba's disk cache) and one call t
 and the best of 3 timings counts. After each row the script prints the process's peak RSS. It
 then runs `collective.evaluate.evaluate` for 2,000 and for 20,000 episodes, each in its own
 subprocess, to show that memory does not grow with the number of episodes. Last, it compares the
-group-size-10 rates with the C++ reference figures quoted in the issues. The plug-in rows time
+group-size-10 rates with the C++ reference figures quoted in the issues, and times each episode's
+ceiling of R̄ (`collective.environments.ceiling`) against the kernel time of local searchers. The plug-in rows time
 the NumPy examples (`examples/`) on the stepping core the same way (group size 10, batches of
 `collective.evaluate` size: 2,000 episodes); run the script from the project root.
 `benchmarks/vector_env.py` times the batched Gymnasium and PettingZoo-style environments.
@@ -16,6 +17,8 @@ the NumPy examples (`examples/`) on the stepping core the same way (group size 1
     .venv/bin/python benchmarks/throughput.py              # full table, about 2 minutes
     .venv/bin/python benchmarks/throughput.py --quick      # group size 10, short timings
     .venv/bin/python benchmarks/throughput.py --episodes N # one kernel call over N episodes per timing
+    .venv/bin/python benchmarks/throughput.py --behaviour q_learning --behaviour sarsa \
+        --learning-protocol held_out                      # those rows only, learners on held-out episodes
 """
 from __future__ import annotations
 
@@ -31,8 +34,8 @@ from importlib.metadata import version
 import numpy as np
 
 from collective.behaviours import behaviour_names, learns
-from collective.config import EvaluationConfig
-from collective.evaluate import batch_episodes, generate_environments, play
+from collective.config import LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
+from collective.evaluate import batch_episodes, generate_environments, play, with_ceiling
 from collective.environments.lambda_star import EnvironmentBatch
 
 PROFILE = "paper"
@@ -67,7 +70,7 @@ PLUGIN_ROWS = (("numpy local", "examples.numpy_local_search:LocalSearch", "none"
 # child's ru_maxrss would be at least this benchmark's own peak.
 _MEMORY_PROBE = """
 import sys, time
-from collective.config import EvaluationConfig
+from collective.config import LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
 from collective.evaluate import evaluate
 profile, behaviour, group_size, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 config = EvaluationConfig.from_profile(profile, behaviour=behaviour, group_size=group_size, episodes=episodes)
@@ -123,11 +126,12 @@ def timed_calls(config: EvaluationConfig, batch: EnvironmentBatch, calls: int) -
 
 
 def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episodes: int | None,
-            protocol: str = "none") -> Row:
-    """Time one group; with `fixed_episodes`, one call over that many episodes."""
+            protocol: str = "none", **settings) -> Row:
+    """Time one group; with `fixed_episodes`, one call over that many episodes; `settings` are
+    further config fields (a learning protocol)."""
     config = EvaluationConfig.from_profile(PROFILE, behaviour=behaviour, group_size=group_size, protocol=protocol,
                                            rows=GRID, cols=GRID, iterations=ITERATIONS,
-                                           episodes=fixed_episodes or LARGEST_BATCH)
+                                           episodes=fixed_episodes or LARGEST_BATCH, **settings)
     batch = generate_environments(config, np.arange(fixed_episodes or batch_episodes(config)))
     play(config, batch)  # warm-up
     if fixed_episodes:
@@ -142,6 +146,23 @@ def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episod
     passes = config.q_training_passes if learns(behaviour) else 0
     return Row(behaviour, protocol, group_size, episodes, best_seconds, scored_steps, scored_steps * passes,
                float(np.mean(mean_rewards)), peak_rss_kib())
+
+
+def ceiling_overhead(group_size: int) -> str:
+    """The ceiling's dynamic programme (best of REPEATS) against the kernel time of a group of local
+    searchers on the same evaluate-sized batch."""
+    config = EvaluationConfig.from_profile(PROFILE, behaviour="local_search", group_size=group_size, rows=GRID,
+                                           cols=GRID, iterations=ITERATIONS, episodes=LARGEST_BATCH)
+    batch = generate_environments(config, np.arange(batch_episodes(config)))
+    play(config, batch), with_ceiling(config, batch)  # warm-up
+    kernel = min(play(config, batch).kernel_seconds for _ in range(REPEATS))
+    ceiling = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        with_ceiling(config, batch)
+        ceiling.append(time.perf_counter() - started)
+    return (f"  G={group_size:<3} ceiling {min(ceiling) / len(batch) * 1e6:7.1f} µs/episode, kernel "
+            f"{kernel / len(batch) * 1e6:7.1f} µs/episode: {min(ceiling) / kernel:6.1%} of the kernel time")
 
 
 def format_row(row: Row, label: str) -> str:
@@ -178,6 +199,10 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, help="time one kernel call over N episodes per row "
                         "instead of sizing each timing to ~1.5 s")
     parser.add_argument("--quick", action="store_true", help="group size 10 only, short timings (smoke test)")
+    parser.add_argument("--behaviour", action="append", default=None, metavar="NAME",
+                        help="time these behaviours' rows only (repeatable), without the other sections")
+    parser.add_argument("--learning-protocol", choices=LEARNING_PROTOCOLS, default="replay",
+                        help="what learners train on; held_out uses the sound profile's training_episodes")
     args = parser.parse_args()
     if args.episodes is not None and args.episodes < 1:
         parser.error("--episodes must be >= 1")
@@ -194,15 +219,22 @@ def main() -> None:
           f"excluded); per row one warm-up call, then best of {REPEATS} timings of {timing}.")
     header = (f"{'{}':<13}{'G':>3}{'episodes':>10}{'kernel s':>10}{'scored M/s':>12}"
               f"{'train M/s*':>12}{'Υ':>10}{'peak RSS MiB':>14}")
+    learning = {"learning_protocol": args.learning_protocol}
+    if args.learning_protocol == "held_out":
+        learning["training_episodes"] = PROFILES["sound"]["training_episodes"]
+    print(f"Learners: {', '.join(f'{key} {value}' for key, value in learning.items())}")
     print()
     print(header.format("behaviour"))
     at_reference = {}
-    for behaviour in behaviour_names():
+    for behaviour in args.behaviour or behaviour_names():
         for group_size in group_sizes:
-            row = measure(behaviour, group_size, target_seconds, args.episodes)
+            row = measure(behaviour, group_size, target_seconds, args.episodes, **learning)
             if group_size == REFERENCE_GROUP_SIZE:
                 at_reference[behaviour] = row
             print(format_row(row, behaviour), flush=True)
+    if args.behaviour:
+        print(f"Total runtime: {time.perf_counter() - started:.0f} s")
+        return
     print()
     print(header.format("protocol"))
     protocol_rows = {}
@@ -224,6 +256,10 @@ def main() -> None:
     print("Plug-in rows: the NumPy local searcher (examples/numpy_local_search.py) alone, under the NumPy "
           "broadcast (examples/numpy_broadcast.py), and under the built-in broadcast, on the stepping core.")
 
+    print(f"\nCeiling of R̄ (ceiling.upsilon_best, once per episode and shared by every group of a sweep cell), "
+          f"against local searchers, {GRID}x{GRID}, T={ITERATIONS}:")
+    for group_size in (1, REFERENCE_GROUP_SIZE):
+        print(ceiling_overhead(group_size), flush=True)
     memory_check()
     print()
     print(reference_comparison(at_reference, CPP_REFERENCE))

@@ -6,7 +6,7 @@ Definition 18's algorithm, as this module runs it:
     while the test is not stopped:
         μ ← an environment of S \\ S_used with ξ − 1 ≤ K(μ) ≤ ξ;  if none: ξ ← ξ + 1, try again
         reward ← R̄ of the group on μ over n iterations (over τ seconds in Definition 18)
-        Υ ← Υ + reward;  ξ ← ξ + ξ·reward/2;  n ← n + ⌊n/2⌋ (τ ← τ + τ/2);  S_used ← S_used ∪ {μ}
+        Υ ← Υ + reward;  ξ ← ξ + ξ·reward/2;  n ← ⌈n + n/2⌉ (τ ← τ + τ/2);  S_used ← S_used ∪ {μ}
     return Υ / |S_used|
 
 Where the paper leaves the mapping to the environment class open, our choices (all parameters):
@@ -17,16 +17,34 @@ Where the paper leaves the mapping to the environment class open, our choices (a
   the pattern generator reaches on the grid with T iterations (probed with `reachable_k` at
   min(T, `PROBE_ITERATIONS`)): below the smallest such K no environment exists and ξ rises by 1,
   as in Definition 18; above the largest, K is clamped to it.
-- **Starting budget.** Definition 19 starts at n = 1, which n ← n + ⌊n/2⌋ never grows, so the
-  first environment has n₀ iterations (default `START_BUDGET`, at least 2).
+- **Exhausted class.** The class is finite: once ξ − 1 exceeds the largest K it holds (the K range's
+  top, as the generator reaches it at `PROBE_ITERATIONS`), no environment fits Definition 18's
+  window and ξ, which keeps growing with the rewards, no longer names a complexity. The test goes on
+  at the largest K (more environments still refine Υ), each such step is marked `exhausted`, the
+  result records where it began (`exhausted_at`, `k_top`), and `xi_final` is reported as None.
+- **Budget (Definition 19).** Paper 000 §5.3 changes line 6 to n ← 1 and line 21 to
+  n ← ⌈n + n/2⌉ (the ceiling brackets: with n ← 1 a floor would never grow): `budget_rounding`
+  "ceiling", `start_budget` 1 (profile `sound`). Profiles `paper` and `lambdastar2016` keep the
+  earlier reading, spec §8's n ← n + ⌊n/2⌋, from n₀ = 10 (`budget_rounding` "floor").
 - **Physical time (Definition 18, `time_based`).** The slot τ starts at τ₀ (default 1 µs, the
   paper's) and grows by half each environment. A compiled episode cannot be stopped half-way, so τ
   is converted into iterations at the group's measured speed (iterations per kernel second so far):
-  T = max(n₀, ⌊τ·speed⌋); the trace records the kernel seconds actually spent.
+  T = max(n₀, ⌊τ·speed⌋); the trace records that speed and the kernel seconds actually spent. The
+  speed is the simulator's on this machine, environment and training passes included: the built-in
+  agents decide inside one compiled loop with the environment, where their own decision time cannot
+  be timed apart. A time-based result therefore measures the machine as much as the agent: it is
+  marked `machine_dependent` with the machine it ran on, and only interaction-based (Definition 19)
+  results are to be compared across groups or machines.
 - **Never reused.** Environment i draws its seeds from the spawn key (i, draw) (`random_streams`);
-  two environments count as the same when the agents' start cells, ⊕'s and ⊖'s first n₀ + 1
-  cells (and a landscape's field) agree. A draw that repeats a used environment is redrawn; after
-  `DRAWS_PER_LEVEL` repeats no unused environment is left at this ξ, and ξ rises by 1 (Definition 18).
+  two environments count as the same when the agents' start cells and a landscape's field agree and
+  ⊕'s and ⊖'s paths agree over their common length, at most `IDENTITY_CELLS` cells (ceiling rule;
+  the floor rule compares their first n₀ + 1 cells). A draw that repeats a used environment is
+  redrawn; after `DRAWS_PER_LEVEL` repeats no unused environment is left at this ξ, and ξ rises by
+  1 (Definition 18). Learners that
+  train on held-out episodes (`learning_protocol` "held_out") train on `training_episodes` fresh
+  episodes of the environment's K and budget (`evaluate.held_out_training`, on the training branch
+  of the environment's seeds, never equal to it); with "replay" they train on the scored
+  environment itself, as paper 003 §5.2.1 does.
 - **Stopping.** Between environments: KeyboardInterrupt, `budget_seconds` (Θ), `max_environments`,
   or an episode whose arrays (mostly learners' Q-tables, N·T·9 values each) would exceed
   `memory_limit_bytes`. An environment in progress when Ctrl-C arrives is not counted; before the
@@ -38,6 +56,8 @@ import dataclasses
 import itertools
 import json
 import math
+import os
+import platform
 import time
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -47,16 +67,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from collective.config import ConfigError, EvaluationConfig
-from collective.evaluate import learner_count, play
+from collective.config import PROFILES, ConfigError, EvaluationConfig
+from collective.evaluate import held_out_training, learner_count, play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation.random_streams import episode_seed_table
 
-START_BUDGET = 10  # n₀: iterations of the first environment
+BUDGET_ROUNDINGS = ("ceiling", "floor")  # n ← ⌈n + n/2⌉ (paper 000 Definition 19), n ← n + ⌊n/2⌋ (spec §8)
+START_BUDGET = 10  # n₀ of the floor rule, which cannot grow from n = 1
 START_SECONDS = 1e-6  # τ₀ of Definition 18: one microsecond
 PROBE_ITERATIONS = 200  # reachable K are probed at min(T, this); K saturates with longer episodes
 DRAWS_PER_LEVEL = 20  # redraws of a used environment before ξ counts as exhausted
+IDENTITY_CELLS = 1001  # path cells S_used keeps per environment (ceiling rule; see `_unused_environment`)
 MEMORY_LIMIT_BYTES = 1 << 29
 
 
@@ -66,15 +88,31 @@ class AnytimeConfig:
     the anytime test's own parameters."""
 
     evaluation: EvaluationConfig
-    start_budget: int = START_BUDGET
+    start_budget: int | None = None  # n₀; None: the profile's (1 with the ceiling rule, else START_BUDGET)
     time_based: bool = False
     start_seconds: float = START_SECONDS
     budget_seconds: float | None = None  # Θ; None: until interrupted
     max_environments: int | None = None
     memory_limit_bytes: int = MEMORY_LIMIT_BYTES
+    budget_rounding: str | None = None  # BUDGET_ROUNDINGS; None: the profile's ("floor" unless it says)
 
     def __post_init__(self) -> None:
-        _require_whole(self, "start_budget", 2, " (n ← n + ⌊n/2⌋ never grows from 1)")
+        defaults = PROFILES.get(self.evaluation.profile, {}).get("anytime_defaults", {})
+        if self.evaluation.k_sampling == "stratified":  # the test picks each environment's K itself
+            # (Definition 19, from K = 1 at n = 1), so a stratified K range, meant for fixed-T episodes,
+            # gives way to the generator drawing the exact K asked, with the range's top kept
+            object.__setattr__(self, "evaluation", self.evaluation.with_changes(k_sampling="generator", k_min=1))
+        if self.budget_rounding is None:
+            object.__setattr__(self, "budget_rounding", defaults.get("budget_rounding", "floor"))
+        if self.budget_rounding not in BUDGET_ROUNDINGS:
+            raise ConfigError("budget_rounding", f"unknown value {self.budget_rounding!r}; allowed: "
+                                                 f"{', '.join(BUDGET_ROUNDINGS)}")
+        if self.start_budget is None:
+            object.__setattr__(self, "start_budget", defaults.get("start_budget", START_BUDGET))
+        if self.budget_rounding == "floor":
+            _require_whole(self, "start_budget", 2, " (n ← n + ⌊n/2⌋ never grows from 1)")
+        else:
+            _require_whole(self, "start_budget", 1)
         _require_positive(self, "start_seconds")
         if self.budget_seconds is not None:
             _require_positive(self, "budget_seconds")
@@ -119,6 +157,8 @@ class AnytimeStep:
     reward: float  # R̄ of the group on it (paper 003 Definition 2)
     upsilon: float  # running estimate Υ / |S_used| after it
     kernel_seconds: float
+    exhausted: bool = False  # ξ − 1 above the class's largest K: no environment fits ξ's window
+    speed: float | None = None  # iterations per kernel second that turned τ into `budget` (time-based only)
 
     @property
     def xi_next(self) -> float:
@@ -141,8 +181,21 @@ class AnytimeResult:
         return self.trace[-1].upsilon if self.trace else 0.0
 
     @property
-    def xi_final(self) -> float:
+    def exhausted_at(self) -> int | None:
+        """The first environment played with ξ beyond the class's largest K (see `exhausted`)."""
+        return next((step.environment for step in self.trace if step.exhausted), None)
+
+    @property
+    def xi_final(self) -> float | None:
+        """ξ after the last environment; None once the class is exhausted (ξ then names no complexity)."""
+        if self.exhausted_at is not None:
+            return None
         return self.trace[-1].xi_next if self.trace else 1.0
+
+    @property
+    def k_top(self) -> int | None:
+        """The class's largest K, which ξ passed (None while it has not)."""
+        return int(class_k(self.config.evaluation, PROBE_ITERATIONS)[-1]) if self.exhausted_at is not None else None
 
     @property
     def interactions(self) -> int:
@@ -152,11 +205,15 @@ class AnytimeResult:
     def as_record(self) -> dict[str, object]:
         evaluation = self.config.evaluation
         return {
-            "upsilon": self.upsilon, "xi_final": self.xi_final, "environments": len(self.trace),
+            "upsilon": self.upsilon, "xi_final": self.xi_final, "exhausted_at": self.exhausted_at,
+            "k_top": self.k_top, "environments": len(self.trace),
             "interactions": self.interactions, "agent_steps": self.interactions * evaluation.group_size,
             "stopped": self.stopped, "wall_seconds": self.wall_seconds,
             "kernel_seconds": sum(step.kernel_seconds for step in self.trace),
             "time_based": self.config.time_based, "start_budget": self.config.start_budget,
+            "budget_rounding": self.config.budget_rounding,
+            # Definition 18's τ becomes iterations at this machine's simulator speed (module docstring)
+            "machine_dependent": self.config.time_based, "machine": machine() if self.config.time_based else None,
             "seed": evaluation.seed, "behaviour": evaluation.behaviour, "mix": evaluation.mix,
             "group_size": evaluation.group_size, "protocol": evaluation.protocol, "profile": evaluation.profile,
             "env": evaluation.env, "grid": evaluation.grid, "version": version("collective"),
@@ -165,13 +222,29 @@ class AnytimeResult:
         }
 
 
-def draw_environment(config: AnytimeConfig, environment: int, draw: int, budget: int, k: int) -> EnvironmentBatch:
+def draw_environment(config: AnytimeConfig, environment: int, draw: int, budget: int, k: int,
+                     training: bool = True) -> EnvironmentBatch:
     """Environment `environment` (draw `draw`) of the test: one episode of `budget` iterations with
-    pattern complexity K = k, seeded by the spawn key (environment, draw)."""
+    pattern complexity K = k, seeded by the spawn key (environment, draw); with `training`, and
+    learners that train on held-out episodes, its training episodes too (`_with_training`)."""
     episode = _episode_config(config, budget)
     environment_class = dataclasses.replace(episode.environment(), k_min=k, k_max=k)
-    seeds = episode_seed_table(episode.seed, np.array([draw]), (environment,))
-    return environment_class.generate(seeds, episode.group_size)
+    batch = environment_class.generate(episode_seed_table(episode.seed, np.array([draw]), (environment,)),
+                                       episode.group_size)
+    return _with_training(config, environment, draw, budget, k, batch) if training else batch
+
+
+def _with_training(config: AnytimeConfig, environment: int, draw: int, budget: int, k: int,
+                   batch: EnvironmentBatch) -> EnvironmentBatch:
+    """The environment with its held-out training episodes when the learners train on such (same K
+    and budget, from the training branch of its spawn key: `evaluate.held_out_training`)."""
+    episode = _episode_config(config, budget)
+    if not episode.trains_on_held_out:
+        return batch
+    environment_class = dataclasses.replace(episode.environment(), k_min=k, k_max=k)
+    return dataclasses.replace(batch, training=held_out_training(
+        environment_class, episode.seed, np.array([draw]), (environment,), batch, episode.training_episodes,
+        episode.group_size))
 
 
 def _episode_config(config: AnytimeConfig, budget: int) -> EvaluationConfig:
@@ -182,25 +255,38 @@ def _episode_config(config: AnytimeConfig, budget: int) -> EvaluationConfig:
 
 def episode_bytes(config: EvaluationConfig) -> int:
     """Upper bound of one episode's arrays: ⊕/⊖ paths and the kernel's copies of them (about 80
-    bytes per iteration), and per learner a Q-table of N·T states × 9 actions with its bookkeeping
-    (`simulation.learner_workspace`)."""
+    bytes per iteration, for the episode and each held-out training episode), and per learner a
+    Q-table of N·T states × 9 actions with its bookkeeping (`simulation.learner_workspace`)."""
     states = config.rows * config.cols * config.iterations
-    return 80 * (config.iterations + 1) + learner_count(config) * states * (9 * 8 + 1 + 8)
+    episodes = 1 + (config.training_episodes if config.trains_on_held_out else 0)
+    return 80 * (config.iterations + 1) * episodes + learner_count(config) * states * (9 * 8 + 1 + 8)
+
+
+def class_k(evaluation: EvaluationConfig, iterations: int) -> np.ndarray:
+    """The K of the class (within the K range) the generator reaches with `iterations` iterations,
+    probed at min(iterations, PROBE_ITERATIONS) (`reachable_k`, cached)."""
+    generator = PATTERN_GENERATORS[evaluation.pattern_generator]()
+    low = evaluation.k_min if evaluation.k_min is not None else 0
+    high = evaluation.k_max if evaluation.k_max is not None else np.iinfo(np.int32).max
+    found = reachable_k(generator, evaluation.rows, evaluation.cols, min(iterations, PROBE_ITERATIONS))
+    return found[(found >= low) & (found <= high)]
+
+
+def next_budget(n: int, rounding: str) -> int:
+    """Definition 19, line 21: n ← ⌈n + n/2⌉ (paper 000 §5.3), or spec §8's n ← n + ⌊n/2⌋."""
+    return n + (n + 1) // 2 if rounding == "ceiling" else n + n // 2
 
 
 def anytime_steps(config: AnytimeConfig) -> Iterator[AnytimeStep]:
     """Definition 19 (or 18 with `time_based`): one step per environment, for as long as it is
     iterated; returns (StopIteration.value) "memory_limit" or "exhausted" when it cannot go on."""
     evaluation = config.evaluation
-    generator = PATTERN_GENERATORS[evaluation.pattern_generator]()
-    low = evaluation.k_min if evaluation.k_min is not None else 0
-    high = evaluation.k_max if evaluation.k_max is not None else np.iinfo(np.int32).max
-    reachable_at: dict[int, np.ndarray] = {}
-    used: set[bytes] = set()
+    used: dict[bytes, list[EnvironmentBatch]] = {}
     xi, n, tau = 1.0, config.start_budget, config.start_seconds
     total_reward = kernel_seconds = 0.0
     played = 0
     for index in itertools.count():
+        speed = None
         if config.time_based:  # τ at the group's speed so far, in iterations per kernel second
             speed = played / kernel_seconds if kernel_seconds > 0 else 0.0
             budget = max(config.start_budget, math.floor(tau * speed))
@@ -209,23 +295,21 @@ def anytime_steps(config: AnytimeConfig) -> Iterator[AnytimeStep]:
         episode = _episode_config(config, budget)
         if episode_bytes(episode) > config.memory_limit_bytes:
             return "memory_limit"
-        probe = min(budget, PROBE_ITERATIONS)
-        if probe not in reachable_at:
-            found = reachable_k(generator, evaluation.rows, evaluation.cols, probe)
-            reachable_at[probe] = found[(found >= low) & (found <= high)]
-        reachable = reachable_at[probe]
-        if not len(reachable):
+        ks = class_k(evaluation, budget)
+        if not len(ks):
             return "exhausted"
         batch = None
         while batch is None:
-            while math.floor(xi) < reachable[0]:
+            while math.floor(xi) < ks[0]:
                 xi += 1  # Definition 18: no environment at this ξ, so ξ <- ξ + 1
-            k = int(reachable[reachable <= math.floor(xi)].max())
+            k = int(ks[ks <= math.floor(xi)].max())
             batch, draw = _unused_environment(config, index, budget, k, used)
             if batch is None:
-                if k == reachable[-1]:
+                if k == ks[-1]:
                     return "exhausted"
                 xi += 1
+        # the class is exhausted when no K it holds fits ξ's window (probed only once K is clamped)
+        exhausted = bool(math.floor(xi) > ks[-1] and xi - 1 > class_k(evaluation, PROBE_ITERATIONS)[-1])
         run = play(episode, batch)
         reward = float(run.mean_rewards[0])
         total_reward += reward
@@ -233,24 +317,41 @@ def anytime_steps(config: AnytimeConfig) -> Iterator[AnytimeStep]:
         played += budget
         yield AnytimeStep(environment=index, draw=draw, xi=xi, k=int(batch.k_raw[0]), budget=budget,
                           seconds=tau if config.time_based else None, reward=reward,
-                          upsilon=total_reward / (index + 1), kernel_seconds=run.kernel_seconds)
+                          upsilon=total_reward / (index + 1), kernel_seconds=run.kernel_seconds,
+                          exhausted=exhausted, speed=speed)
         xi += xi * reward / 2  # Definition 18, line 20
-        n += n // 2  # Definition 19, line 21
+        n = next_budget(n, config.budget_rounding)  # Definition 19, line 21
         tau += tau / 2  # Definition 18, line 21
 
 
+def _identity(batch: EnvironmentBatch, cells: int) -> tuple[bytes, EnvironmentBatch]:
+    """A used environment as S_used keeps it: a key of the parts every comparison covers (start
+    cells, field, ⊕'s and ⊖'s first two cells) and its paths' first `cells` cells."""
+    key = b"".join(np.ascontiguousarray(part).tobytes() for part in
+                   (batch.starts, batch.fields(), batch.good[:, :2], batch.evil[:, :2]))
+    return key, dataclasses.replace(batch, good=batch.good[:, :cells], evil=batch.evil[:, :cells], training=None)
+
+
 def _unused_environment(config: AnytimeConfig, index: int, budget: int, k: int,
-                        used: set[bytes]) -> tuple[EnvironmentBatch | None, int]:
-    """The first draw of environment `index` that is not in S_used (then added to it), or None."""
-    prefix = config.start_budget + 1
+                        used: dict[bytes, list[EnvironmentBatch]]) -> tuple[EnvironmentBatch | None, int]:
+    """The first draw of environment `index` that is not in S_used (then added to it), with its
+    training episodes if the learners train on held-out ones, or None. Two environments are the
+    same when their start cells and fields agree and their ⊕ and ⊖ paths agree over their common
+    length, at most IDENTITY_CELLS cells (ceiling rule), or over n₀ + 1 cells (floor rule)."""
+    cells = config.start_budget + 1 if config.budget_rounding == "floor" else IDENTITY_CELLS
     for draw in range(DRAWS_PER_LEVEL):
-        batch = draw_environment(config, index, draw, budget, k)
-        identity = b"".join(np.ascontiguousarray(part).tobytes() for part in
-                            (batch.starts, batch.good[:, :prefix], batch.evil[:, :prefix], batch.fields()))
-        if identity not in used:
-            used.add(identity)
-            return batch, draw
+        batch = draw_environment(config, index, draw, budget, k, training=False)
+        key, kept = _identity(batch, cells)
+        if not any(_same_paths(kept, other) for other in used.get(key, ())):
+            used.setdefault(key, []).append(kept)
+            return _with_training(config, index, draw, budget, k, batch), draw
     return None, DRAWS_PER_LEVEL
+
+
+def _same_paths(a: EnvironmentBatch, b: EnvironmentBatch) -> bool:
+    """Whether ⊕'s and ⊖'s kept paths agree over their common length."""
+    cells = min(a.good.shape[1], b.good.shape[1])
+    return np.array_equal(a.good[:, :cells], b.good[:, :cells]) and np.array_equal(a.evil[:, :cells], b.evil[:, :cells])
 
 
 def run_anytime(config: AnytimeConfig, on_step: Callable[[AnytimeStep], None] | None = None) -> AnytimeResult:
@@ -286,23 +387,45 @@ TRACE_HEADER = f"{'env':>5}{'ξ':>12}{'K':>5}{'budget':>10}{'τ s':>11}{'reward'
 
 def format_step(step: AnytimeStep) -> str:
     seconds = f"{step.seconds:>11.3g}" if step.seconds is not None else f"{'-':>11}"
-    return (f"{step.environment:>5}{step.xi:>12.6g}{step.k:>5}{step.budget:>10}{seconds}"
+    xi = f"{'exhausted':>12}" if step.exhausted else f"{step.xi:>12.6g}"
+    return (f"{step.environment:>5}{xi}{step.k:>5}{step.budget:>10}{seconds}"
             f"{step.reward:>+10.4f}{step.upsilon:>+10.4f}")
 
 
 def format_summary(result: AnytimeResult) -> str:
     evaluation = result.config.evaluation
+    if result.exhausted_at is not None:
+        xi = (f"ξ final: class exhausted at environment {result.exhausted_at} (ξ passed its largest K, "
+              f"{result.k_top}, + 1; K has stayed at most {result.k_top} since)")
+    else:
+        xi = f"ξ final {result.xi_final:.3f}"
+    timing = ""
+    if result.config.time_based:
+        timing = (f"; time-based: budgets follow this machine's simulator speed ({machine()}), "
+                  "so compare only interaction-based runs")
     return (f"Υ = {result.upsilon:+.4f} after {len(result.trace)} environments and {result.interactions} "
-            f"interactions; ξ final {result.xi_final:.3f}; stopped: {result.stopped} after "
+            f"interactions; {xi}; stopped: {result.stopped} after "
             f"{result.wall_seconds:.2f} s ({evaluation.mix or evaluation.behaviour} x{evaluation.group_size}, "
-            f"{evaluation.env} {evaluation.grid}, profile {evaluation.profile}, seed {evaluation.seed})")
+            f"{evaluation.env} {evaluation.grid}, profile {evaluation.profile}, seed {evaluation.seed}){timing}")
+
+
+def machine() -> str:
+    """The machine a time-based test ran on: its CPU model and platform."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model}, {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
 
 
 def write_trace(result: AnytimeResult, path: str) -> None:
     """The trace as a Parquet table, one row per environment; the run's record in its metadata."""
     schema = pa.schema([("environment", pa.int64()), ("draw", pa.int64()), ("xi", pa.float64()),
                         ("k", pa.int64()), ("budget", pa.int64()), ("seconds", pa.float64()),
-                        ("reward", pa.float64()), ("upsilon", pa.float64()), ("kernel_seconds", pa.float64())])
+                        ("reward", pa.float64()), ("upsilon", pa.float64()), ("kernel_seconds", pa.float64()),
+                        ("exhausted", pa.bool_()), ("speed", pa.float64())])
     record = {k: v for k, v in result.as_record().items() if k != "trace"}
     table = pa.Table.from_pylist([dataclasses.asdict(step) for step in result.trace], schema=schema)
     pq.write_table(table.replace_schema_metadata({"collective_anytime": json.dumps(record)}), path)

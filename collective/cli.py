@@ -36,6 +36,7 @@ FIELD_OPTIONS = {
     "evil_pairing": "--evil", "k_min": "--complexity", "k_max": "--complexity",
     "q_alpha": "--alpha", "q_gamma": "--gamma", "q_epsilon": "--epsilon", "q_initial": "--q-initial",
     "q_training_passes": "--training-passes", "q_reward_scale": "--reward-scale",
+    "learning_protocol": "--learning-protocol", "training_episodes": "--training-episodes",
 }
 
 DEMO_BEHAVIOURS = ("random", "local_search", "oracle", "q_learning", "sarsa", "imitation")
@@ -161,6 +162,11 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     rl.add_argument("--training-passes", type=whole, default=None, help="training passes per episode (default 100)")
     rl.add_argument("--reward-scale", type=float, default=None,
                     help="training reward factor (paper 1, lambdastar2016 10)")
+    rl.add_argument("--learning-protocol", default=None, metavar="replay|held_out",
+                    help="train on the scored episode itself (replay: paper, lambdastar2016) or on held-out "
+                         "episodes of the same class, then score an unseen one (held_out: sound)")
+    rl.add_argument("--training-episodes", type=whole, default=None, metavar="N",
+                    help="held_out: training episodes per scored episode, the passes cycling through them")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -248,12 +254,14 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None) -> Evaluat
         landscape_motion=args.motion,
         q_alpha=args.alpha, q_gamma=args.gamma,
         q_epsilon=args.epsilon, q_initial=args.q_initial, q_training_passes=args.training_passes,
-        q_reward_scale=args.reward_scale)
+        q_reward_scale=args.reward_scale, learning_protocol=args.learning_protocol,
+        training_episodes=args.training_episodes)
 
 
 # AnytimeConfig field -> its option; an episode's iterations are the anytime test's budget.
 ANYTIME_OPTIONS = {"start_budget": "--start-budget", "start_seconds": "--start-seconds",
-                   "budget_seconds": "--budget-seconds", "max_environments": "--max-environments"}
+                   "budget_seconds": "--budget-seconds", "max_environments": "--max-environments",
+                   "budget_rounding": "--budget-rounding"}
 
 
 def _add_anytime_parser(commands) -> None:
@@ -267,9 +275,13 @@ def _add_anytime_parser(commands) -> None:
         anytime.add_argument(option, default=None, help=argparse.SUPPRESS)
     test = anytime.add_argument_group("anytime test (paper 000 §5.2-5.3)")
     test.add_argument("--start-budget", type=whole, default=None, metavar="N",
-                      help="iterations of the first environment, then n <- n + floor(n/2) (default 10)")
+                      help="iterations of the first environment (default: 1 with the ceiling rule, else 10)")
+    test.add_argument("--budget-rounding", default=None, metavar="ceiling|floor",
+                      help="n <- ceil(n + n/2) (Definition 19's; profile sound) or n <- n + floor(n/2) "
+                           "(spec §8's; profiles paper, lambdastar2016)")
     test.add_argument("--time-based", action="store_true",
-                      help="Definition 18: a time slot per environment, converted to iterations at the group's speed")
+                      help="Definition 18: a time slot per environment, converted to iterations at the group's "
+                           "speed on this machine (machine-dependent: not for comparisons)")
     test.add_argument("--start-seconds", type=float, default=None, metavar="S",
                       help="first time slot with --time-based, then S <- 1.5 S (default 1e-6)")
     test.add_argument("--budget-seconds", type=float, default=None, metavar="S",
@@ -391,6 +403,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         for name in behaviour_names():
             print(f"{name:<14}{get_behaviour(name).description}")
         print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (README: Bring your own agent)")
+        print("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
+              "lambdastar2016); they differ with epsilon > 0 (profile sound: 0.1)")
         return 0
     if args.command == "protocols":
         print(describe_protocols())

@@ -2,7 +2,8 @@
 
 Named profiles fill in what the papers leave open: `paper` (the default) follows paper 003;
 `lambdastar2016` reproduces the choices of the original C++ implementation (spec §2, §5, §6),
-so numbers can be compared with its published results.
+so numbers can be compared with its published results; `sound` is paper 003's test with the
+confounds of issue 12 taken out.
 """
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import numpy as np
 
 from collective.analysis.scores import LEGG_HUTTER_ESTIMATORS
 from collective.behaviours import learns, load_behaviour
-from collective.environments.lambda_star import EVIL_PAIRINGS, LambdaStar
+from collective.environments.complexity import K_NORMALISATIONS
+from collective.environments.lambda_star import ENTROPY_RULES, EVIL_PAIRINGS, LambdaStar
 from collective.environments.landscapes import (LANDSCAPE_ENTROPIES, LANDSCAPE_MOTIONS, LANDSCAPE_NORMALISATIONS,
                                                 FitnessLandscape, cone_mass_bound, landscape_field)
 from collective.environments.pattern_probability import pattern_probability_unavailable
-from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
+from collective.environments.patterns import (K_SAMPLINGS, PATTERN_GENERATORS, SEGMENT_CAPS, CyclicPatternGenerator,
+                                              PatternGenerator, StratifiedComplexity, reachable_k, unpairable_k)
 from collective.simulation.kernel import LearnerParameters
 from collective.simulation.plugins import PluginClass, PluginError
 from protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
@@ -29,6 +32,9 @@ REACHABLE_PROBES = 2000  # episodes `reachable_k` generates to probe a K range
 
 # Fields each profile sets; anything given explicitly overrides them.
 ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
+# What the learners train on before the scored pass: "replay" the scored episode itself (paper 003
+# §5.2.1), or "held_out" episodes of the same class never scored (paper 000 §5.2's no-reuse rule).
+LEARNING_PROTOCOLS = ("replay", "held_out")
 
 PROFILES: dict[str, dict[str, object]] = {
     "paper": dict(
@@ -39,10 +45,15 @@ PROFILES: dict[str, dict[str, object]] = {
         protocol_defaults={},
     ),
     "sound": dict(  # paper 003's test with the confounds of issue 12 removed; each key says which
-        # environment (points 1-3, 8)
-        pattern_generator="cyclic", evil_pairing="index_shift", k_min=1, k_max=23,
-        # learners and the anytime test (points 4-6)
-        q_initial=0.0, q_reward_scale=1.0,
+        # environment (points 1-3, 8): an independent ⊖ with the collision rule and H to match
+        # (1); K measured on the played paths, equal for ⊕ and ⊖ (2); K uniform on 2..23 on every
+        # grid, segments of 1..⌊T/2⌋ moves as §4.2 says, K normalised by the N-cell alphabet (3)
+        pattern_generator="cyclic", segment_cap="half_T", evil_pairing="independent", entropy_rule="pairing",
+        k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
+        # learners and the anytime test (points 4-6): learners train ε-greedily on held-out episodes of
+        # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19
+        q_initial=0.0, q_reward_scale=1.0, q_epsilon=0.1, learning_protocol="held_out", training_episodes=10,
+        anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1},
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
         # communication (issue 14 point 3): reads of shared media are messages as writes are
@@ -95,9 +106,14 @@ class EvaluationConfig:
     reward_radius: int = 1
     coordination_threshold: int = 1
     pattern_generator: str = "cyclic"
+    segment_cap: str = "k_max"  # cyclic segments of 1..min(⌊T/2⌋, k_max) moves, or "half_T": 1..⌊T/2⌋ (§4.2)
     evil_pairing: str = "index_shift"
+    entropy_rule: str = "paper"  # H = log2 N(N-1) (§4.3), or "pairing": log2 N under index_shift
+    k_on_played_paths: bool = False  # True: K of ⊕ and ⊖ measured on the paths played, after collisions
+    k_sampling: str = "generator"  # K as the generator draws it in [k_min, k_max], or "stratified": uniform
     k_min: int | None = 1
     k_max: int | None = 23
+    k_normalisation: str = "log2_length"  # c·log2(L)/L, or "log_alphabet": c·log_N(L)/L, N cells
     landscape_peaks: int = 8  # local optima, one of them global
     landscape_peak_width: int = 1  # cells from a peak's centre to the edge of its slope
     landscape_deception: float = 0.5  # 0..1: how close the secondary optima stand to the global one
@@ -111,6 +127,8 @@ class EvaluationConfig:
     q_initial: float = 0.0
     q_training_passes: int = 100
     q_reward_scale: float = 1.0
+    learning_protocol: str = "replay"  # see LEARNING_PROTOCOLS
+    training_episodes: int = 1  # held_out: fresh episodes the training passes cycle through
     # Legg-Hutter Υ (paper 001; `collective.analysis.scores`): "sampled_phrases" = Σ 2^-c R̄ / Σ 2^-c over the
     # sampled episodes, c in LZ76 phrases (spec §4 literally; not an estimator of paper 001's sum);
     # "importance_bits" = K in Lempel-Ziv code bits, episodes weighted by 2^-K / the pattern's probability
@@ -136,6 +154,7 @@ class EvaluationConfig:
             raise ConfigError(sorted(unknown)[0], f"not a setting; allowed: {', '.join(f.name for f in fields(cls))}")
         settings = {**PROFILES[profile], **{k: v for k, v in overrides.items() if v is not None}}
         protocol_defaults = settings.pop("protocol_defaults")
+        settings.pop("anytime_defaults", None)  # the anytime test's, read by `collective.anytime`
         params = dict(protocol_defaults.get(settings.get("protocol", "none"), {}))
         params.update(dict(settings.get("protocol_params", ())))
         settings["protocol_params"] = tuple(sorted(params.items()))
@@ -217,14 +236,26 @@ class EvaluationConfig:
         return {key: value for key, value in self.behaviour_params if key in declared}
 
     @property
+    def trains_on_held_out(self) -> bool:
+        """Whether the group's learners train on held-out episodes, which must then be generated."""
+        return self.learning_protocol == "held_out" and self.q_training_passes > 0 and any(map(learns, self.behaviours))
+
+    @property
     def learner(self) -> LearnerParameters:
         return LearnerParameters(alpha=self.q_alpha, gamma=self.q_gamma, epsilon=self.q_epsilon,
                                  q_initial=self.q_initial, training_passes=self.q_training_passes,
                                  reward_scale=self.q_reward_scale)
 
+    def patterns(self) -> PatternGenerator:
+        """The movement-pattern generator: `pattern_generator` with its segment cap (cyclic), drawing
+        K as `k_sampling` says."""
+        generator = CyclicPatternGenerator(self.segment_cap) if self.pattern_generator == "cyclic" \
+            else PATTERN_GENERATORS[self.pattern_generator]()
+        return StratifiedComplexity(generator) if self.k_sampling == "stratified" else generator
+
     def environment(self) -> LambdaStar | FitnessLandscape:
         """The environment class that generates this configuration's episodes."""
-        generator = PATTERN_GENERATORS[self.pattern_generator]()
+        generator = self.patterns()
         k_min = self.k_min if self.k_min is not None else 0
         k_max = self.k_max if self.k_max is not None else np.iinfo(np.int32).max
         if self.env == "landscape":
@@ -233,7 +264,8 @@ class EvaluationConfig:
                                     noise=self.landscape_noise, normalisation=self.landscape_normalisation,
                                     entropy=self.landscape_entropy, motion=self.landscape_motion,
                                     k_min=k_min, k_max=k_max)
-        return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max)
+        return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max,
+                          self.entropy_rule, self.k_on_played_paths)
 
     def as_record(self) -> dict[str, object]:
         """Flat field -> value mapping, for JSON output and dataset columns."""
@@ -293,7 +325,16 @@ def _validate(c: EvaluationConfig) -> None:
     _validate_protocol(c)
     _validate_communication(c)
     _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
+    _require_choice(c, "segment_cap", SEGMENT_CAPS)
     _require_choice(c, "evil_pairing", EVIL_PAIRINGS)
+    _require_choice(c, "entropy_rule", ENTROPY_RULES)
+    _require_choice(c, "k_sampling", K_SAMPLINGS)
+    _require_choice(c, "k_normalisation", K_NORMALISATIONS)
+    if not isinstance(c.k_on_played_paths, bool):
+        raise ConfigError("k_on_played_paths", f"must be true or false (got {c.k_on_played_paths!r})")
+    if c.k_on_played_paths and not PATTERN_GENERATORS[c.pattern_generator].k_on_positions:
+        raise ConfigError("k_on_played_paths", f"the {c.pattern_generator} generator measures K on its base walk, "
+                          "not on the positions it plays (spec §2); use the cyclic generator or false")
     _require_int(c, "rows", 2, " (the grid is at least 2x2)")
     _require_int(c, "cols", 2, " (the grid is at least 2x2)")
     _require_int(c, "group_size", 1)
@@ -317,6 +358,7 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_initial", -1e6, 1e6)
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
+    _validate_learning_protocol(c)
     _validate_memory(c)
     _validate_landscape(c)
     _validate_k_range(c)
@@ -409,6 +451,18 @@ def _validate_communication(c: EvaluationConfig) -> None:
                                                    "learn from the shadow episodes as well")
 
 
+def _validate_learning_protocol(c: EvaluationConfig) -> None:
+    """Replay trains on the one scored episode; held-out episodes are each played at least once."""
+    _require_choice(c, "learning_protocol", LEARNING_PROTOCOLS)
+    episodes = _require_int(c, "training_episodes", 1)
+    if c.learning_protocol == "replay" and episodes != 1:
+        raise ConfigError("training_episodes", f"must be 1 with learning_protocol replay, which trains on the "
+                                               f"scored episode itself (got {episodes}); use held_out for more")
+    if c.learning_protocol == "held_out" and c.q_training_passes and episodes > c.q_training_passes:
+        raise ConfigError("training_episodes", f"at most q_training_passes = {c.q_training_passes}, so that the "
+                                               f"passes play every training episode (got {episodes})")
+
+
 def physical_memory_limit() -> int:
     """Half the physical memory: the most one run may plan to use."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
@@ -427,11 +481,15 @@ def memory_needs(c: EvaluationConfig) -> dict[str, int]:
     window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.on_stepping_core else 0
     tables = learners * cells * c.iterations * (9 * 8 + 1)
     logs = batch * c.iterations * (2 * agents + 1) * 8 if c.on_stepping_core and c.protocol != "none" else 0
+    # held-out training episodes: their paths and fields, and the kernel's (n, T+1) coordinates of them
+    held_out = batch * c.training_episodes if c.trains_on_held_out else 0
+    training_paths = (held_out * 2 * 4 + c.training_episodes * 6 * 8) * (c.iterations + 1) if held_out else 0
     return {
-        "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0),
-        "rows": (batch * cells * 8 if c.env == "landscape" else 0) + cells * 8
+        "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0)
+        + training_paths,
+        "rows": ((batch + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
         + (tables if c.iterations <= cells else 0),
-        "group_size": batch * agents * 8 * 5 + logs,  # + the stepping core's message symbols
+        "group_size": (batch + held_out) * agents * 8 * 5 + logs,  # + the stepping core's message symbols
         "observation_range": batch * agents * window,
     }
 
@@ -473,27 +531,57 @@ def _validate_landscape(c: EvaluationConfig) -> None:
 
 
 def _validate_k_range(c: EvaluationConfig) -> None:
-    """K range checks: integers, ordered, and reachable by the generator on this grid and T."""
+    """K range checks: integers, ordered, and reachable by the generator on this grid and T (with
+    stratified sampling, every K of the range; K = 1 never is, see `reachable_k`); with K on the
+    played paths of an independent pair, pairs that keep their K must exist (`unpairable_k`)."""
+    if c.k_sampling == "stratified" and (c.k_min is None or c.k_max is None):
+        raise ConfigError("k_sampling", "stratified draws K uniformly from a closed range: set k_min and k_max")
     if c.k_min is None and c.k_max is None:
         return
     for name in ("k_min", "k_max"):
         if getattr(c, name) is not None:
             _require_int(c, name, 1)
     low = c.k_min if c.k_min is not None else 1
-    high = c.k_max if c.k_max is not None else np.iinfo(np.int32).max
+    high = c.k_max if c.k_max is not None else np.iinfo(np.int32).max - 1
     if low > high:
         raise ConfigError("k_min", f"must not exceed k_max (got {low}:{high})")
-    reachable = reachable_k(PATTERN_GENERATORS[c.pattern_generator](), c.rows, c.cols, c.iterations)
-    if not ((reachable >= low) & (reachable <= high)).any():
+    reachable = reachable_k(c.patterns(), c.rows, c.cols, c.iterations, REACHABLE_PROBES, k_max=high)
+    in_range = reachable[(reachable >= low) & (reachable <= high)]
+    if c.k_sampling == "stratified":
+        missing = sorted(set(range(low, high + 1)) - set(in_range.tolist()))
+        if missing:
+            why = " (K = 1 needs a one-symbol sequence: any path of T >= 2 positions has K >= 2)" \
+                if missing[0] == 1 and c.iterations >= 2 else ""
+            raise ConfigError("k_min" if missing[0] == low else "k_max",
+                              f"stratified sampling needs every K in [{low}, {high}], but {c.pattern_generator} "
+                              f"patterns on {c.grid} with {c.iterations} iterations reach {_spans(reachable)} "
+                              f"(not {_spans(np.array(missing))}){why}")
+    elif not len(in_range):
         raise ConfigError("k_min", f"no {c.pattern_generator} pattern on {c.grid} with {c.iterations} "
-                          f"iterations has K in [{low}, {high}]; reachable K: {reachable.min()}..{reachable.max()}")
+                          f"iterations has K in [{low}, {high}]; reachable K: {_spans(reachable)}")
+    if c.k_on_played_paths and c.evil_pairing == "independent" and c.env == "lambda_star":
+        unpairable = unpairable_k(c.patterns(), c.rows, c.cols, c.iterations, tuple(in_range.tolist()))
+        if unpairable:
+            raise ConfigError("k_max" if unpairable[-1] == in_range[-1] else "k_min",
+                              f"on {c.grid} with {c.iterations} iterations, collisions change the K of almost every "
+                              f"independent ⊕/⊖ pair with K in {_spans(np.array(unpairable))}, so no pair keeps its "
+                              "K on the played paths; use a larger grid, another K range or k_on_played_paths = false")
+
+
+def _spans(values: np.ndarray) -> str:
+    """Sorted integers as runs, e.g. [2, 3, 4, 7] -> '2..4, 7'; 'none' when empty."""
+    if len(values) == 0:
+        return "none"
+    breaks = np.flatnonzero(np.diff(values) != 1)
+    starts, ends = np.r_[values[0], values[breaks + 1]], np.r_[values[breaks], values[-1]]
+    return ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in zip(starts, ends))
 
 
 def _validate_legg_hutter(c: EvaluationConfig) -> None:
     """The importance-weighted estimator needs the probability of every pattern the configuration draws."""
     _require_choice(c, "legg_hutter_estimator", LEGG_HUTTER_ESTIMATORS)
     if c.legg_hutter_estimator == "importance_bits":
-        reason = pattern_probability_unavailable(c.env, c.landscape_motion, c.pattern_generator, c.evil_pairing)
+        reason = pattern_probability_unavailable(c)
         if reason:
             raise ConfigError("legg_hutter_estimator", f"importance_bits cannot weight these episodes: {reason}; "
                               "use sampled_phrases")

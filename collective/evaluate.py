@@ -9,11 +9,12 @@ always gets the same seeds (see `random_streams`), so the result does not depend
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -22,8 +23,10 @@ from tqdm import tqdm
 
 from collective.behaviours import learns, load_behaviour
 from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
+from collective.environments.ceiling import upsilon_best
+from collective.environments.complexity import alphabet_normalised
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.simulation.random_streams import episode_seed_table
+from collective.simulation.random_streams import episode_seed_table, training_seed_table
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
@@ -55,6 +58,8 @@ class EvaluationResult:
         """Entropy per message times the reads_and_writes messages per scored iteration (0 without any)."""
         per_iteration = self.transfers / (self.estimate.episodes * self.config.iterations)
         return per_iteration * self.message_entropy_bits if per_iteration else 0.0
+    upsilon_best: float | None = None  # mean ceiling of R̄ (`ceiling.upsilon_best`; exact at threshold 1)
+    k_evil_mean: float | None = None  # mean K of ⊖'s played path (Λ* only)
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -69,6 +74,7 @@ class EvaluationResult:
             "group_size": self.config.group_size, "grid": self.config.grid,
             "behaviour": self.config.behaviour, "protocol": self.config.protocol,
             "profile": self.config.profile, "k_mean": e.k_mean, "k_normalised_mean": e.k_normalised_mean,
+            "k_evil_mean": self.k_evil_mean, "upsilon_best": self.upsilon_best,
             "entropy_bits": self.entropy_bits, "seed": self.config.seed,
             "wall_seconds": self.wall_seconds, "kernel_seconds": self.kernel_seconds,
             "compile_seconds": self.compile_seconds,
@@ -123,12 +129,73 @@ class EpisodeRun:
     message_entropy: np.ndarray | None = None  # (episodes,) bits per message, NaN without messages
 
 
-def generate_environments(config: EvaluationConfig, episodes: np.ndarray,
-                          seed_prefix: tuple[int, ...] = ()) -> EnvironmentBatch:
+def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
+                          training: bool | None = None) -> EnvironmentBatch:
     """The environments of the given episode indices; every group given the same episodes,
-    seed and prefix faces the same patterns and start cells (a paired design)."""
-    return config.environment().generate(episode_seed_table(config.seed, episodes, seed_prefix),
-                                         config.group_size)
+    seed and prefix faces the same patterns and start cells (a paired design). With `training`
+    (default: when the configuration's learners train on held-out episodes) each episode also
+    gets `config.training_episodes` held-out training episodes (`held_out_training`). Normalised K
+    is rescaled here to the config's `k_normalisation`, for every environment class."""
+    environment = config.environment()
+    batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
+    if config.k_normalisation == "log_alphabet":
+        batch = replace(batch, k_normalised=alphabet_normalised(batch.k_normalised,
+                                                                            config.rows * config.cols))
+    if config.trains_on_held_out if training is None else training:
+        batch = replace(batch, training=held_out_training(
+            environment, config.seed, episodes, seed_prefix, batch, config.training_episodes, config.group_size))
+    return batch
+
+
+def with_ceiling(config: EvaluationConfig, environments: EnvironmentBatch) -> EnvironmentBatch:
+    """The batch with each episode's ceiling of R̄ for the configured group (`ceiling.upsilon_best`),
+    which depends on the environments, the start cells and the reward radius only."""
+    return replace(environments, upsilon_best=upsilon_best(environments, config.rows, config.cols, config.iterations,
+                                                           config.reward_radius))
+
+
+TRAINING_REDRAWS = 100  # further draws per episode to replace training episodes identical to it
+
+
+def held_out_training(environment, seed: int, episodes: np.ndarray, seed_prefix: tuple[int, ...],
+                      tests: EnvironmentBatch, count: int, group_size: int) -> EnvironmentBatch:
+    """`count` training episodes for each test episode of `tests` (the given episode indices), rows
+    episode-major (e·count + j), drawn by the environment class's own `generate`, so with the same
+    grid, T, K distribution and ⊖ pairing, from the training branch of the seed tree
+    (`training_seed_table`), never from a test episode's seeds. A draw that equals its test episode
+    (start cells, ⊕, ⊖ and field; possible in tiny classes only) is replaced by the episode's next
+    draw: a learner is never scored on an episode it trained on (paper 000 §5.2). Depends on the
+    episode indices only, not on how episodes are batched."""
+    seeds = np.concatenate([training_seed_table(seed, int(e), np.arange(count), seed_prefix) for e in episodes]
+                           or [np.empty((0, 3), np.uint64)])
+    training = environment.generate(seeds, group_size)
+    next_draw = np.full(len(episodes), count)
+    for _ in range(TRAINING_REDRAWS):
+        repeats = np.flatnonzero(_equals_its_test(training, tests, count))
+        if not len(repeats):
+            return training
+        redraws = []
+        for owner in repeats // count:  # in slot order, each takes its episode's next unused draw
+            redraws.append(training_seed_table(seed, int(episodes[owner]), next_draw[owner:owner + 1], seed_prefix))
+            next_draw[owner] += 1
+        replacement = environment.generate(np.concatenate(redraws), group_size)
+        for field in dataclasses.fields(EnvironmentBatch):
+            values = getattr(training, field.name)
+            if values is not None and field.name != "training":
+                values[repeats] = getattr(replacement, field.name)
+    raise ValueError(f"the environment class has too few distinct episodes: {TRAINING_REDRAWS} draws did not "
+                     "give a training episode unlike its test episode")
+
+
+def _equals_its_test(training: EnvironmentBatch, tests: EnvironmentBatch, count: int) -> np.ndarray:
+    """(episodes·count,) whether each training episode is its test episode: same start cells, ⊕ and ⊖
+    paths and (landscapes) field."""
+    same = np.ones(len(training), bool)
+    for name in ("starts", "good", "evil", "landscapes"):
+        values = getattr(training, name)
+        if values is not None:
+            same &= (values.reshape(len(tests), count, -1) == getattr(tests, name)[:, None, :]).all(axis=2).ravel()
+    return same
 
 
 def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
@@ -207,7 +274,7 @@ def load_kernel(env: str = "lambda_star") -> None:
     of an environment class shares the kernel's types (a landscape adds its field, a second
     compilation), so one tiny episode of the class suffices."""
     tiny = TINY.with_changes(env=env, landscape_peaks=1)
-    _play(tiny, generate_environments(tiny, np.arange(1)), record=False)
+    _play(tiny, with_ceiling(tiny, generate_environments(tiny, np.arange(1))), record=False)
 
 
 @functools.cache
@@ -279,12 +346,13 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     learner = config.learner
     tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
                                learner.q_initial, separate_tables(config.coordination_threshold, protocol.code))
+    training = training_arrays(config, environments)
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
         config.coordination_threshold, environments.good, environments.evil, environments.landscapes,
-        environments.starts,
-        environments.agent_seeds, learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
+        environments.starts, environments.agent_seeds, *training,
+        learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals)
     seconds = time.perf_counter() - start
     messages, bits = talk.comm[config.accounting_offset:config.accounting_offset + 2]
@@ -294,6 +362,25 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
                           positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1), **traffic)
     return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores, **traffic)
+
+
+def training_arrays(config: EvaluationConfig, environments: EnvironmentBatch) -> tuple:
+    """What the learners train on, as `simulate_batch` takes it: ⊕ and ⊖ paths (episodes, n, T+1),
+    fields (episodes, n, cells) or None, start cells (episodes, n, agents) and world seeds
+    (episodes, n). Held out: the batch's training episodes (n = training_episodes), reshaped, not
+    copied; replay: the scored episodes themselves as views with n = 1 (paper 003 §5.2.1)."""
+    if not config.trains_on_held_out:
+        fields = environments.landscapes[:, None] if environments.landscapes is not None else None
+        return (environments.good[:, None], environments.evil[:, None], fields, environments.starts[:, None],
+                environments.agent_seeds[:, None])
+    training, count = environments.training, config.training_episodes
+    if training is None or environments.training_episodes != count:
+        raise ValueError(f"learning_protocol held_out needs {count} training episodes per episode; the batch has "
+                         f"{environments.training_episodes} (generate it with generate_environments)")
+    episodes = len(environments)
+    fields = training.landscapes.reshape(episodes, count, -1) if training.landscapes is not None else None
+    return (training.good.reshape(episodes, count, -1), training.evil.reshape(episodes, count, -1), fields,
+            training.starts.reshape(episodes, count, -1), training.agent_seeds.reshape(episodes, count))
 
 
 def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
@@ -311,7 +398,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     size = batch_size or batch_episodes(config)
     group = plugin_group(config) if config.on_stepping_core else None
     accumulator = ScoreAccumulator()
-    kernel_seconds = messages = bits = optima = correlation = transfers = entropy_sum = 0.0
+    kernel_seconds = messages = bits = optima = correlation = best = k_evil = transfers = entropy_sum = 0.0
     entropy_episodes = 0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
     lines = progress and not sys.stderr.isatty()
@@ -324,6 +411,9 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             weights = legg_hutter_log2_weights(config.legg_hutter_estimator, k_raw, config.rows * config.cols,
                                                pattern_log2_probabilities(config, run.environments))
             accumulator.add(run.mean_rewards, k_raw, run.environments.k_normalised, weights)
+            best += float(with_ceiling(config, run.environments).upsilon_best.sum())
+            if run.environments.k_evil is not None:
+                k_evil += float(run.environments.k_evil.sum())
             kernel_seconds += run.kernel_seconds
             messages += run.messages
             bits += run.bits
@@ -343,4 +433,5 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         messages=messages, bits=bits, transfers=transfers,
         message_entropy_bits=entropy_sum / entropy_episodes if entropy_episodes else math.nan,
         local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
-        correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None)
+        correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None,
+        upsilon_best=best / config.episodes, k_evil_mean=k_evil / config.episodes if config.env != "landscape" else None)

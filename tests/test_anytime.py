@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from collective.anytime import AnytimeConfig, anytime_steps, draw_environment, run_anytime
+from collective.anytime import (AnytimeConfig, anytime_steps, draw_environment, format_step, format_summary,
+                               run_anytime)
 from collective.cli import main
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import play
@@ -163,3 +164,76 @@ def test_bad_input_exits_2_with_one_line(args, option, capsys):
 def test_config_rejects_a_budget_that_cannot_grow():
     with pytest.raises(ConfigError, match="start_budget"):
         anytime("random", start_budget=1)  # 1 + floor(1/2) = 1: Definition 19's budget would never grow
+
+
+def test_held_out_learners_never_train_on_the_environment_they_are_scored_on():
+    """Issue 12 point 6(a): under `sound` every environment is new, and the learners train on
+    held-out episodes of its K and budget, from the training branch of its key, never equal to it;
+    under `paper` they replay it (paper 003 §5.2.1)."""
+    config = AnytimeConfig(EvaluationConfig.from_profile("sound", behaviour="q_learning", seed=2), max_environments=7)
+    trace = run_anytime(config).trace
+    assert len(trace) == 7
+    for step in trace:
+        batch = draw_environment(config, step.environment, step.draw, step.budget, step.k)
+        training = batch.training
+        assert batch.training_episodes == config.evaluation.training_episodes
+        assert set(training.k_raw) == {step.k} and training.good.shape[1] == step.budget + 1
+        assert not set(training.agent_seeds) & set(batch.agent_seeds)
+        for row in range(len(training)):
+            assert not (np.array_equal(training.good[row], batch.good[0]) and
+                        np.array_equal(training.starts[row], batch.starts[0]))
+        episode = config.evaluation.with_changes(iterations=step.budget, k_min=None, k_max=None)
+        assert float(play(episode, batch).mean_rewards[0]) == step.reward  # the trace is reproducible
+    again = run_anytime(config).trace  # same seed, same numbers
+    assert [(s.draw, s.xi, s.k, s.budget, s.reward) for s in again] == [(s.draw, s.xi, s.k, s.budget, s.reward)
+                                                                        for s in trace]
+    replaying = AnytimeConfig(EvaluationConfig.from_profile("paper", behaviour="q_learning"))
+    assert draw_environment(replaying, 0, 0, 10, 2).training is None
+
+
+def test_an_exhausted_class_is_reported_instead_of_xi():
+    """Point 6(b): with K ≤ 4 the oracle's ξ soon passes K + 1 = 5, where Definition 18's window
+    ξ − 1 ≤ K ≤ ξ holds no environment of the class: every later environment has K = 4, the steps
+    are marked, and the result reports where the class ran out instead of a final ξ."""
+    config = AnytimeConfig(EvaluationConfig.from_profile("paper", behaviour="oracle", k_min=1, k_max=4),
+                           max_environments=15)
+    result = run_anytime(config)
+    assert result.exhausted_at is not None and result.xi_final is None and result.k_top == 4
+    for step in result.trace:
+        assert step.exhausted == (step.xi - 1 > 4)
+        assert step.environment < result.exhausted_at or (step.exhausted and step.k == 4)
+    record = result.as_record()
+    assert record["exhausted_at"] == result.exhausted_at and record["xi_final"] is None and record["k_top"] == 4
+    assert f"class exhausted at environment {result.exhausted_at}" in format_summary(result)
+    assert "exhausted" in format_step(result.trace[-1]).split()
+    calm = run_anytime(anytime("random", max_environments=6))
+    assert calm.exhausted_at is None and calm.xi_final == pytest.approx(calm.trace[-1].xi_next)
+
+
+def test_budget_follows_definition_19_under_sound():
+    """Point 6(c): paper 000 §5.3 sets n ← 1 and n ← ⌈n + n/2⌉: 1, 2, 3, 5, 8, 12, 18, 27, 41, 62."""
+    config = AnytimeConfig(EvaluationConfig.from_profile("sound", behaviour="local_search"))
+    assert (config.budget_rounding, config.start_budget) == ("ceiling", 1)
+    assert [s.budget for s in first_steps(config, 10)] == [1, 2, 3, 5, 8, 12, 18, 27, 41, 62]
+    paper = anytime("local_search")
+    assert (paper.budget_rounding, paper.start_budget) == ("floor", 10)  # spec §8's reading, kept for `paper`
+    chosen = anytime("local_search", budget_rounding="ceiling", start_budget=1)
+    assert [s.budget for s in first_steps(chosen, 4)] == [1, 2, 3, 5]
+    with pytest.raises(ConfigError, match="budget_rounding: unknown value 'round'"):
+        anytime("random", budget_rounding="round")
+
+
+def test_time_based_results_are_marked_machine_dependent():
+    """Point 6(d): τ becomes iterations at this machine's simulator speed, which the trace records
+    step by step; the result says it is machine-dependent and names the machine."""
+    result = run_anytime(anytime("oracle", time_based=True, max_environments=6))
+    assert result.trace[0].speed == 0.0  # nothing measured yet: n₀
+    for step in result.trace:
+        assert step.budget == max(10, math.floor(step.seconds * step.speed))
+    assert all(step.speed > 0 for step in result.trace[1:])
+    record = result.as_record()
+    assert record["machine_dependent"] is True and record["machine"]
+    assert "compare only interaction-based runs" in format_summary(result)
+    counted = run_anytime(anytime("oracle", max_environments=2)).as_record()
+    assert counted["machine_dependent"] is False and counted["machine"] is None
+    assert all(step["speed"] is None for step in counted["trace"])

@@ -168,11 +168,11 @@ def test_centred_optimum_pays_one_minus_the_cones_mean_within_the_bound():
 
 def test_the_sound_profile_pays_one_at_the_optimum_of_every_step():
     config = EvaluationConfig.from_profile("sound", behaviour="oracle", env="landscape", rows=12, cols=12,
-                                           iterations=20, landscape_peaks=4, landscape_noise=0.3)
+                                           iterations=50, landscape_peaks=4, landscape_noise=0.3)
     env = generate_environments(config, np.arange(5))
     for e in range(5):
-        world = ReferenceWorld(12, 12, 20, landscape=tuple(env.landscapes[e]))
-        for t in range(21):
+        world = ReferenceWorld(12, 12, 50, landscape=tuple(env.landscapes[e]))
+        for t in range(51):
             pays = world.payoffs(list(env.good[e]), list(env.evil[e]), t)
             assert pays(int(env.good[e, t])) == pytest.approx(1.0, abs=1e-12)
             assert max(pays(c) for c in range(144)) == pytest.approx(1.0, abs=1e-12)
@@ -200,7 +200,7 @@ def test_landscape_entropy_is_the_optimum_cells_uncertainty():
     assert stats.chisquare(counts).pvalue > 1e-3
     frequencies = counts / counts.sum()
     assert -np.sum(frequencies * np.log2(frequencies)) == pytest.approx(math.log2(36), abs=0.02)
-    sound = dict(behaviour="random", env="landscape", rows=6, cols=6, iterations=10, episodes=8, landscape_peaks=2)
+    sound = dict(behaviour="random", env="landscape", rows=6, cols=6, iterations=50, episodes=8, landscape_peaks=2)
     assert evaluate(EvaluationConfig.from_profile("sound", **sound)).as_record()["entropy_bits"] == math.log2(36)
     assert evaluate(EvaluationConfig.from_profile("paper", **sound)).as_record()["entropy_bits"] == \
         pytest.approx(math.log2(36 * 35))

@@ -7,7 +7,8 @@ import pytest
 
 from collective.config import EvaluationConfig
 from collective.evaluate import run_episodes
-from collective.simulation.reference import LearnerSettings, ReferenceProtocol, ReferenceWorld, reference_episode
+from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
+                                             reference_episode)
 from protocols import get_protocol
 
 
@@ -34,7 +35,7 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
     for e in range(episodes):
         positions, rewards, traffic = reference_episode(
             worlds[e], config.behaviours, env.good[e].tolist(), env.evil[e].tolist(), env.starts[e].tolist(),
-            int(env.agent_seeds[e]), learner, reference_protocol(config))
+            int(env.agent_seeds[e]), learner, reference_protocol(config), reference_training(config, env, e, world))
         for t, (expected, actual) in enumerate(zip(positions, run.positions[e])):
             assert list(actual) == expected, f"episode {e}: positions differ at t={t}"
         assert np.array_equal(np.array(rewards), run.rewards[e]), f"episode {e}: rewards differ"
@@ -47,6 +48,18 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
             f"episode {e}: message entropy differs"
     assert (run.messages, run.bits) == (messages, bits)
     assert run.transfers == transfers
+
+
+def reference_training(config: EvaluationConfig, env, e: int, world: ReferenceWorld) -> list[TrainingEpisode] | None:
+    """Episode e's held-out training episodes as the reference takes them (None: it replays e)."""
+    if not config.trains_on_held_out:
+        return None
+    training, count = env.training, config.training_episodes
+    assert env.training_episodes == count
+    return [TrainingEpisode(world if training.landscapes is None else
+                            dataclasses.replace(world, landscape=tuple(training.landscapes[row])),
+                            training.good[row].tolist(), training.evil[row].tolist(), training.starts[row].tolist(),
+                            int(training.agent_seeds[row])) for row in range(e * count, (e + 1) * count)]
 
 
 SMALL = dict(rows=7, cols=6, iterations=40, episodes=4, q_training_passes=6)
@@ -66,8 +79,11 @@ GROUPS = {
     dict(evil_pairing="independent", pattern_generator="ping_pong", k_min=None, k_max=None),
     dict(env="landscape", landscape_peaks=3, landscape_peak_width=1),
     dict(env="landscape", landscape_motion="static", observation_range=2, rows=11, cols=9),
+    dict(learning_protocol="held_out", training_episodes=4, q_epsilon=0.2),
+    dict(learning_protocol="held_out", training_episodes=3, coordination_threshold=2),
+    dict(learning_protocol="held_out", training_episodes=6, env="landscape", landscape_peaks=3),
 ], ids=["default", "epsilon-optimistic", "range2-rect", "coordination", "independent-pingpong", "landscape",
-        "static-landscape-range2"])
+        "static-landscape-range2", "held-out-epsilon", "held-out-coordination", "held-out-landscape"])
 def test_behaviours_match_reference(mix, variant):
     settings = {**SMALL, **{k: v for k, v in variant.items() if v is not None}}
     config = EvaluationConfig.from_profile("paper", mix=mix, **settings)
@@ -104,3 +120,16 @@ def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
                                            landscape_peaks=3, **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)
     assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
+
+
+@pytest.mark.parametrize("protocol, mix", [("shared_q", "sarsa:2,q_learning:1,local_search:1"),
+                                           ("wisdom", "local_search:3,q_learning:2,imitation:1")])
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_held_out_training_matches_reference(protocol, mix, threshold):
+    """Held-out training episodes (issue 12 point 4) under a shared table, a talking protocol
+    (learners train alone) and the coordination variant (the whole group trains, the imitators'
+    hidden oracle starting where each training episode's own world stream puts it)."""
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, coordination_threshold=threshold,
+                                           learning_protocol="held_out", training_episodes=4, q_epsilon=0.1,
+                                           **{**SMALL, "rows": 9, "cols": 8})
+    assert_lockstep(config)

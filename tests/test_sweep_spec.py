@@ -67,7 +67,7 @@ BAD_SPECS = [
     (dict(settings__q_alpha=0), "settings.q_alpha", "(0.0, 1.0]"),
     (dict(settings__behaviour="random"), "settings.behaviour", "set by groups.behaviours"),
     (dict(settings__colour=1), "settings.colour", "reward_radius, coordination_threshold"),
-    (dict(profile="lambdastar1999"), "profile", "allowed: paper, lambdastar2016"),
+    (dict(profile="lambdastar1999"), "profile", "allowed: paper, sound, lambdastar2016"),
     (dict(episodes=0), "episodes", ">= 1"),
     (dict(iterations="many"), "iterations", "integer"),
 ]

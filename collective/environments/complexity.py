@@ -18,6 +18,14 @@ def lz76_phrase_count(sequence):
     Chmait et al. 2016, §4.2. A phrase may be copied from any earlier start, overlapping itself;
     an unfinished last phrase counts as one.
     """
+    return lz76_phrase_count_at_most(sequence, sequence.shape[0])
+
+
+@numba.njit(cache=True)
+def lz76_phrase_count_at_most(sequence, limit):
+    """`lz76_phrase_count`, but stops and returns limit + 1 as soon as the count exceeds `limit`:
+    the count only grows along the scan, so a draw rejected for K > limit costs ~limit phrases,
+    not the whole sequence (the rejection sampling of `patterns` relies on it)."""
     n = sequence.shape[0]
     if n <= 1:
         return n
@@ -36,6 +44,8 @@ def lz76_phrase_count(sequence):
             i += 1
             if i == start:  # no earlier start extends further: close the phrase
                 c += 1
+                if c > limit:
+                    return limit + 1
                 start += longest
                 if start + 1 > n:
                     return c
@@ -50,6 +60,30 @@ def lz76_normalised(phrase_count: int, length: int) -> float:
     if length <= 1:
         return 0.0
     return phrase_count * math.log2(length) / length
+
+
+K_NORMALISATIONS = ("log2_length", "log_alphabet")
+
+
+def alphabet_normalised(log2_normalised, alphabet: int):
+    """c·log_N(L)/L from c·log2(L)/L: Kaspar & Schuster's (1987) normalisation c/b(L), b(L) =
+    L/log_N(L) the count of a random sequence over an alphabet of N symbols, here the N cells a
+    position can take. A random sequence over N symbols
+    then tends to 1 whatever N, so normalised K compares across grids (issue 12 point 3); log2
+    (the spec's binary alphabet) makes the same randomness count log2(N) times more on an N-cell
+    grid. Scalars or arrays; the length L needs no knowing, since the two differ by log2(N)."""
+    return log2_normalised / math.log2(alphabet)
+
+
+@numba.njit(cache=True)
+def lz76_rows(positions, length):
+    """(rows,) int32 LZ76 phrase counts of positions[:, :length] (rows, >= length) int array."""
+    counts = np.empty(positions.shape[0], np.int32)
+    row = np.empty(length, np.int64)
+    for e in range(positions.shape[0]):
+        row[:] = positions[e, :length]
+        counts[e] = lz76_phrase_count(row)
+    return counts
 
 
 @dataclass(frozen=True)
@@ -71,10 +105,12 @@ def lz76(symbols) -> Lz76Complexity:
     return Lz76Complexity(raw=raw, normalised=lz76_normalised(raw, codes.shape[0]))
 
 
-def search_space_entropy_bits(rows: int, cols: int) -> float:
-    """Search-space complexity H(mu) = log2(N·(N-1)) bits, N = rows·cols: the possible
-    positions of the Good and Evil objects (Chmait et al. 2016, §4.3)."""
+def search_space_entropy_bits(rows: int, cols: int, evil_determined: bool = False) -> float:
+    """Search-space complexity H(mu) = log2 |S| bits, S the possible states of {⊕, ⊖} on N =
+    rows·cols cells (Chmait et al. 2016, §4.3): |S| = N·(N-1) when the two objects are placed
+    independently, the paper's formula; |S| = N when ⊖ is a function of ⊕ (the index-shift
+    pairing), since knowing ⊕ leaves no uncertainty about ⊖ (issue 12 point 1)."""
     if rows < 1 or cols < 1 or rows * cols < 2:
         raise ValueError(f"a {rows}x{cols} grid does not hold two distinct cells")
     n = rows * cols
-    return math.log2(n * (n - 1))
+    return math.log2(n) if evil_determined else math.log2(n * (n - 1))

@@ -6,16 +6,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collective.environments.complexity import search_space_entropy_bits
-from collective.environments.patterns import PatternGenerator, independent_evil, index_shift_evil
+from collective.environments.complexity import lz76_rows, search_space_entropy_bits
+from collective.environments.patterns import (PatternGenerator, independent_evil, independent_pair_on_played_paths,
+                                              index_shift_evil)
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
 
 EVIL_PAIRINGS = ("index_shift", "independent")
+# How H is recorded: "paper", log2 N(N-1) whatever the pairing (paper 003 §4.3); "pairing", the
+# uncertainty the pairing leaves: log2 N when ⊖ is a function of ⊕ (index_shift), log2 N(N-1)
+# when ⊖ is placed independently (issue 12 point 1).
+ENTROPY_RULES = ("paper", "pairing")
 
 
 @dataclass(frozen=True)
 class LambdaStar:
-    """One Λ* environment class: an m×n torus, its pattern generator and ⊖ pairing, a K range."""
+    """One Λ* environment class: an m×n torus, its pattern generator and ⊖ pairing, a K range.
+    With `k_on_played_paths`, an independent pair is kept only when both played paths (after
+    collisions) have the target K (`independent_pair_on_played_paths`)."""
 
     rows: int
     cols: int
@@ -24,25 +31,36 @@ class LambdaStar:
     evil_pairing: str = "index_shift"
     k_min: int = 0
     k_max: int = np.iinfo(np.int32).max
+    entropy_rule: str = "paper"
+    k_on_played_paths: bool = False
+
+    def __post_init__(self) -> None:
+        if self.k_on_played_paths and not self.generator.k_on_positions:
+            raise ValueError(f"the {self.generator.name} generator measures K off the positions it plays; "
+                             "K on played paths needs the cyclic generator")
 
     @property
     def entropy_bits(self) -> float:
-        """H(μ) = log2(N(N-1)) bits (paper 003 §4.3)."""
-        return search_space_entropy_bits(self.rows, self.cols)
+        """H(μ) in bits (paper 003 §4.3), by `entropy_rule` (see ENTROPY_RULES)."""
+        determined = self.entropy_rule == "pairing" and self.evil_pairing == "index_shift"
+        return search_space_entropy_bits(self.rows, self.cols, evil_determined=determined)
 
     def generate(self, seed_table: np.ndarray, group_size: int) -> "EnvironmentBatch":
         """Episodes for the rows of `seed_table` (see `random_streams.episode_seed_table`)."""
-        good = self.generator.generate(seed_table[:, ENVIRONMENT_SEED], self.rows, self.cols,
-                                       self.iterations, self.k_min, self.k_max)
-        if self.evil_pairing == "index_shift":
+        seeds = seed_table[:, ENVIRONMENT_SEED]
+        good = self.generator.generate(seeds, self.rows, self.cols, self.iterations, self.k_min, self.k_max)
+        if self.evil_pairing == "index_shift":  # no collisions: ⊕ plays as drawn
             good_positions, evil_positions = good.positions, index_shift_evil(good.positions, self.rows, self.cols)
+        elif self.k_on_played_paths:  # both played paths have exactly good.k_raw
+            good_positions, evil_positions = independent_pair_on_played_paths(
+                self.generator, good, seeds ^ np.uint64(0xE71), self.rows, self.cols, self.iterations)
         else:
             good_positions, evil_positions = independent_evil(
-                self.generator, good, seed_table[:, ENVIRONMENT_SEED] ^ np.uint64(0xE71),
-                self.rows, self.cols, self.iterations)
+                self.generator, good, seeds ^ np.uint64(0xE71), self.rows, self.cols, self.iterations)
         return EnvironmentBatch(good_positions, evil_positions,
                                 start_cell_table(seed_table, self.rows * self.cols, group_size),
-                                seed_table[:, AGENT_SEED].copy(), good.k_raw, good.k_normalised)
+                                seed_table[:, AGENT_SEED].copy(), good.k_raw, good.k_normalised,
+                                k_evil=lz76_rows(evil_positions, self.iterations))
 
 
 def start_cell_table(seed_table: np.ndarray, n_cells: int, group_size: int) -> np.ndarray:
@@ -67,15 +85,27 @@ class EnvironmentBatch:
     evil: np.ndarray  # (episodes, T+1) int32 ⊖ cells
     starts: np.ndarray  # (episodes, agents) int32 start cells
     agent_seeds: np.ndarray  # (episodes,) uint64 seeds of the agents' random streams
-    k_raw: np.ndarray  # (episodes,) int32 LZ76 phrase count of ⊕'s pattern
-    k_normalised: np.ndarray  # (episodes,) float64
+    k_raw: np.ndarray  # (episodes,) int32 LZ76 phrase count of ⊕'s pattern, as its generator measures it
+    k_normalised: np.ndarray  # (episodes,) float64 c·log2(L)/L (`evaluate.generate_environments` rescales it)
     # Fitness landscapes only (collective.environments.landscapes); None for Λ*:
     landscapes: np.ndarray | None = None  # (episodes, cells) base fitness fields; ⊕ = the global optimum
     local_optima: np.ndarray | None = None  # (episodes,) strict local maxima of each field
     correlation_length: np.ndarray | None = None  # (episodes,) autocorrelation length, cells
+    # Λ* only: (episodes,) int32 LZ76 phrase count of ⊖'s played path (its T positions, after collisions)
+    k_evil: np.ndarray | None = None
+    # (episodes,) float64 the ceiling of R̄ (`collective.environments.ceiling`); None until computed
+    upsilon_best: np.ndarray | None = None
+    # Learners' held-out training episodes (`learning_protocol` "held_out"), rows episode-major:
+    # row e·n + j is training episode j of episode e; None when the learners replay the episode
+    training: EnvironmentBatch | None = None
 
     def __len__(self) -> int:
         return self.good.shape[0]
+
+    @property
+    def training_episodes(self) -> int:
+        """Held-out training episodes per episode (0: none)."""
+        return len(self.training) // len(self) if self.training is not None and len(self) else 0
 
     def fields(self) -> np.ndarray:
         """The kernel's view: (episodes, cells) landscapes, or (episodes, 0) for Λ*."""

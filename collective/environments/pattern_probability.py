@@ -87,16 +87,19 @@ def cyclic_pattern_log2_probability(positions: np.ndarray, rows: int, cols: int,
     return total / LN2
 
 
-def pattern_probability_unavailable(env: str, landscape_motion: str, pattern_generator: str,
-                                    evil_pairing: str) -> str | None:
-    """Why a configuration's ⊕ pattern has no known probability, or None when it has one."""
-    if env == "landscape" and landscape_motion == "static":
+def pattern_probability_unavailable(config) -> str | None:
+    """Why a configuration's (an `EvaluationConfig`) ⊕ pattern has no known probability, or None
+    when it has one."""
+    if config.env == "landscape" and config.landscape_motion == "static":
         return None
-    if pattern_generator != "cyclic":
-        return f"the probability of a {pattern_generator} pattern is not implemented (only cyclic)"
-    if env != "landscape" and evil_pairing != "index_shift":
-        return (f"with evil_pairing {evil_pairing!r} the collision rule moves ⊕ off its drawn pattern, whose "
+    if config.pattern_generator != "cyclic":
+        return f"the probability of a {config.pattern_generator} pattern is not implemented (only cyclic)"
+    if config.env != "landscape" and config.evil_pairing != "index_shift":
+        return (f"with evil_pairing {config.evil_pairing!r} the collision rule moves ⊕ off its drawn pattern, whose "
                 "probability the rows cannot recover (use index_shift)")
+    if config.k_sampling != "generator":
+        return (f"k_sampling {config.k_sampling!r} selects each K with a probability of its own, which is not "
+                "implemented (use k_sampling generator)")
     return None
 
 
@@ -109,8 +112,8 @@ def pattern_log2_probabilities(config, environments) -> np.ndarray:
     episodes = len(environments.good)
     if config.env == "landscape" and config.landscape_motion == "static":
         return np.zeros(episodes)
-    if pattern_probability_unavailable(config.env, config.landscape_motion, config.pattern_generator,
-                                       config.evil_pairing):
+    if pattern_probability_unavailable(config):
         return np.full(episodes, np.nan)
+    cap = config.k_max if config.segment_cap == "k_max" else None
     return cyclic_pattern_log2_probability(environments.good, config.rows, config.cols,
-                                           cyclic_max_segment(config.iterations, config.k_max))
+                                           cyclic_max_segment(config.iterations, cap))

@@ -3,7 +3,8 @@
 A pattern generator turns per-episode seeds into ⊕ trajectories, shape (episodes, T+1): cell
 indices at iterations 0..T (position 0 is the start, T+1 positions because each of the T
 iterations moves the objects once). Generators are injectable objects, registered by name, so
-landscapes and the anytime test can reuse them. A ⊖ pairing then derives Evil's trajectory.
+landscapes and the anytime test can reuse them; `StratifiedComplexity` wraps one to draw each
+episode's K uniformly from the range first. A ⊖ pairing then derives Evil's trajectory.
 """
 from __future__ import annotations
 
@@ -14,11 +15,23 @@ from typing import ClassVar, Protocol
 import numpy as np
 from numba import njit
 
-from collective.environments.complexity import lz76_normalised, lz76_phrase_count
-from collective.simulation.random_streams import uniform_int
+from collective.environments.complexity import lz76_phrase_count_at_most, lz76_rows
+from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.torus import wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
+MAX_PAIR_ROUNDS = 10_000  # redraws of an independent ⊕/⊖ pair before its K counts as unplayable
+PAIR_PROBES, PAIR_PROBE_ROUNDS = 2, 400  # `unpairable_k`: probe episodes per K and their budget of rounds
+# Where a cyclic segment's length is capped: "half_T", 1..⌊T/2⌋ moves as paper 003 §4.2 says;
+# "k_max", 1..min(⌊T/2⌋, k_max), the code's earlier shortcut (a segment of s moves seldom has K
+# below s), which drops the longer segments that do reach K <= k_max and so changes which
+# patterns of a given K are drawn (K = 21..23 become ~1000x rarer on 30x30 and 40x40 at T = 100).
+SEGMENT_CAPS = ("k_max", "half_T")
+# How an episode's K is chosen: "generator", whatever K the generator's draw has inside
+# [k_min, k_max]; "stratified", a K uniform on [k_min, k_max] first, then the generator's draws
+# rejected until one has exactly that K (issue 12 point 3).
+K_SAMPLINGS = ("generator", "stratified")
+_TARGET_STREAM, _EVIL_STREAM, _GOOD_STREAM, _COLLISION_STREAM = 1, 2, 3, 4  # derived-stream ids
 
 
 @dataclass(frozen=True)
@@ -33,16 +46,24 @@ class PatternBatch:
 
 class PatternGenerator(Protocol):
     name: ClassVar[str]
+    k_on_positions: ClassVar[bool]  # K is the LZ76 count of the T positions it plays (else of a base walk)
 
     def generate(self, seeds: np.ndarray, rows: int, cols: int, iterations: int,
-                 k_min: int, k_max: int) -> PatternBatch:
-        """One pattern per seed with k_min <= K <= k_max, or ValueError when a K is unreachable."""
+                 k_min: int | np.ndarray, k_max: int | np.ndarray) -> PatternBatch:
+        """One pattern per seed with k_min <= K <= k_max (ints, or (episodes,) arrays: a range per
+        episode), or ValueError when a K is unreachable."""
+        ...
+
+    def sample_k(self, seeds: np.ndarray, rows: int, cols: int, iterations: int, k_max: int) -> np.ndarray:
+        """(episodes,) K of one unconditioned draw per seed, as `generate` draws under this k_max;
+        values above k_max are reported as k_max + 1. For probing which K a grid can reach."""
         ...
 
 
 @njit(cache=True)
-def _draw_cyclic(stream, rows, cols, iterations, max_segment, out):
-    """Paper 003 §4.2: a recurrent segment of 1..⌊T/2⌋ moves repeated until T; returns K on out[:T].
+def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out):
+    """Paper 003 §4.2: a recurrent segment of 1..max_segment moves repeated until T; returns K on
+    out[:T] (limit + 1 for any K above `limit`, see `lz76_phrase_count_at_most`).
 
     Half the segments are closed loops (each move paired with its opposite, shuffled), which
     repeat with period = segment length; the rest drift. Without the closed half, small K values
@@ -65,18 +86,25 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, out):
     cell = uniform_int(stream, rows * cols)
     r, c = cell // cols, cell % cols
     out[0] = cell
+    step = 0  # t % segment, without a division per iteration
     for t in range(iterations):
-        action = moves[t % segment]
+        if t == segment and out[t] == out[0]:  # back at the start: the rest repeats the first period
+            for u in range(t, iterations):
+                out[u + 1] = out[u + 1 - segment]
+            break
+        action = moves[step]
+        step = step + 1 if step + 1 < segment else 0
         r = wrap(r + action // 3 - 1, rows)
         c = wrap(c + action % 3 - 1, cols)
         out[t + 1] = r * cols + c
-    return lz76_phrase_count(out[:iterations])
+    return lz76_phrase_count_at_most(out[:iterations], limit)
 
 
 @njit(cache=True)
-def _draw_ping_pong(stream, rows, cols, walk):
+def _draw_ping_pong(stream, rows, cols, limit, walk):
     """Reference generator (spec §2): a random walk of n + U{0..n-1} cells into `walk`; returns
-    its K (measured on the base walk) and its length. `_play_back_and_forth` extends it."""
+    its K (measured on the base walk; limit + 1 above `limit`) and its length.
+    `_play_back_and_forth` extends it."""
     side = max(rows, cols)
     length = side + uniform_int(stream, side)
     cell = uniform_int(stream, rows * cols)
@@ -87,7 +115,7 @@ def _draw_ping_pong(stream, rows, cols, walk):
         r = wrap(r + action // 3 - 1, rows)
         c = wrap(c + action % 3 - 1, cols)
         walk[i] = r * cols + c
-    return lz76_phrase_count(walk[:length]), length
+    return lz76_phrase_count_at_most(walk[:length], limit), length
 
 
 @njit(cache=True)
@@ -98,53 +126,96 @@ def _play_back_and_forth(walk, length, out):
         out[t] = walk[phase] if phase < length else walk[2 * length - 1 - phase]
 
 
+@njit(cache=True, inline="always")
+def _max_segment(iterations, k_max, cap_to_k):
+    """The longest cyclic segment: ⌊T/2⌋ (paper 003 §4.2), or min(⌊T/2⌋, k_max) (`SEGMENT_CAPS`)."""
+    return max(1, min(iterations // 2, k_max)) if cap_to_k else max(1, iterations // 2)
+
+
 @njit(cache=True)
-def _generate(kind, seeds, rows, cols, iterations, k_min, k_max, max_tries, positions, k_raw, k_length):
+def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, max_tries, positions, k_raw, k_length):
+    """Episode e: draws from the stream seeded by seeds[e] until K lies in [k_low[e], k_high[e]]."""
     walk = np.empty(2 * max(rows, cols), np.int64)
     out = np.empty(iterations + 1, np.int64)
     stream = np.empty(1, np.uint64)
-    # A segment of s moves gives K >= 2 only rarely below s, so longer segments are not drawn.
-    max_segment = max(1, min(iterations // 2, k_max))
     for e in range(seeds.shape[0]):
         stream[0] = seeds[e]
         k_raw[e] = -1
+        max_segment = _max_segment(iterations, k_high[e], cap_to_k)
         for _ in range(max_tries):
             if kind == 0:
-                k = _draw_cyclic(stream, rows, cols, iterations, max_segment, out)
+                k = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_high[e], out)
                 length = iterations
             else:  # K is the base walk's: play it back only once it is accepted
-                k, length = _draw_ping_pong(stream, rows, cols, walk)
-                if k_min <= k <= k_max:
+                k, length = _draw_ping_pong(stream, rows, cols, k_high[e], walk)
+                if k_low[e] <= k <= k_high[e]:
                     _play_back_and_forth(walk, length, out)
-            if k_min <= k <= k_max:
+            if k_low[e] <= k <= k_high[e]:
                 positions[e, :] = out
                 k_raw[e] = k
                 k_length[e] = length
                 break
 
 
-def _run(kind: int, seeds, rows, cols, iterations, k_min, k_max) -> PatternBatch:
+@njit(cache=True)
+def _sample_k(kind, seeds, rows, cols, iterations, k_max, cap_to_k, k_out):
+    """K of one draw per seed, unconditioned (limit k_max), for `sample_k`."""
+    walk = np.empty(2 * max(rows, cols), np.int64)
+    out = np.empty(iterations + 1, np.int64)
+    stream = np.empty(1, np.uint64)
+    max_segment = _max_segment(iterations, k_max, cap_to_k)
+    for e in range(seeds.shape[0]):
+        stream[0] = seeds[e]
+        if kind == 0:
+            k_out[e] = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_max, out)
+        else:
+            k_out[e], _ = _draw_ping_pong(stream, rows, cols, k_max, walk)
+
+
+def _per_episode(bound, episodes: int) -> np.ndarray:
+    """A K bound as an (episodes,) int64 array, clipped to int32 (an open bound is int32's max)."""
+    return np.broadcast_to(np.minimum(np.asarray(bound, np.int64), np.iinfo(np.int32).max), (episodes,)).copy()
+
+
+def _run(kind: int, seeds, rows, cols, iterations, k_min, k_max, cap_to_k: bool = True) -> PatternBatch:
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    k_low, k_high = _per_episode(k_min, len(seeds)), _per_episode(k_max, len(seeds))
     positions = np.empty((len(seeds), iterations + 1), np.int32)
     k_raw = np.empty(len(seeds), np.int32)
     k_length = np.empty(len(seeds), np.int32)
-    _generate(kind, seeds, rows, cols, iterations, k_min, k_max, MAX_TRIES, positions, k_raw, k_length)
+    _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, MAX_TRIES, positions, k_raw, k_length)
     if (k_raw < 0).any():
-        raise ValueError(f"no pattern with K in [{k_min}, {k_max}] found in {MAX_TRIES} tries "
+        e = int(np.argmax(k_raw < 0))
+        raise ValueError(f"no pattern with K in [{k_low[e]}, {k_high[e]}] found in {MAX_TRIES} tries "
                          f"on a {rows}x{cols} grid with {iterations} iterations")
-    normalised = np.array([lz76_normalised(int(c), int(n)) for c, n in zip(k_raw, k_length)])
+    # c·log2(L)/L (Chmait et al. 2016, §4.2; Kaspar & Schuster 1987), 0 for L <= 1
+    safe = np.maximum(k_length, 2)
+    normalised = np.where(k_length > 1, k_raw * np.log2(safe) / safe, 0.0)
     # The ping-pong base walk varies in length; report the largest for information only.
     return PatternBatch(positions, k_raw, normalised, int(k_length.max(initial=0)))
 
 
+def _sampled_k(kind: int, seeds, rows, cols, iterations, k_max, cap_to_k: bool) -> np.ndarray:
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    k_out = np.empty(len(seeds), np.int64)
+    _sample_k(kind, seeds, rows, cols, iterations, min(int(k_max), np.iinfo(np.int32).max - 1), cap_to_k, k_out)
+    return k_out
+
+
 @dataclass(frozen=True)
 class CyclicPatternGenerator:
-    """The paper's generator (paper 003 §4.2): a segment of 1..⌊T/2⌋ moves repeated cyclically."""
+    """The paper's generator (paper 003 §4.2): a segment of moves repeated cyclically, its length
+    uniform on 1..⌊T/2⌋, or on 1..min(⌊T/2⌋, k_max) with segment_cap "k_max" (`SEGMENT_CAPS`)."""
 
     name: ClassVar[str] = "cyclic"
+    k_on_positions: ClassVar[bool] = True
+    segment_cap: str = "k_max"
 
     def generate(self, seeds, rows, cols, iterations, k_min, k_max) -> PatternBatch:
-        return _run(0, seeds, rows, cols, iterations, k_min, k_max)
+        return _run(0, seeds, rows, cols, iterations, k_min, k_max, self.segment_cap == "k_max")
+
+    def sample_k(self, seeds, rows, cols, iterations, k_max) -> np.ndarray:
+        return _sampled_k(0, seeds, rows, cols, iterations, k_max, self.segment_cap == "k_max")
 
 
 @dataclass(frozen=True)
@@ -152,23 +223,82 @@ class PingPongPatternGenerator:
     """The reference implementation's random walk played back and forth (spec §2)."""
 
     name: ClassVar[str] = "ping_pong"
+    k_on_positions: ClassVar[bool] = False  # K is the base walk's (spec §2)
 
     def generate(self, seeds, rows, cols, iterations, k_min, k_max) -> PatternBatch:
         return _run(1, seeds, rows, cols, iterations, k_min, k_max)
+
+    def sample_k(self, seeds, rows, cols, iterations, k_max) -> np.ndarray:
+        return _sampled_k(1, seeds, rows, cols, iterations, k_max, True)
 
 
 PATTERN_GENERATORS: dict[str, type] = {g.name: g for g in (CyclicPatternGenerator, PingPongPatternGenerator)}
 
 
+@njit(cache=True)
+def derived_seeds(seeds, stream_id, index):
+    """(episodes,) uint64: a splitmix64-derived seed per episode seed, one per (stream_id, index),
+    so that each use of an episode's environment seed draws from its own stream."""
+    out = np.empty(seeds.shape[0], np.uint64)
+    for e in range(seeds.shape[0]):
+        out[e] = derive_stream_seed(seeds[e], stream_id, index)
+    return out
+
+
+@njit(cache=True)
+def _uniform_targets(streams, k_low, k_high, out):
+    for e in range(streams.shape[0]):
+        out[e] = k_low[e] + uniform_int(streams[e:e + 1], k_high[e] - k_low[e] + 1)
+
+
+def stratified_targets(seeds: np.ndarray, k_min, k_max) -> np.ndarray:
+    """(episodes,) int64: each episode's K, uniform on [k_min, k_max], from a stream derived from
+    its environment seed (so it does not disturb the pattern's own draws)."""
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    k_low, k_high = _per_episode(k_min, len(seeds)), _per_episode(k_max, len(seeds))
+    if (k_high >= np.iinfo(np.int32).max).any() or (k_low > k_high).any():
+        raise ValueError(f"stratified K needs a closed range k_min <= k_max (got {k_min}:{k_max})")
+    targets = np.empty(len(seeds), np.int64)
+    _uniform_targets(derived_seeds(seeds, _TARGET_STREAM, 0), k_low, k_high, targets)
+    return targets
+
+
+@dataclass(frozen=True)
+class StratifiedComplexity:
+    """Stratified K (issue 12 point 3): each episode first draws its K uniformly from [k_min, k_max],
+    then `inner` draws until its pattern has exactly that K. Every grid and T then gets the same K
+    distribution (K and H are no longer collinear); given K, a pattern is distributed as `inner`'s
+    draws of that K."""
+
+    inner: PatternGenerator
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def k_on_positions(self) -> bool:
+        return self.inner.k_on_positions
+
+    def generate(self, seeds, rows, cols, iterations, k_min, k_max) -> PatternBatch:
+        targets = stratified_targets(seeds, k_min, k_max)
+        return self.inner.generate(seeds, rows, cols, iterations, targets, targets)
+
+    def sample_k(self, seeds, rows, cols, iterations, k_max) -> np.ndarray:
+        return self.inner.sample_k(seeds, rows, cols, iterations, k_max)
+
+
 @functools.lru_cache(maxsize=256)
 def reachable_k(generator: PatternGenerator, rows: int, cols: int, iterations: int,
-                probes: int = 2000) -> np.ndarray:
-    """Sorted distinct K values the generator produced in a fixed-seed probe: used to reject
-    K ranges a grid and T cannot deliver before any work starts. Cached: configurations are
-    validated often and the probe depends on nothing else."""
+                probes: int = 2000, k_max: int = np.iinfo(np.int32).max - 1) -> np.ndarray:
+    """Sorted distinct K <= k_max among `probes` fixed-seed draws of the generator as it draws
+    under this k_max (its segment cap may depend on it): used to reject K ranges a grid and T
+    cannot deliver before any work starts. A K seen less than about once in `probes` draws is
+    missed: rejection sampling at that K would cost thousands of draws an episode. Cached:
+    configurations are validated often and the probe depends on nothing else."""
     seeds = np.random.SeedSequence(0xC011EC7).generate_state(probes, dtype=np.uint64)
-    batch = generator.generate(seeds, rows, cols, iterations, 0, np.iinfo(np.int32).max)
-    reachable = np.unique(batch.k_raw)
+    reachable = np.unique(generator.sample_k(seeds, rows, cols, iterations, k_max))
+    reachable = reachable[reachable <= k_max]
     reachable.flags.writeable = False  # shared by every caller through the cache
     return reachable
 
@@ -245,3 +375,66 @@ def independent_evil(generator: PatternGenerator, good: PatternBatch, seeds: np.
     collision_streams = stream_seeds ^ np.uint64(0x5DEECE66D)
     _resolve_collisions(resolved_good, evil, rows, cols, collision_streams)
     return resolved_good, evil
+
+
+def independent_pair_on_played_paths(generator: PatternGenerator, good: PatternBatch, seeds: np.ndarray,
+                                     rows: int, cols: int, iterations: int) -> tuple[np.ndarray, np.ndarray]:
+    """An independent ⊖ (paper 003 §4.2, second mode) with K measured on the paths played (issue
+    12 point 2): the target K of episode e is good.k_raw[e]; ⊖ is drawn at exactly that K from
+    another start cell, both play out under the collision rule (§4.1.1), and the pair is kept only
+    when the LZ76 count of each played path (its T positions) is still the target. Otherwise both
+    are redrawn at the target from streams derived from seeds[e] (round by round), so the K
+    recorded is the K played, ⊕ and ⊖ stay equally complex (and exchangeable), and the K
+    distribution is the one `good` was drawn from. Needs a generator whose K is measured on its
+    positions. Returns (good, evil) trajectories, shape (episodes, T+1); ValueError after
+    MAX_PAIR_ROUNDS rounds."""
+    good_out, evil_out, pending = _pair_rounds(generator, good.positions, good.k_raw.astype(np.int64), seeds,
+                                               rows, cols, iterations, MAX_PAIR_ROUNDS)
+    if len(pending):
+        raise ValueError(f"no ⊕/⊖ pair whose played paths both keep K = {int(good.k_raw[pending[0]])} found in "
+                         f"{MAX_PAIR_ROUNDS} draws on a {rows}x{cols} grid with {iterations} iterations: "
+                         "collisions nearly always change K there; use a larger grid, a lower k_max or "
+                         "k_on_played_paths = false")
+    return good_out, evil_out
+
+
+def _pair_rounds(generator: PatternGenerator, first_good: np.ndarray, target: np.ndarray, seeds: np.ndarray,
+                 rows: int, cols: int, iterations: int, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rounds of `independent_pair_on_played_paths`: (good, evil, episodes still without a pair)."""
+    if not generator.k_on_positions:
+        raise ValueError(f"the {generator.name} generator measures K off its played positions; "
+                         "K on played paths needs a generator that measures it on them (cyclic)")
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    good_out, evil_out = np.empty_like(first_good), np.empty_like(first_good)
+    pending = np.arange(len(target))
+    for attempt in range(rounds):
+        if len(pending) == 0:
+            break
+        wanted = target[pending]
+        candidate_good = first_good[pending].copy() if attempt == 0 else generator.generate(
+            derived_seeds(seeds[pending], _GOOD_STREAM, attempt), rows, cols, iterations, wanted, wanted).positions
+        candidate_evil = generator.generate(derived_seeds(seeds[pending], _EVIL_STREAM, attempt), rows, cols,
+                                            iterations, wanted, wanted).positions
+        apart = candidate_good[:, 0] != candidate_evil[:, 0]  # the objects never share a cell (§4.1.1)
+        _resolve_collisions(candidate_good, candidate_evil, rows, cols,
+                            derived_seeds(seeds[pending], _COLLISION_STREAM, attempt))
+        kept = apart & (lz76_rows(candidate_good, iterations) == wanted) & \
+            (lz76_rows(candidate_evil, iterations) == wanted)
+        good_out[pending[kept]], evil_out[pending[kept]] = candidate_good[kept], candidate_evil[kept]
+        pending = pending[~kept]
+    return good_out, evil_out, pending
+
+
+@functools.lru_cache(maxsize=256)
+def unpairable_k(generator: PatternGenerator, rows: int, cols: int, iterations: int,
+                 k_values: tuple[int, ...]) -> tuple[int, ...]:
+    """The K values for which `independent_pair_on_played_paths` found no pair in PAIR_PROBE_ROUNDS
+    rounds for one of PAIR_PROBES fixed-seed probe episodes: on small grids collisions change
+    the K of nearly every high-K pair (3x3, T = 100: K >= 18). A K whose pairs survive with
+    probability p is refused with probability ~2(1-p)^400: 4% at p = 1%, 6e-4 at 2%; a K that
+    passes fails MAX_PAIR_ROUNDS with probability (1-p)^10000 per episode. Cached, as `reachable_k`."""
+    target = np.repeat(np.array(k_values, np.int64), PAIR_PROBES)
+    seeds = np.random.SeedSequence(0x9A1E5).generate_state(len(target), dtype=np.uint64)
+    first = generator.generate(seeds, rows, cols, iterations, target, target).positions
+    _, _, pending = _pair_rounds(generator, first, target, seeds, rows, cols, iterations, PAIR_PROBE_ROUNDS)
+    return tuple(sorted({int(k) for k in target[pending]}))

@@ -51,6 +51,10 @@ Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold al
 # One episode's world, each (T+1,): ⊕/⊖ rows and columns, and the landscape's displacement since
 # the start (rows, columns); landscape is the base field (cells,), None for Λ*.
 EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape shift_r shift_c")
+# The episodes the learners of one scored episode train on, n of them (1 when they replay it):
+# EpisodePaths' arrays with a leading axis (n, T+1), landscapes (n, cells) or None, start cells
+# (n, agents), and the hidden oracle's start cell (n,) (-1 without imitators). Pass p plays p mod n.
+TrainingSet = namedtuple("TrainingSet", "good_r good_c evil_r evil_c landscapes shift_r shift_c starts hidden")
 # A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
 # members (participating agent indices), targets (agents,), choice (agents, 3), observed
 # (agents, window cells), field (cells,), state (2,), comm (COMM_SLOTS,), the messages and bits sent under
@@ -231,7 +235,12 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     if t + 1 < iterations:  # the state after the last iteration is terminal
                         target += gamma * max_q(q, _q_base(t + 1, table_row[i], r * cols + c, iterations, n_cells))
                     q[here] += alpha * (target - q[here])
-                else:  # SARSA: the update waits for the next action; the last one is terminal
+                else:  # SARSA: the update waits for the next action; the last one is terminal.
+                    # With ε = 0 this is Q-learning's update exactly (issue 12): the next action
+                    # is greedy, so Q(s', a') = max Q(s', ·); states carry t, so nothing writes
+                    # Q(s', ·) between Q-learning's read (end of step t) and SARSA's (the decision
+                    # at t+1), and both add α·((r + γ·Q) − Q) with the same operations, and draw
+                    # the same tie-breaks. With ε > 0, a' is sometimes exploratory and they differ.
                     s.prev_state[i], s.prev_action[i], s.prev_reward[i] = s.state[i], s.action[i], scaled
                     if t + 1 == iterations:
                         q[here] += alpha * (scaled - q[here])
@@ -261,6 +270,7 @@ def _communicate(talk, s, scene, view):
 @njit(cache=True)
 def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    good, evil, landscapes, starts, seeds,
+                   training_good, training_evil, training_landscapes, training_starts, training_seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
                    tables, talk, record, rec_positions, rec_rewards, agent_totals):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
@@ -268,7 +278,12 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
     (episodes, cells) base fitness fields, or None for Λ* (for a landscape, `good` is the
     global optimum's path and the field moves with it, see collective.environments.landscapes); starts
-    (episodes, agents); seeds (episodes,) the agents' episode seeds; tables from
+    (episodes, agents); seeds (episodes,) the agents' episode seeds. The learners' training
+    episodes, n per episode: training_good, training_evil (episodes, n, T+1), training_landscapes
+    (episodes, n, cells) or None, training_starts (episodes, n, agents), training_seeds
+    (episodes, n) (their world seeds: the hidden oracle's start); training pass p plays training
+    episode p mod n. To replay the scored episode (paper 003 §5.2.1) pass views of the episode's
+    own arrays with n = 1 (`good[:, None]`, ...: no copies). Tables from
     `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions
     (episodes, agents, T+1) and rec_rewards (episodes, agents, T) receive the scored pass.
     agent_totals (episodes, agents), zeros, receives each agent's summed scored rewards (the
@@ -306,35 +321,48 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     good_r, good_c = np.empty(steps, np.int64), np.empty(steps, np.int64)
     evil_r, evil_c = np.empty(steps, np.int64), np.empty(steps, np.int64)
     shift_r, shift_c = np.empty(steps, np.int64), np.empty(steps, np.int64)
+    n_training = training_good.shape[1] if passes > 0 else 0
+    train_good_r, train_good_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
+    train_evil_r, train_evil_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
+    train_shift_r, train_shift_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
+    train_hidden = np.full(n_training, -1, np.int64)
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     mean_reward = np.empty(episodes, np.float64)
     for e in range(episodes):
-        for t in range(steps):
-            good_r[t], good_c[t] = good[e, t] // cols, good[e, t] % cols
-            evil_r[t], evil_c[t] = evil[e, t] // cols, evil[e, t] % cols
-            shift_r[t], shift_c[t] = (good_r[t] - good_r[0]) % rows, (good_c[t] - good_c[0]) % cols
+        _cells_to_coordinates(good[e], evil[e], rows, cols, good_r, good_c, evil_r, evil_c, shift_r, shift_c)
         paths = EpisodePaths(good_r, good_c, evil_r, evil_c, episode_row(landscapes, e), shift_r, shift_c)
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
+        for j in range(n_training):
+            _cells_to_coordinates(training_good[e, j], training_evil[e, j], rows, cols, train_good_r[j],
+                                  train_good_c[j], train_evil_r[j], train_evil_c[j], train_shift_r[j], train_shift_c[j])
+            if has_imitator:
+                world[0] = derive_stream_seed(training_seeds[e, j], WORLD_STREAM, SCORED_PASS)
+                train_hidden[j] = uniform_int(world, rows * cols)
+        training = TrainingSet(train_good_r, train_good_c, train_evil_r, train_evil_c,
+                               episode_row(training_landscapes, e), train_shift_r, train_shift_c,
+                               training_starts[e], train_hidden)
         positions_out = rec_positions[e] if record else no_positions
         rewards_out = rec_rewards[e] if record else no_rewards
         if together:
             if threshold > 1:  # rewards depend on everyone: the whole group trains
                 for p in range(passes):
-                    _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e], p + 1,
-                               True, tables, scratch, talk, False, no_positions, no_rewards,
-                               episode_row(agent_totals, e))
+                    j = p % n_training
+                    _play_pass(codes, agent_ids, table_row, training.starts[j], rules, training_paths(training, j),
+                               training.hidden[j], seeds[e], p + 1, True, tables, scratch, talk, False,
+                               no_positions, no_rewards, episode_row(agent_totals, e))
             elif shared:  # the learners train together on their one table
-                learner_starts = starts[e][learner_ids]
                 for p in range(passes):
-                    _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids], learner_starts, rules, paths,
-                               -1, seeds[e], p + 1, True, tables, scratch, talk, False, no_positions, no_rewards,
+                    j = p % n_training
+                    _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids],
+                               training.starts[j][learner_ids], rules, training_paths(training, j), -1, seeds[e],
+                               p + 1, True, tables, scratch, talk, False, no_positions, no_rewards,
                                episode_row(agent_totals, e))
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
-                    _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
+                    _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables,
                                  scratch, talk)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
@@ -348,8 +376,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
-                _train_alone(i, codes, agent_ids, table_row, starts[e], rules, paths, seeds[e], passes, tables,
-                             scratch, talk)
+                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
                                     agent_positions, agent_rewards, episode_row(agent_totals, e))
@@ -364,6 +391,23 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                         rewards_out[others[k]] = others_rewards[k]
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
+
+
+@njit(cache=True)
+def _cells_to_coordinates(good, evil, rows, cols, good_r, good_c, evil_r, evil_c, shift_r, shift_c):
+    """⊕/⊖ cell paths (T+1,) as rows and columns, and ⊕'s displacement since the start (the
+    landscape's), into the given (T+1,) arrays."""
+    for t in range(good.shape[0]):
+        good_r[t], good_c[t] = good[t] // cols, good[t] % cols
+        evil_r[t], evil_c[t] = evil[t] // cols, evil[t] % cols
+        shift_r[t], shift_c[t] = (good_r[t] - good_r[0]) % rows, (good_c[t] - good_c[0]) % cols
+
+
+@njit(cache=True, inline="always")
+def training_paths(training, j):
+    """Training episode j of a `TrainingSet` as the `EpisodePaths` a pass plays (views, no copies)."""
+    return EpisodePaths(training.good_r[j], training.good_c[j], training.evil_r[j], training.evil_c[j],
+                        episode_row(training.landscapes, j), training.shift_r[j], training.shift_c[j])
 
 
 def episode_row(table, e):
@@ -397,16 +441,20 @@ def _add_to_compiled(totals, index, value):
 
 
 @njit(cache=True)
-def _train_alone(i, codes, agent_ids, table_row, starts, rules, paths, episode_seed, passes, tables, scratch, talk):
-    """All training passes of learner i, playing by itself (so its group's protocol is silent)."""
+def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk):
+    """All training passes of learner i, playing by itself (so its group's protocol is silent);
+    pass p plays training episode p mod n of the `TrainingSet`."""
     one = slice(i, i + 1)
     silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
                   talk.state, talk.comm, talk.log, talk.entropy)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
+    n_training = training.good_r.shape[0]
     for p in range(passes):
-        _play_pass(codes[one], agent_ids[one], table_row[one], starts[one], rules, paths, -1, episode_seed, p + 1,
-                   True, tables, scratch, silent, False, no_positions, no_rewards, None)
+        j = p % n_training
+        _play_pass(codes[one], agent_ids[one], table_row[one], training.starts[j][one], rules,
+                   training_paths(training, j), -1, episode_seed, p + 1, True, tables, scratch, silent, False,
+                   no_positions, no_rewards, None)
 
 
 @njit(cache=True)

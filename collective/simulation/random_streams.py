@@ -34,6 +34,24 @@ def episode_seed_table(seed: int, episodes: np.ndarray, prefix: tuple[int, ...] 
     return table
 
 
+TRAINING_BRANCH = 0x7EA1  # entropy word that sets the learners' held-out training episodes apart
+
+
+def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tuple[int, ...] = ()) -> np.ndarray:
+    """Seeds of held-out training episodes `draws` of test episode `episode`, shape (draws, 3) as
+    `episode_seed_table`'s: row d of the words of SeedSequence([seed, TRAINING_BRANCH],
+    spawn_key=(*prefix, episode)), which a SeedSequence yields in sequence (row d never depends on
+    how many are asked). A root of its own: no training episode's seeds are ever a test episode's
+    (SeedSequence(seed, ...): numpy pads the entropy to four words before the spawn key, so the
+    two differ in their second or third word) nor a sweep group's agents'
+    (SeedSequence(seed, spawn_key=(cell, episode, group))), and the same for any batch split."""
+    draws = np.asarray(draws, np.int64)
+    if not len(draws):
+        return np.empty((0, 3), np.uint64)
+    sequence = np.random.SeedSequence([seed, TRAINING_BRANCH], spawn_key=(*prefix, int(episode)))
+    return sequence.generate_state(3 * (int(draws.max()) + 1), dtype=np.uint64).reshape(-1, 3)[draws]
+
+
 @njit(cache=True, inline="always")
 def _mix64(z):
     """splitmix64's output function: a bijective avalanche of 64 bits."""

@@ -116,18 +116,37 @@ class LearnerSettings:
     reward_scale: float = 1.0
 
 
+@dataclass(frozen=True)
+class TrainingEpisode:
+    """An episode the learners train on instead of the scored one (`learning_protocol` held_out):
+    its world (a landscape's own field), ⊕/⊖ paths, start cells, and the seed of its world stream
+    (the hidden oracle's start)."""
+
+    world: ReferenceWorld
+    good: list[int]
+    evil: list[int]
+    starts: list[int]
+    seed: int
+
+
+def _hidden_start(world: ReferenceWorld, behaviours: list[str], seed: int) -> int | None:
+    """The hidden oracle's start cell, drawn from the episode's world stream (imitators only)."""
+    world_stream = SplitMix64.for_stream(seed, stream_id=0, pass_index=0)
+    return world_stream.uniform_int(world.rows * world.cols) if "imitation" in behaviours else None
+
+
 def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[int], evil: list[int],
                       starts: list[int], seed: int, learner: LearnerSettings | None = None,
-                      protocol: ReferenceProtocol | None = None
+                      protocol: ReferenceProtocol | None = None, training: list[TrainingEpisode] | None = None
                       ) -> tuple[list[list[int]], list[list[float]], Traffic]:
     """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
-    and the protocol's traffic."""
+    and the protocol's traffic. Training pass p plays training[p mod n] (held-out episodes), or the
+    scored episode itself when `training` is None (paper 003 §5.2.1)."""
     learner = learner or LearnerSettings()
     protocol = protocol or ReferenceProtocol(members=tuple(False for _ in behaviours))
     cost = Traffic()
-    n_cells = world.rows * world.cols
-    world_stream = SplitMix64.for_stream(seed, stream_id=0, pass_index=0)
-    hidden_start = world_stream.uniform_int(n_cells) if "imitation" in behaviours else None
+    hidden_start = _hidden_start(world, behaviours, seed)
+    training = training or [TrainingEpisode(world, good, evil, starts, seed)]
     learners = [i for i, b in enumerate(behaviours) if b in ("q_learning", "sarsa")]
     if protocol.name == "shared_q":  # one table object for every learner
         shared = defaultdict(lambda: [learner.q_initial] * 9)
@@ -141,10 +160,12 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
     training_protocol = protocol if world.coordination_threshold > 1 or protocol.name == "shared_q" else \
         ReferenceProtocol(members=tuple(False for _ in behaviours))
     for p in range(passes):
+        episode = training[p % len(training)]
         streams = [SplitMix64.for_stream(seed, i + 1, pass_index=p + 1) for i in trainees]
-        _play(world, [behaviours[i] for i in trainees], good, evil, [starts[i] for i in trainees],
-              hidden_start if len(trainees) == len(behaviours) else None, streams,
-              {k: tables[i] for k, i in enumerate(trainees) if i in tables}, learner,
+        _play(episode.world, [behaviours[i] for i in trainees], episode.good, episode.evil,
+              [episode.starts[i] for i in trainees],
+              _hidden_start(episode.world, behaviours, episode.seed) if len(trainees) == len(behaviours) else None,
+              streams, {k: tables[i] for k, i in enumerate(trainees) if i in tables}, learner,
               _restrict(training_protocol, trainees), cost, learning=True)
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
     cost.contents.clear()  # the scored pass's messages only

@@ -24,7 +24,7 @@ import pyarrow as pa
 from collective.behaviours import learns
 from collective.config import EvaluationConfig
 from collective.evaluate import (batch_episodes, generate_environments, load_kernel, load_stepping_core, play,
-                                 plugin_group)
+                                 plugin_group, with_ceiling)
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
@@ -88,16 +88,24 @@ def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
     return _taper(spec, blocks)
 
 
-def _episode_bytes(config: EvaluationConfig) -> int:
-    """Bytes of one episode's environment arrays."""
+def _episode_bytes(config: EvaluationConfig, training: bool) -> int:
+    """Bytes of one episode's environment arrays, its held-out training episodes' included."""
     landscape = config.rows * config.cols * 8 if config.env == "landscape" else 0
-    return (2 * (config.iterations + 1) + config.group_size) * 4 + 40 + landscape
+    one = (2 * (config.iterations + 1) + config.group_size) * 4 + 52 + landscape
+    return one * (1 + (config.training_episodes if training else 0))
+
+
+def _cell_trains_on_held_out(cell) -> bool:
+    """Whether a group of the cell learns from held-out episodes: its blocks then carry them,
+    shared by every group of the cell like the test episodes."""
+    return any(cell.configs[g].trains_on_held_out for g in cell.playing)
 
 
 def block_episodes(spec: SweepSpec, c: int) -> int:
     """Episodes per environment block of cell c: as many as MAX_BLOCK_BYTES holds, at least one."""
     cell = spec.cells[c]
-    return max(1, min(spec.episodes, MAX_BLOCK_BYTES // _episode_bytes(cell.configs[cell.playing[0]])))
+    episode = _episode_bytes(cell.configs[cell.playing[0]], _cell_trains_on_held_out(cell))
+    return max(1, min(spec.episodes, MAX_BLOCK_BYTES // episode))
 
 
 @dataclass(frozen=True)
@@ -198,10 +206,12 @@ def prepare_process(spec: SweepSpec) -> None:
 
 
 def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch:
-    """The block's environments, keyed by (cell, episode): the same for every group of the cell."""
+    """The block's environments, keyed by (cell, episode): the same for every group of the cell, as
+    is each episode's ceiling of R̄ (grid, T, group size and reward radius are the cell's)."""
     cell = spec.cells[block.cell]
-    return generate_environments(cell.configs[cell.playing[0]], np.arange(block.first, block.stop),
-                                 seed_prefix=(cell.key,))
+    config = cell.configs[cell.playing[0]]
+    return with_ceiling(config, generate_environments(config, np.arange(block.first, block.stop),
+                                                      seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell)))
 
 
 def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key: int) -> np.ndarray:
@@ -211,11 +221,20 @@ def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key:
 
 
 def _episodes_of(environments: EnvironmentBatch, start: int, stop: int) -> EnvironmentBatch:
-    """Rows [start, stop) of an environment batch, copied: arrays from Ray's object store are
-    read-only, and read-only arrays would make numba compile (for ~30 s) a second simulator."""
-    return EnvironmentBatch(**{field.name: None if getattr(environments, field.name) is None
-                               else np.array(getattr(environments, field.name)[start:stop])
-                               for field in fields(EnvironmentBatch)})
+    """Rows [start, stop) of an environment batch with their training episodes, copied: arrays
+    from Ray's object store are read-only, and read-only arrays would make numba compile (for
+    ~30 s) a second simulator."""
+    count = environments.training_episodes
+
+    def rows(field):
+        values = getattr(environments, field.name)
+        if values is None:
+            return None
+        if field.name == "training":
+            return _episodes_of(values, start * count, stop * count)
+        return np.array(values[start:stop])
+
+    return EnvironmentBatch(**{field.name: rows(field) for field in fields(EnvironmentBatch)})
 
 
 def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
@@ -246,6 +265,8 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "score": run.mean_rewards, "k_raw": batch.k_raw.astype(np.int64),
             "k_normalised": batch.k_normalised, "entropy_bits": [config.environment().entropy_bits] * n,
             "pattern_log2_probability": log2_probability,
+            "k_evil": [None] * n if batch.k_evil is None else batch.k_evil.astype(np.int64),
+            "upsilon_best": batch.upsilon_best,
             "local_optima": [None] * n if batch.local_optima is None else batch.local_optima,
             "correlation_length": [None] * n if batch.correlation_length is None else batch.correlation_length,
             "spawn_key": [[cell.key, int(e), group.key] for e in episodes],

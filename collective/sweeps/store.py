@@ -46,6 +46,11 @@ RESULT_FIELDS = (
     # log2 probability that the generator draws ⊕'s pattern, K range's constant left out; NaN: unknown
     # (collective.environments.pattern_probability), for the importance-weighted Legg-Hutter Υ
     ("pattern_log2_probability", pa.float64()),
+    ("k_evil", pa.int64()),  # LZ76 count of ⊖'s played path (Λ* rows; k_raw is ⊕'s as its generator measures it)
+    # The episode's ceiling of R̄: mean over the agents of the best R̄ from their start cells, by dynamic
+    # programming on the known paths (collective.environments.ceiling); exact when coordination_threshold
+    # is 1, an upper bound above. Accuracy = (Υ - Υ_random) / (Υ_best - Υ_random) per cell.
+    ("upsilon_best", pa.float64()),
     ("local_optima", pa.int64()), ("correlation_length", pa.float64()),  # landscape rows only (spec §7)
     ("spawn_key", pa.list_(pa.int64())),  # (cell, episode, group): the agents' SeedSequence spawn key
     ("messages_per_iteration", pa.float64()), ("bits_per_iteration", pa.float64()),

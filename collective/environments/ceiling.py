@@ -1,0 +1,114 @@
+"""Each episode's ceiling: the best R̄ an agent can achieve (issue 12 point 8).
+
+With the ⊕/⊖ paths known, the best total reward of one agent from a start cell is a shortest-path
+problem over (t, cell), solved exactly by dynamic programming backwards in time (Bellman 1957):
+
+    V_T(c) = 0,    V_t(c) = max over the 9 king moves c -> c' (staying included) of R_{t+1}(c') + V_{t+1}(c')
+
+with the kernel's timing (spec §1; `collective.simulation.kernel._play_pass`): the agent decides at
+t, moves, and is paid R of its new cell from the scene at t+1 (`scene.scene_reward`, so Λ* and
+fitness landscapes alike). The 3x3 maximum is taken as a row pass then a column pass (the max
+filter is separable), O(T·N) per episode for N cells, whatever the group size.
+
+`upsilon_best` of an episode is the mean over the group's agents of V_0(start_i) / T. With the
+coordination threshold at 1 an agent's reward depends on its own cell only, so every agent can
+earn its own optimum at once and this is exactly the best achievable R̄ of the group. Above 1 the
+positive part is paid only to a quorum near ⊕ (paper 003 §6.1), an agent never earns more than
+its cell's R, and upsilon_best is an upper bound, not necessarily achievable.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.environments.scene import Scene, has_field, scene_reward
+from collective.environments.torus import chebyshev
+from collective.simulation.kernel import episode_row
+
+
+@njit(cache=True)
+def best_totals(good, evil, landscapes, starts, rows, cols, iterations, radius, out):
+    """out (episodes, agents) ← V_0(starts[e, i]): the best total reward over the episode from each
+    start cell. good, evil (episodes, T+1) cells; landscapes (episodes, cells) base fields or None
+    for Λ*; starts (episodes, agents)."""
+    n_cells = rows * cols
+    value = np.empty(n_cells)  # V_{t+1}, then R_{t+1} + V_{t+1} in place, then V_t
+    across = np.empty(n_cells)  # the maximum over each cell and its two row neighbours
+    span_r, span_c = min(2 * radius + 1, rows), min(2 * radius + 1, cols)  # distinct cells of a reward zone
+    for e in range(good.shape[0]):
+        landscape = episode_row(landscapes, e)
+        first_r, first_c = good[e, 0] // cols, good[e, 0] % cols
+        value[:] = 0.0
+        for t in range(iterations - 1, -1, -1):
+            good_r, good_c = good[e, t + 1] // cols, good[e, t + 1] % cols
+            evil_r, evil_c = evil[e, t + 1] // cols, evil[e, t + 1] % cols
+            scene = Scene(good_r, good_c, evil_r, evil_c, landscape, (good_r - first_r) % rows,
+                          (good_c - first_c) % cols, rows, cols, radius)
+            if has_field(landscape):  # every cell pays
+                for cell in range(n_cells):
+                    value[cell] += scene_reward(scene, cell // cols, cell % cols)
+            else:  # Λ*: only the cells within the reward radius of ⊕ or ⊖ pay; each is paid once
+                _pay_zone(value, scene, good_r, good_c, -1, -1, span_r, span_c)
+                _pay_zone(value, scene, evil_r, evil_c, good_r, good_c, span_r, span_c)
+            _king_max(value, across, rows, cols)
+        for i in range(starts.shape[1]):
+            out[e, i] = value[starts[e, i]]
+
+
+@njit(cache=True, inline="always")
+def _pay_zone(value, scene, centre_r, centre_c, skip_r, skip_c, span_r, span_c):
+    """value[c] += R(c) over the cells within the reward radius of (centre_r, centre_c), except
+    those within it of (skip_r, skip_c) (already paid; -1: none)."""
+    rows, cols, radius = scene.rows, scene.cols, scene.radius
+    r = (centre_r - radius) % rows
+    for _ in range(span_r):
+        c = (centre_c - radius) % cols
+        for _ in range(span_c):
+            if skip_r < 0 or chebyshev(r, c, skip_r, skip_c, rows, cols) > radius:
+                value[r * cols + c] += scene_reward(scene, r, c)
+            c = c + 1 if c + 1 < cols else 0
+        r = r + 1 if r + 1 < rows else 0
+
+
+@njit(cache=True, inline="always")
+def _king_max(value, across, rows, cols):
+    """value[c] ← the maximum of value over c's 3x3 toroidal neighbourhood. A row pass into
+    `across`, then a column pass back, each one straight loop over shifted views of the whole
+    grid (which the compiler vectorises; flat indices would keep a negative-index check per
+    access), then the cells where the views cross a border are redone with wrap-around."""
+    n_cells = rows * cols
+    if cols >= 3:
+        left, centre, right, out = value[:n_cells - 2], value[1:n_cells - 1], value[2:], across[1:n_cells - 1]
+        for i in range(n_cells - 2):
+            out[i] = max3(left[i], centre[i], right[i])
+    for r in range(rows):  # each row's first and last cells wrap within the row
+        row = r * cols
+        across[row] = max3(value[row + cols - 1], value[row], value[row + (1 if cols > 1 else 0)])
+        across[row + cols - 1] = max3(value[row + cols - 2 if cols > 1 else row], value[row + cols - 1], value[row])
+    if rows >= 3:
+        above, middle, below, out = across[:n_cells - 2 * cols], across[cols:n_cells - cols], across[2 * cols:], \
+            value[cols:n_cells - cols]
+        for i in range(n_cells - 2 * cols):
+            out[i] = max3(above[i], middle[i], below[i])
+    for r in (0, rows - 1):  # the first and last rows wrap to each other
+        above, below = (r - 1 if r > 0 else rows - 1) * cols, (r + 1 if r < rows - 1 else 0) * cols
+        for c in range(cols):
+            value[r * cols + c] = max3(across[above + c], across[r * cols + c], across[below + c])
+
+
+@njit(cache=True, inline="always")
+def max3(a, b, c):
+    larger = a if a > b else b
+    return larger if larger > c else c
+
+
+def upsilon_best(environments: EnvironmentBatch, rows: int, cols: int, iterations: int,
+                 reward_radius: int) -> np.ndarray:
+    """(episodes,) the ceiling of R̄: the mean over the group's agents of their best total reward
+    from their own start cells, divided by T. Exact at coordination threshold 1, an upper bound
+    above it (see the module docstring)."""
+    totals = np.empty(environments.starts.shape, np.float64)  # (episodes, agents)
+    best_totals(environments.good, environments.evil, environments.landscapes, environments.starts,
+                rows, cols, iterations, reward_radius, totals)
+    return totals.mean(axis=1) / iterations

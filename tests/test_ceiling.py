@@ -1,0 +1,88 @@
+"""The ceiling of R̄ (issue 12 point 8): dynamic programming against brute force, and the oracle under it."""
+import itertools
+
+import numpy as np
+import pytest
+
+from collective.config import EvaluationConfig
+from collective.environments.ceiling import upsilon_best
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.evaluate import evaluate, generate_environments, play, with_ceiling
+from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
+
+
+def random_walks(rng, episodes, rows, cols, iterations):
+    """(episodes, T+1) king-move walks from uniform cells: any paths will do for the DP."""
+    cells = np.empty((episodes, iterations + 1), np.int32)
+    r, c = rng.integers(0, rows, episodes), rng.integers(0, cols, episodes)
+    for t in range(iterations + 1):
+        cells[:, t] = r * cols + c
+        move = rng.integers(0, 9, episodes)
+        r, c = (r + move // 3 - 1) % rows, (c + move % 3 - 1) % cols
+    return cells
+
+
+def brute_force_best(world: ReferenceWorld, good, evil, start: int) -> float:
+    """The best total reward over every one of the 9^T move sequences, paid as the kernel pays:
+    decide at t, move, receive R of the new cell from ⊕/⊖ at t+1 (spec §1)."""
+    payoffs = [world.payoffs(list(good), list(evil), t) for t in range(world.iterations + 1)]
+    best = -np.inf
+    for moves in itertools.product(ACTION_MOVES, repeat=world.iterations):
+        cell, total = start, 0.0
+        for t, (dr, dc) in enumerate(moves):
+            cell = world.moved(cell, dr, dc)
+            total += payoffs[t + 1](cell)
+        best = max(best, total)
+    return best
+
+
+@pytest.mark.parametrize("rows, cols, iterations, radius, landscape",
+                         [(3, 3, 4, 1, False), (4, 4, 3, 1, False), (4, 4, 4, 0, False), (3, 4, 3, 2, False),
+                          (4, 4, 4, 1, True), (3, 3, 3, 1, True)])
+def test_dynamic_programme_equals_brute_force_over_every_move_sequence(rows, cols, iterations, radius, landscape):
+    rng = np.random.default_rng(rows * 100 + iterations * 10 + radius + landscape)
+    episodes, agents = 3, 2
+    good, evil = random_walks(rng, episodes, rows, cols, iterations), random_walks(rng, episodes, rows, cols, iterations)
+    fields = rng.uniform(-1, 1, (episodes, rows * cols)) if landscape else None
+    if landscape:
+        evil = good.copy()  # a landscape has no ⊖: its path is the optimum's, as the generator gives it
+    starts = np.stack([rng.choice(rows * cols, agents, replace=False) for _ in range(episodes)]).astype(np.int32)
+    batch = EnvironmentBatch(good, evil, starts, np.zeros(episodes, np.uint64), np.zeros(episodes, np.int32),
+                             np.zeros(episodes), landscapes=fields)
+    got = upsilon_best(batch, rows, cols, iterations, radius)
+    for e in range(episodes):
+        world = ReferenceWorld(rows, cols, iterations, reward_radius=radius,
+                               landscape=tuple(fields[e]) if landscape else None)
+        expected = np.mean([brute_force_best(world, good[e], evil[e], int(s)) for s in starts[e]]) / iterations
+        assert got[e] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("profile", ["paper", "sound"])
+def test_oracle_never_beats_the_ceiling_and_comes_close(profile):
+    """The oracle intercepts ⊕ and follows it, ignoring ⊖: a lower bound of the optimum that is
+    tight once ⊕ is reached. No agent may score above the exact optimum, episode by episode."""
+    config = EvaluationConfig.from_profile(profile, behaviour="oracle", group_size=3, rows=10, cols=10,
+                                           iterations=100, episodes=300, seed=4)
+    environments = with_ceiling(config, generate_environments(config, np.arange(config.episodes)))
+    oracle = play(config, environments).mean_rewards
+    random = play(config.with_changes(behaviour="random"), environments).mean_rewards
+    assert (oracle <= environments.upsilon_best + 1e-12).all() and (random <= environments.upsilon_best + 1e-12).all()
+    gap = environments.upsilon_best - oracle  # measured: mean < 0.001, at most ~0.013 (10x10, T = 100)
+    assert gap.mean() < 0.005 and gap.max() < 0.05
+
+
+def test_ceiling_bounds_a_coordinated_group_from_above():
+    """Above a coordination threshold of 1 the optimum is an upper bound (paper 003 §6.1)."""
+    config = EvaluationConfig.from_profile("paper", behaviour="oracle", group_size=3, coordination_threshold=2,
+                                           rows=8, cols=8, iterations=60, episodes=200, seed=9)
+    environments = with_ceiling(config, generate_environments(config, np.arange(config.episodes)))
+    assert (play(config, environments).mean_rewards <= environments.upsilon_best + 1e-12).all()
+
+
+def test_evaluate_records_the_mean_ceiling():
+    config = EvaluationConfig.from_profile("sound", behaviour="local_search", rows=6, cols=6, iterations=40,
+                                           episodes=50, seed=2)
+    record = evaluate(config, batch_size=20).as_record()
+    environments = with_ceiling(config, generate_environments(config, np.arange(config.episodes)))
+    assert record["upsilon_best"] == pytest.approx(environments.upsilon_best.mean(), abs=1e-12)
+    assert record["upsilon"] <= record["upsilon_best"]
