@@ -270,6 +270,36 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
     return FigureSpec("learning_curves", title, caption + "; random and oracle levels of the same cells.", figure)
 
 
+def _communication(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
+    """Υ of each collective per cell against the cell's mean message entropy (the `communication_entropy`
+    table's points); sham groups as open markers."""
+    if "message_entropy_bits" not in rows:
+        return None
+    measured = rows[rows["message_entropy_bits"].notna() & (rows["protocol"] != "none")]
+    if measured.empty:
+        return None
+    sham = set(measured.loc[measured.get("communication_control", pd.Series("real", index=measured.index))
+                            == "sham", "group"])
+    figure, ax = plt.subplots(figsize=(PANEL_WIDTH * 2, PANEL_HEIGHT * 1.4), layout="constrained")
+    for label, part in measured.groupby("group", sort=False):
+        points = []
+        for _, cell in part.groupby("cell", sort=True):
+            n, mean, low, high = mean_ci(cell["score"].to_numpy())
+            points.append((cell["message_entropy_bits"].mean(), mean, mean - low if n > 1 else 0.0,
+                           high - mean if n > 1 else 0.0))
+        x, y, below, above = map(np.array, zip(*points))
+        colour = types.loc[label, "colour"]
+        ax.errorbar(x, y, yerr=[below, above], fmt=types.loc[label, "marker"], capsize=2, color=colour,
+                    markerfacecolor="none" if label in sham else colour, label=label)
+    ax.set_xlabel("message entropy (bits per message)")
+    title = r"$\Upsilon$ against message entropy"
+    _finish(figure, [ax], title)
+    return FigureSpec("upsilon_vs_message_entropy", title, "Υ with 95% CI of each collective in each cell "
+                      "against the cell's mean message entropy (empirical entropy of the messages' symbols per "
+                      "episode, Miller-Madow corrected; protocols/__init__.py); open markers: sham controls.",
+                      figure)
+
+
 def build_figures(dataset: Dataset, k_bin_width: int = 4) -> list[FigureSpec]:
     """Every figure of the dataset (learning curves only when training experience varies)."""
     rows = add_k_bins(dataset.rows, k_bin_width)
