@@ -129,12 +129,13 @@ def replay_curves(rows: pd.DataFrame) -> pd.DataFrame:
 
 def add_learning_tables(analysis: Analysis, rows: pd.DataFrame) -> None:
     """`learning` (held-out learners with varied novel experience) and `replay_learning` (replay learners
-    with varied passes), each when the data has it, else a note in `analysis.skipped`."""
+    with varied passes), each when the data has it; a note in `analysis.skipped` when learners lack the
+    held-out levels."""
     slopes, _ = held_out_learning(rows)
-    if slopes.empty:
+    if slopes.empty and (training_experience(rows) > 0).any():  # say why, when the data has learners
         analysis.skipped["learning"] = ("needs learners with learning_protocol held_out at two or more levels of "
                                         "training_episodes (same group, size and q_training_passes)")
-    else:
+    elif not slopes.empty:
         analysis.add(Table("learning", "Held-out learning slope: skill on unseen episodes per novel training "
                            "episode (not paper 002's skill-acquisition efficiency)", LEARNING_NOTE, slopes))
     curves = replay_curves(rows)
