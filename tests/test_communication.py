@@ -263,6 +263,35 @@ def test_a_plugin_protocol_can_be_shammed():
     assert not np.array_equal(sham.mean_rewards, real.mean_rewards)
 
 
+class Rumour:
+    """A protocol whose messages carry no information about rewards: every member is told to head for a
+    cell hashed from the members' positions (Knuth's multiplicative hash), one message per member."""
+
+    members = None
+
+    def reset(self, batch):
+        self.cells = batch.rows * batch.cols
+
+    def communicate(self, obs):
+        mixed = (obs.cell.astype(np.uint64) * np.uint64(2654435761)).sum(axis=1) % np.uint64(self.cells)  # (E,)
+        target = np.repeat(mixed.astype(np.int64)[:, None], obs.cell.shape[1], axis=1)  # (E, M)
+        return Messages(target=target, messages=float(target.size), bits=float(target.size * 7))
+
+
+def test_a_protocol_without_information_gains_nothing_over_its_sham():
+    """The sham removes information and keeps everything else: for a protocol whose messages tell nothing
+    about rewards, real and sham groups play differently, episode by episode, yet score alike (a 99% CI of
+    the paired difference covering 0 and narrower than ±0.03), with the same traffic to the bit."""
+    config = EvaluationConfig.from_profile("paper", rows=10, cols=10, episodes=400, **SHAM,
+                                           protocol=f"{__name__}:Rumour")
+    environments = generate_environments(config, np.arange(400))
+    real, sham = play(config, environments), play(config.with_changes(communication_control="sham"), environments)
+    assert (sham.messages, sham.bits) == (real.messages, real.bits)
+    assert np.mean(real.mean_rewards != sham.mean_rewards) > 0.9
+    difference, half = gain(real.mean_rewards, sham.mean_rewards)
+    assert abs(difference) < half < 0.03, f"real over sham {difference:+.4f} ± {half:.4f}"
+
+
 class Learning:
     """A persistent plug-in protocol (it would keep what it learns across batches)."""
 
