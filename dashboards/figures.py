@@ -252,10 +252,12 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
     if curves.empty:
         return None
     figure, ax = plt.subplots(figsize=(PANEL_WIDTH * 1.4, PANEL_HEIGHT * 1.2), layout="constrained")
-    for (label, size, passes), part in curves.groupby(["group", "group_size", "q_training_passes"], sort=True,
-                                                       dropna=False):
+    keys = ["group", "group_size", "q_training_passes"] + [key for key in ("grid", "iterations") if key in curves]
+    for values, part in curves.groupby(keys, sort=True, dropna=False):
+        label, size, passes = values[:3]
         curve = part.rename(columns={"ci95_low": "low", "ci95_high": "high"})
-        name = f"{label}, $G = {size}$" + (f", {passes} passes" if held_out else "")
+        task = ", ".join(f"{key} {value}" for key, value in zip(keys[3:], values[3:]))
+        name = f"{label}, $G = {size}$" + (f", {passes} passes, {task}" if held_out else "")
         _plot_curve(ax, curve, name, color=types.loc[label, "colour"], marker=types.loc[label, "marker"])
     learner_cells = set(rows.loc[rows["group"].isin(curves["group"]), "cell"])
     _references(ax, rows, types, learner_cells, None)

@@ -43,6 +43,7 @@ def test_held_out_slope_recovers_the_known_gain_per_novel_episode():
     """Each number of passes is its own curve; its slope (and the accuracy slope, the same here) is the
     known gain per novel episode, within a CI that covers it; a slope against passes x T would be flat."""
     slopes, points = held_out_learning(dataset())
+    assert slopes["paired"].all()  # every level played the same test episodes
     slopes = slopes.set_index("q_training_passes")
     assert list(slopes.index) == [20, 40]
     for passes, slope in SLOPES.items():
@@ -99,3 +100,15 @@ def test_replay_learners_go_to_their_own_table():
                                            kernel_seconds=0.01, rows=10, cols=10), []), ["group"])
     assert "learning" not in analysis.tables and "held_out" in analysis.skipped["learning"]
     assert "replay_learning" in analysis.tables
+
+
+def test_levels_on_different_cells_are_independent_samples():
+    """Sweeps that differ in training_episodes play different cells: nothing to pair, so every test episode
+    counts, and the slope is still the known one."""
+    rows = dataset(seed=5)
+    rows["cell"] = rows["cell"] + 100 * rows["training_episodes"]  # each level its own cells, as in real sweeps
+    slopes, _ = held_out_learning(rows)
+    assert not slopes["paired"].any() and (slopes["environments"] == len(LEVELS) * len(CELLS) * EPISODES).all()
+    for passes, slope in SLOPES.items():
+        row = slopes.set_index("q_training_passes").loc[passes]
+        assert row["ci95_low"] < slope < row["ci95_high"]

@@ -72,3 +72,16 @@ def test_only_novel_episodes_are_demonstrations():
                                           (100_000_000, 0), (10**10, 0)])
 def test_demonstration_scale_is_the_papers(count, score):
     assert demonstration_score(count) == score
+
+
+def test_each_training_regime_is_its_own_row():
+    """Two sweeps differing only in training_episodes (so in their cells) are two agents, not one averaged."""
+    more = rows()
+    more = more[more["group"] == "held_out"].assign(cell=more["cell"] + 10, training_episodes=20)
+    references = rows()
+    references = references[references["group"].isin(["random", "oracle"])].assign(cell=references["cell"] + 10)
+    table = pgi_table(pd.concat([rows(), more, references], ignore_index=True))
+    held_out = table[table["group"] == "held_out"].set_index("demonstrations")
+    assert list(held_out.index) == [10, 20]
+    assert list(held_out["experience_score"]) == [7, 7] and (held_out["training_steps"] == 20 * T).all()
+    assert len(table[table["group"] == "random"]) == 1

@@ -24,13 +24,17 @@ from collective.analysis.tables import (Analysis, Table, environment_ids, mean_c
                                         training_experience)
 
 HELD_OUT = "held_out"
-CURVE_KEYS = ["group", "group_size", "q_training_passes"]  # a curve: one group type at one number of passes
+# A curve: one group type at one number of passes on one kind of task (grid, class, T when recorded)
+CURVE_KEYS = ["group", "group_size", "q_training_passes", "iterations"]
+TASK_KEYS = ["env", "grid"]
 LEARNING_NOTE = (
     "Held-out learning slope: per learner group type, size and number of training passes, the OLS slope of "
     "the score R̄ of unseen test episodes on the number of novel training episodes (training_episodes; each "
     "is a fresh episode of the class, seen first on the first pass over them; later passes replay them and "
-    "add no novel experience), on the test environments every level played (paired), CR2 errors clustered "
-    "by environment, t on environments - 1 df; accuracy_per_novel_episode is the same slope on the accuracy "
+    "add no novel experience), per environment class, grid and T; on the test environments every level played "
+    "when the levels share any (paired), else on all (sweeps differing in training_episodes play different "
+    "cells, so independent samples of the class); CR2 errors clustered by environment, t on environments - 1 "
+    "df; accuracy_per_novel_episode is the same slope on the accuracy "
     "(R̄ - Υ_random)/(Υ_oracle - Υ_random) of each episode's cell (paper 004, Step 1; NaN without references). "
     "Not Chollet's skill-acquisition efficiency (paper 002 §II.2.1): priors, generalisation difficulty and "
     "experience in bits are not measured; experience here is counted in novel episodes "
@@ -61,21 +65,24 @@ def episode_accuracy(rows: pd.DataFrame, part: pd.DataFrame) -> np.ndarray:
 
 
 def held_out_learning(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(slopes, points) of held-out learners whose curve (CURVE_KEYS) has two or more levels of
-    training_episodes: slopes, one row per curve (see LEARNING_NOTE); points, Υ with its 95% CI and the mean
-    accuracy at each level, on the environments every level of the curve played."""
+    """(slopes, points) of held-out learners whose curve (CURVE_KEYS and the TASK_KEYS recorded) has two or
+    more levels of training_episodes: slopes, one row per curve (see LEARNING_NOTE); points, Υ with its 95%
+    CI and the mean accuracy at each level, on the environments every level played when they share any."""
     from collective.analysis.communication import _slope  # communication.py imports tables, as this module
 
     learners = _learner_rows(rows, HELD_OUT)
+    keys = CURVE_KEYS + [column for column in TASK_KEYS if column in rows]
+    environments = pd.Series(environment_ids(rows), index=rows.index)
     slopes, points = [], []
-    for key, curve in learners.groupby(CURVE_KEYS, sort=True):
+    for key, curve in learners.groupby(keys, sort=True):
         if curve["training_episodes"].nunique() < 2:
             continue
         levels = sorted(curve["training_episodes"].unique())
-        environment = pd.Series(environment_ids(rows), index=rows.index).loc[curve.index]
+        environment = environments.loc[curve.index]
         shared = environment.groupby(curve["training_episodes"]).unique()
         common = set.intersection(*(set(ids) for ids in shared))
-        curve = curve[environment.isin(common).to_numpy()]
+        if common:  # paired levels: the environments all of them played
+            curve = curve[environment.isin(common).to_numpy()]
         clusters = environment.loc[curve.index].to_numpy()
         novel = curve["training_episodes"].to_numpy(float)  # (rows,) novel episodes of each test episode
         accuracy = episode_accuracy(rows, curve)
@@ -84,21 +91,20 @@ def held_out_learning(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             accuracy_slope, accuracy_low, accuracy_high, _ = _slope(accuracy, novel, clusters, True, 2)
         else:
             accuracy_slope = accuracy_low = accuracy_high = math.nan
-        labels = dict(zip(CURVE_KEYS, key))
+        labels = dict(zip(keys, key))
         iterations = int(curve["iterations"].iloc[0])
-        slopes.append(dict(**labels, novel_episodes=",".join(str(int(n)) for n in levels),
-                           environments=len(common), upsilon_per_novel_episode=estimate, ci95_low=low, ci95_high=high,
-                           p=p, accuracy_per_novel_episode=accuracy_slope, accuracy_ci95_low=accuracy_low,
-                           accuracy_ci95_high=accuracy_high, iterations=iterations))
+        slopes.append(dict(**labels, novel_episodes=",".join(str(int(n)) for n in levels), paired=bool(common),
+                           environments=len(np.unique(clusters)), upsilon_per_novel_episode=estimate, ci95_low=low,
+                           ci95_high=high, p=p, accuracy_per_novel_episode=accuracy_slope, accuracy_ci95_low=accuracy_low,
+                           accuracy_ci95_high=accuracy_high))
         for level, at in curve.groupby("training_episodes", sort=True):
             n, mean, lo, hi = mean_ci(at["score"].to_numpy(float))
             points.append(dict(**labels, novel_episodes=int(level), novel_steps=int(level) * iterations, episodes=n,
                                upsilon=mean, ci95_low=lo, ci95_high=hi,
                                accuracy=float(np.mean(episode_accuracy(rows, at)))))
-    slope_columns = [*CURVE_KEYS, "novel_episodes", "environments", "upsilon_per_novel_episode", "ci95_low",
-                     "ci95_high", "p", "accuracy_per_novel_episode", "accuracy_ci95_low", "accuracy_ci95_high",
-                     "iterations"]
-    point_columns = [*CURVE_KEYS, "novel_episodes", "novel_steps", "episodes", "upsilon", "ci95_low", "ci95_high",
+    slope_columns = [*keys, "novel_episodes", "paired", "environments", "upsilon_per_novel_episode", "ci95_low",
+                     "ci95_high", "p", "accuracy_per_novel_episode", "accuracy_ci95_low", "accuracy_ci95_high"]
+    point_columns = [*keys, "novel_episodes", "novel_steps", "episodes", "upsilon", "ci95_low", "ci95_high",
                      "accuracy"]
     return pd.DataFrame(slopes, columns=slope_columns), pd.DataFrame(points, columns=point_columns)
 

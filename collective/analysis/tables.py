@@ -463,7 +463,8 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     - generalisation (Step 3): for the other grid sizes of that class, and for the other environment
       classes, min(1, accuracy there / reference accuracy), one factor each; a factor with no other level
       in the data is left out (an empty product is 1).
-    Groups with a privileged member are flagged and get no PGII: they are references, not contestants."""
+    One row per group type, size and training regime (training steps per agent, demonstrations); groups
+    with a privileged member are flagged and get no PGII: they are references, not contestants."""
     accuracy = normalised_accuracy(rows)
     cells = rows.drop_duplicates("cell").set_index("cell")
     accuracy = accuracy.join(cells[["env", "rows", "cols", "group_size"]], on="cell")
@@ -473,8 +474,13 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     reference_area = areas.min()
     steps_per_episode = episode_agent_steps(rows)
     demonstrations_per_episode = demonstrations(rows)
+    # one row per training regime: sweeps that differ in passes or held-out episodes are different agents
+    regime = pd.DataFrame(dict(group=rows["group"], cell=rows["cell"], training_steps=training_experience(rows),
+                               demonstrations=demonstrations_per_episode)).drop_duplicates(["group", "cell"])
+    accuracy = accuracy.merge(regime, on=["group", "cell"])
     records = []
-    for (label, size), part in accuracy.groupby(["group", "group_size"], sort=True):
+    for (label, size, trained, shown), part in accuracy.groupby(["group", "group_size", "training_steps",
+                                                                  "demonstrations"], sort=True):
         in_env = part["env"] == reference_env
         on_grid = part["rows"] * part["cols"] == reference_area
         reference = part.loc[in_env & on_grid, "accuracy"].mean()
@@ -483,10 +489,9 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
             if unseen.any():
                 ratio = part.loc[unseen, "accuracy"].mean() / reference if reference > 0 else math.nan
                 factors[name] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
-        group_rows = (rows["group"] == label) & (rows["group_size"] == size)
+        group_rows = rows["cell"].isin(part["cell"]) & (rows["group"] == label)
         first = rows[group_rows].iloc[0]
         steps = float(steps_per_episode[group_rows].mean())
-        shown = float(demonstrations_per_episode[group_rows].mean())
         computation_score = log_scale_score(steps, *COMPUTATION_SCALE_STEPS)
         experience_score = demonstration_score(shown)
         clipped = max(0.0, reference) if not math.isnan(reference) else math.nan
@@ -495,12 +500,12 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
         pgi = math.nan if privileged else \
             0.0 if clipped == 0 else clipped ** 2 * (computation_score + experience_score) * product
         records.append(dict(group=label, group_size=size, privileged=privileged, accuracy=reference,
-                            agent_steps=steps, computation_score=computation_score, demonstrations=shown,
+                            training_steps=trained, agent_steps=steps, computation_score=computation_score, demonstrations=shown,
                             experience_score=experience_score, resource_sum=computation_score + experience_score,
                             kernel_seconds=float(rows.loc[group_rows, "kernel_seconds"].mean()), **factors,
                             generalisation=product, pgi=pgi))
     frame = pd.DataFrame(records)
-    order = ["group", "group_size", "privileged", "accuracy", "agent_steps", "computation_score", "demonstrations",
+    order = ["group", "group_size", "privileged", "accuracy", "training_steps", "agent_steps", "computation_score", "demonstrations",
              "experience_score", "resource_sum", "kernel_seconds", "generalisation_grid", "generalisation_env",
              "generalisation", "pgi"]
     return frame[[column for column in order if column in frame.columns]]
