@@ -27,6 +27,7 @@ FIELD_OPTIONS = {
     "behaviour": "--behaviour", "group_size": "--group-size", "rows": "--grid", "cols": "--grid",
     "iterations": "--iterations", "episodes": "--episodes", "seed": "--seed", "profile": "--profile",
     "protocol": "--protocol", "protocol_params": "--protocol-param", "mix": "--mix",
+    "communication_control": "--communication-control", "communication_accounting": "--communication-accounting",
     "behaviour_params": "--behaviour-param",
     "observation_range": "--observation-range", "reward_radius": "--reward-radius",
     "coordination_threshold": "--coordination-threshold", "env": "--env", "landscape_peaks": "--peaks",
@@ -150,6 +151,11 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                             "see `collective protocols`), or MODULE:CLASS")
     group.add_argument("--protocol-param", type=parse_param, action="append", default=[],
                        metavar="KEY=VALUE", help="a protocol parameter; repeatable")
+    group.add_argument("--communication-control", default=None, metavar="real|sham",
+                       help="sham: the members hear the protocol's messages of another episode of the same "
+                            "setting (same traffic, no information; default real)")
+    group.add_argument("--communication-accounting", default=None, metavar="writes|reads_and_writes",
+                       help="how traffic is counted (paper, lambdastar2016: writes; sound: reads_and_writes)")
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
     rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
     rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
@@ -249,7 +255,8 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None) -> Evaluat
         args.profile, behaviour=behaviour, group_size=group_size, mix=args.mix, rows=args.grid[0],
         cols=args.grid[1], iterations=args.iterations, episodes=args.episodes, seed=args.seed,
         protocol=args.protocol, protocol_params=tuple(args.protocol_param),
-        behaviour_params=tuple(args.behaviour_param),
+        behaviour_params=tuple(args.behaviour_param), communication_control=args.communication_control,
+        communication_accounting=args.communication_accounting,
         observation_range=args.observation_range, reward_radius=args.reward_radius,
         coordination_threshold=args.coordination_threshold, pattern_generator=args.patterns,
         evil_pairing=args.evil, k_min=k_min, k_max=k_max, env=args.env, landscape_peaks=args.peaks,
@@ -363,22 +370,28 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
     return 0
 
 
+def _protocol_label(record: dict) -> str:
+    """The protocol, marked [sham] under the sham-communication control."""
+    return record["protocol"] + ("[sham]" if record.get("communication_control") == "sham" else "")
+
+
 def format_table(records: list[dict]) -> str:
     group_width = max([24] + [len(r["mix"] or r["behaviour"]) + 2 for r in records])  # import paths are long
-    protocol_width = max([14] + [len(r["protocol"]) + 2 for r in records])
+    protocol_width = max([14] + [len(_protocol_label(r)) + 2 for r in records])
     header = (f"{'group':<{group_width}}{'G':>4}{'protocol':>{protocol_width}}{'Υ':>9}{'95% CI':>20}{'K mean':>8}"
               f"{'H bits':>8}{'msgs/it':>9}{'M steps/s':>11}{'wall s':>8}")
     lines = [header, "-" * len(header)]
     for r in records:
         ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]"
         rate = (r["agent_steps_per_second"] or 0) / 1e6
-        lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}{r['protocol']:>{protocol_width}}"
+        lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}"
+                     f"{_protocol_label(r):>{protocol_width}}"
                      f"{r['upsilon']:>+9.4f}"
                      f"{ci:>20}{r['k_mean']:>8.2f}{r['entropy_bits']:>8.2f}{r['messages_per_iteration']:>9.1f}"
                      f"{rate:>11.1f}{r['wall_seconds']:>8.2f}")
     first = records[0]
     lines.append(f"grid {first['grid']}, T={first['iterations']}, {first['episodes']} episodes, "
-                 f"profile {first['profile']}, protocol {first['protocol']}, seed {first['seed']}, "
+                 f"profile {first['profile']}, protocol {_protocol_label(first)}, seed {first['seed']}, "
                  f"collective {first['version']}")
     return "\n".join(lines)
 

@@ -67,9 +67,11 @@ class EnvironmentBlock:
 
 
 def episode_cost(config: EvaluationConfig) -> int:
-    """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns."""
+    """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns, plus
+    the shadow episode of a sham."""
     trains = any(learns(name) for name in config.behaviours)
-    return config.iterations * config.group_size * (1 + (config.q_training_passes if trains else 0))
+    return config.iterations * config.group_size * (1 + (config.q_training_passes if trains else 0)) * \
+        (2 if config.sham else 1)
 
 
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
@@ -316,6 +318,8 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             # the protocol's totals over the batch (training passes included) per scored iteration
             "messages_per_iteration": [run.messages / (n * config.iterations)] * n,
             "bits_per_iteration": [run.bits / (n * config.iterations)] * n,
+            "message_entropy_bits": run.message_entropy,
+            "information_bits_per_iteration": information_per_iteration(run, n, config.iterations),
             "score_by_behaviour": by_behaviour, "plugin_digests": [digests] * n,
             "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
             "version": [PACKAGE_VERSION] * n,
@@ -325,22 +329,29 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
     return pa.concat_tables(tables)
 
 
+def information_per_iteration(run, episodes: int, iterations: int) -> np.ndarray:
+    """(episodes,) each episode's message entropy times the batch's reads_and_writes messages per scored
+    iteration (protocols/__init__.py); 0 where nothing was sent."""
+    per_iteration = run.transfers / (episodes * iterations)
+    return run.message_entropy * per_iteration if per_iteration else np.zeros(episodes)
+
+
 def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
-    """One `play` of the unit's episodes; a persistent plug-in group instead plays them in episode
-    order, in `collective evaluate`'s batches, with one group object that keeps what it learns
-    (the plan never splits such a group's block, so the order is the same for any worker count)."""
-    if not config.uses_plugins:
+    """One `play` of the unit's episodes on the fused kernel. On the stepping core, the episodes in
+    order, in `collective evaluate`'s batches, with one group object: a persistent plug-in keeps what it
+    learns (the plan never splits such a group's block, so the order is the same for any worker count),
+    and the core's per-episode message logs stay the size of one batch."""
+    if not config.on_stepping_core:
         return play(config, batch)
     group = plugin_group(config)
-    if not group.persistent:
-        return play(config, batch, group=group)
     size = batch_episodes(config)
     runs = [play(config, _episodes_of(batch, first, min(first + size, len(batch))), group=group)
             for first in range(0, len(batch), size)]
     return replace(runs[0], mean_rewards=np.concatenate([run.mean_rewards for run in runs]),
                    agent_scores=np.concatenate([run.agent_scores for run in runs]),
                    kernel_seconds=sum(run.kernel_seconds for run in runs), messages=sum(run.messages for run in runs),
-                   bits=sum(run.bits for run in runs))
+                   bits=sum(run.bits for run in runs), transfers=sum(run.transfers for run in runs),
+                   message_entropy=np.concatenate([run.message_entropy for run in runs]))
 
 
 def _scores_by_behaviour(config: EvaluationConfig, run) -> list[dict[str, float]]:
