@@ -47,8 +47,10 @@ Where the paper leaves the mapping to the environment class open, our choices (a
   environment itself, as paper 003 §5.2.1 does.
 - **Stopping.** Between environments: KeyboardInterrupt, `budget_seconds` (Θ), `max_environments`,
   or an episode whose arrays (mostly learners' Q-tables, N·T·9 values each) would exceed
-  `memory_limit_bytes`. An environment in progress when Ctrl-C arrives is not counted; before the
-  first environment completes the estimate is the algorithm's initial Υ = 0.
+  `memory_limit_bytes` (a first environment above it is refused up front; `planned_agent_steps`,
+  the work until the test stops by itself, is what `collective anytime --yes` confirms when huge).
+  An environment in progress when Ctrl-C arrives is not counted; before the first
+  environment completes the estimate is the algorithm's initial Υ = 0.
 """
 from __future__ import annotations
 
@@ -125,6 +127,12 @@ class AnytimeConfig:
             self.evaluation.with_changes(iterations=self.start_budget)
         except ConfigError as error:
             raise ConfigError("start_budget" if error.field == "iterations" else error.field, error.message) from None
+        paths, tables = episode_bytes(self.evaluation, self.start_budget)
+        if paths + tables > self.memory_limit_bytes:  # the test would stop before its first environment
+            raise ConfigError("rows" if tables > paths else "start_budget",
+                              f"the first environment (T = {self.start_budget}) needs ~{(paths + tables) / 2**20:,.0f} "
+                              f"MiB, above the test's memory limit of {self.memory_limit_bytes / 2**20:,.0f} MiB; use a "
+                              "smaller grid or start budget")
 
     def as_record(self) -> dict[str, object]:
         unused = ("iterations", "episodes")
@@ -253,13 +261,34 @@ def _episode_config(config: AnytimeConfig, budget: int) -> EvaluationConfig:
     return config.evaluation.with_changes(iterations=budget, episodes=1, k_min=None, k_max=None)
 
 
-def episode_bytes(config: EvaluationConfig) -> int:
-    """Upper bound of one episode's arrays: ⊕/⊖ paths and the kernel's copies of them (about 80
-    bytes per iteration, for the episode and each held-out training episode), and per learner a
-    Q-table of N·T states × 9 actions with its bookkeeping (`simulation.learner_workspace`)."""
-    states = config.rows * config.cols * config.iterations
+def episode_bytes(config: EvaluationConfig, iterations: int) -> tuple[int, int]:
+    """Upper bound of the arrays of one episode of `iterations`: ⊕/⊖ paths and the kernel's copies
+    of them (about 80 bytes per iteration, for the episode and each held-out training episode),
+    and per learner a Q-table of N·T states × 9 actions with its bookkeeping
+    (`simulation.learner_workspace`); as (paths, tables)."""
+    states = config.rows * config.cols * iterations
     episodes = 1 + (config.training_episodes if config.trains_on_held_out else 0)
-    return 80 * (config.iterations + 1) * episodes + learner_count(config) * states * (9 * 8 + 1 + 8)
+    return 80 * (iterations + 1) * episodes, learner_count(config) * states * (9 * 8 + 1 + 8)
+
+
+def planned_budgets(config: AnytimeConfig) -> list[int]:
+    """The budgets of the environments the test plays until it stops by itself, at
+    `max_environments` or before an episode above `memory_limit_bytes`: n₀, then Definition 19's
+    rule (`next_budget`). With `time_based` the budgets follow the group's speed from n₀ up to the
+    same memory limit, so these are an estimate. Ctrl-C, Θ or running out of environments stop sooner."""
+    budgets, budget = [], config.start_budget
+    while (config.max_environments is None or len(budgets) < config.max_environments) and \
+            sum(episode_bytes(config.evaluation, budget)) <= config.memory_limit_bytes:
+        budgets.append(budget)
+        budget = next_budget(budget, config.budget_rounding)
+    return budgets
+
+
+def planned_agent_steps(config: AnytimeConfig) -> int:
+    """Agent-steps of `planned_budgets`: every agent's scored steps and the learners' training passes."""
+    evaluation = config.evaluation
+    per_iteration = evaluation.group_size + learner_count(evaluation) * evaluation.q_training_passes
+    return sum(planned_budgets(config)) * per_iteration
 
 
 def class_k(evaluation: EvaluationConfig, iterations: int) -> np.ndarray:
@@ -292,9 +321,9 @@ def anytime_steps(config: AnytimeConfig) -> Iterator[AnytimeStep]:
             budget = max(config.start_budget, math.floor(tau * speed))
         else:
             budget = n
-        episode = _episode_config(config, budget)
-        if episode_bytes(episode) > config.memory_limit_bytes:
+        if sum(episode_bytes(evaluation, budget)) > config.memory_limit_bytes:
             return "memory_limit"
+        episode = _episode_config(config, budget)
         ks = class_k(evaluation, budget)
         if not len(ks):
             return "exhausted"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from collective.behaviours import behaviour_names, get_behaviour, learns
 from collective.simulation.plugins import PluginError
-from collective.config import PROFILES, ConfigError, EvaluationConfig, parse_mix
+from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, parse_mix
+from collective.progress import Progress, announce_compilation
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 from protocols import get_protocol, protocol_names
@@ -26,6 +27,7 @@ FIELD_OPTIONS = {
     "behaviour": "--behaviour", "group_size": "--group-size", "rows": "--grid", "cols": "--grid",
     "iterations": "--iterations", "episodes": "--episodes", "seed": "--seed", "profile": "--profile",
     "protocol": "--protocol", "protocol_params": "--protocol-param", "mix": "--mix",
+    "communication_control": "--communication-control", "communication_accounting": "--communication-accounting",
     "behaviour_params": "--behaviour-param",
     "observation_range": "--observation-range", "reward_radius": "--reward-radius",
     "coordination_threshold": "--coordination-threshold", "env": "--env", "landscape_peaks": "--peaks",
@@ -104,15 +106,16 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     env.add_argument("--episodes", type=whole, default=episodes, metavar="E",
                      help=f"episodes to average over (default {episodes})")
     env.add_argument("--seed", type=whole, default=0, metavar="S", help="root seed of all randomness (default 0)")
-    env.add_argument("--profile", default="paper", metavar="NAME",
-                     help=f"setting bundle: {', '.join(PROFILES)} (default paper; see README)")
+    env.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME",
+                     help=f"setting bundle: {', '.join(PROFILES)} (default {DEFAULT_PROFILE}: paper 003's test "
+                          "without its confounds; paper: as published; see README)")
     env.add_argument("--observation-range", type=whole, default=None, metavar="K",
                      help="Moore neighbourhood range agents observe (default 1)")
     env.add_argument("--reward-radius", type=whole, default=None, metavar="D", help="reward radius (default 1)")
     env.add_argument("--coordination-threshold", type=whole, default=None, metavar="Q",
                      help="pay the positive reward only when Q agents are near Good (default 1 = off)")
     env.add_argument("--complexity", type=parse_complexity, default=None, metavar="K|KMIN:KMAX",
-                     help="required pattern complexity K, LZ76 phrases (paper profile: 1:23)")
+                     help="required pattern complexity K, LZ76 phrases (sound: 2:23, paper: 1:23)")
     env.add_argument("--patterns", default=None, metavar="NAME",
                      help="pattern generator: cyclic (paper) or ping_pong (reference)")
     env.add_argument("--evil", default=None, metavar="NAME",
@@ -148,6 +151,11 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                             "see `collective protocols`), or MODULE:CLASS")
     group.add_argument("--protocol-param", type=parse_param, action="append", default=[],
                        metavar="KEY=VALUE", help="a protocol parameter; repeatable")
+    group.add_argument("--communication-control", default=None, metavar="real|sham",
+                       help="sham: the members hear the protocol's messages of another episode of the same "
+                            "setting (same traffic, no information; default real)")
+    group.add_argument("--communication-accounting", default=None, metavar="writes|reads_and_writes",
+                       help="how traffic is counted (paper, lambdastar2016: writes; sound: reads_and_writes)")
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
     rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
     rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
@@ -226,6 +234,14 @@ def check_config(parser: argparse.ArgumentParser, args: argparse.Namespace, conf
                        f"group size {config.group_size}, or Good never pays (got {config.coordination_threshold})\n")
 
 
+def check_work(parser: argparse.ArgumentParser, args: argparse.Namespace, steps: int, scope: str = "") -> None:
+    """Require --yes for more than CONFIRM_AGENT_STEPS agent-steps (training passes included)."""
+    if steps > CONFIRM_AGENT_STEPS and not args.yes:
+        hours = steps / AGENT_STEPS_PER_SECOND / 3600
+        parser.exit(2, f"collective {args.command}: error: argument --yes: required for {steps:.2e} agent-steps"
+                       f"{scope} (above {CONFIRM_AGENT_STEPS:.0e}; ~{hours:,.0f} h at ~10 M agent-steps/s)\n")
+
+
 def agent_steps(config: EvaluationConfig) -> int:
     """Agent-steps of an evaluation: scored steps and the learners' training passes."""
     learners = sum(map(learns, config.behaviours))
@@ -239,7 +255,8 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None) -> Evaluat
         args.profile, behaviour=behaviour, group_size=group_size, mix=args.mix, rows=args.grid[0],
         cols=args.grid[1], iterations=args.iterations, episodes=args.episodes, seed=args.seed,
         protocol=args.protocol, protocol_params=tuple(args.protocol_param),
-        behaviour_params=tuple(args.behaviour_param),
+        behaviour_params=tuple(args.behaviour_param), communication_control=args.communication_control,
+        communication_accounting=args.communication_accounting,
         observation_range=args.observation_range, reward_radius=args.reward_radius,
         coordination_threshold=args.coordination_threshold, pattern_generator=args.patterns,
         evil_pairing=args.evil, k_min=k_min, k_max=k_max, env=args.env, landscape_peaks=args.peaks,
@@ -281,6 +298,7 @@ def _add_anytime_parser(commands) -> None:
                       help="stop after S seconds (Θ; default: until Ctrl-C)")
     test.add_argument("--max-environments", type=whole, default=None, metavar="M", help="stop after M environments")
     test.add_argument("--trace-out", default=None, metavar="FILE.parquet", help="write the trace as Parquet")
+    _add_yes_option(anytime)
 
 
 def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -305,23 +323,39 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
             usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
         if not os.access(trace if trace.exists() else trace.resolve().parent, os.W_OK):
             usage("--trace-out", f"{args.trace_out!r} is not writable")
-    from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, run_anytime,
-                                    write_trace)
+    from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, planned_budgets,
+                                    planned_agent_steps, run_anytime, write_trace)
 
     settings = {name: getattr(args, name) for name in ANYTIME_OPTIONS if getattr(args, name) is not None}
+    announce_compilation()  # validating the K range may compile the pattern probe
     try:
         config = AnytimeConfig(config_from_args(args, args.behaviour), time_based=args.time_based, **settings)
     except ConfigError as error:
         usage(ANYTIME_OPTIONS.get(error.field) or FIELD_OPTIONS.get(error.field, error.field), error.message)
     check_config(parser, args, config.evaluation)
+    check_work(parser, args, planned_agent_steps(config), " until the test stops by itself (at its memory limit "
+                                                          "or --max-environments)")
     from collective.evaluate import load_compiled
 
     load_compiled(config.evaluation, notify=True)
     if not args.json:
         print(TRACE_HEADER, flush=True)
+    # with --json nothing is printed until the end: progress on stderr instead, in iterations when
+    # the test's end is known
+    known_end = not (config.time_based or config.budget_seconds)
+    evaluation = config.evaluation
+    progress = Progress(sum(planned_budgets(config)) if known_end else None, "iterations", "collective anytime",
+                        f"{evaluation.mix or evaluation.behaviour} x{evaluation.group_size}", enabled=args.json)
+
+    def on_step(step) -> None:
+        if not args.json:
+            print(format_step(step), flush=True)
+        progress.update(step.budget, f"{step.environment + 1} environments, ξ {step.xi_next:.3g}, Υ {step.upsilon:+.4f}")
+
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even in the background
     try:
-        result = run_anytime(config, on_step=None if args.json else lambda step: print(format_step(step), flush=True))
+        with progress:
+            result = run_anytime(config, on_step=on_step)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: the results are written whole
         print(json.dumps(result.as_record()) if args.json else format_summary(result), flush=True)
         if args.trace_out:
@@ -336,22 +370,28 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
     return 0
 
 
+def _protocol_label(record: dict) -> str:
+    """The protocol, marked [sham] under the sham-communication control."""
+    return record["protocol"] + ("[sham]" if record.get("communication_control") == "sham" else "")
+
+
 def format_table(records: list[dict]) -> str:
     group_width = max([24] + [len(r["mix"] or r["behaviour"]) + 2 for r in records])  # import paths are long
-    protocol_width = max([14] + [len(r["protocol"]) + 2 for r in records])
+    protocol_width = max([14] + [len(_protocol_label(r)) + 2 for r in records])
     header = (f"{'group':<{group_width}}{'G':>4}{'protocol':>{protocol_width}}{'Υ':>9}{'95% CI':>20}{'K mean':>8}"
               f"{'H bits':>8}{'msgs/it':>9}{'M steps/s':>11}{'wall s':>8}")
     lines = [header, "-" * len(header)]
     for r in records:
         ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]"
         rate = (r["agent_steps_per_second"] or 0) / 1e6
-        lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}{r['protocol']:>{protocol_width}}"
+        lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}"
+                     f"{_protocol_label(r):>{protocol_width}}"
                      f"{r['upsilon']:>+9.4f}"
                      f"{ci:>20}{r['k_mean']:>8.2f}{r['entropy_bits']:>8.2f}{r['messages_per_iteration']:>9.1f}"
                      f"{rate:>11.1f}{r['wall_seconds']:>8.2f}")
     first = records[0]
     lines.append(f"grid {first['grid']}, T={first['iterations']}, {first['episodes']} episodes, "
-                 f"profile {first['profile']}, protocol {first['protocol']}, seed {first['seed']}, "
+                 f"profile {first['profile']}, protocol {_protocol_label(first)}, seed {first['seed']}, "
                  f"collective {first['version']}")
     return "\n".join(lines)
 
@@ -370,8 +410,12 @@ def describe_protocols() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # while plug-ins named on the command line load
+        print("collective: interrupted", file=sys.stderr)
+        return 130
     try:
         return _run(parser, args)
     except PluginError as error:
@@ -407,6 +451,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.exit(2, "collective evaluate: error: argument --behaviour: required (or give --mix)\n")
     check_group_args(parser, args)
     behaviours = [args.behaviour] if args.behaviour or args.mix else list(DEMO_BEHAVIOURS)
+    announce_compilation()  # validating the K range may compile the pattern probe
     try:
         configs = [config_from_args(args, b) for b in behaviours]
     except ConfigError as error:
@@ -414,11 +459,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.exit(2, f"collective {args.command}: error: argument {option}: {error.message}\n")
     for config in configs:
         check_config(parser, args, config)
-    steps = sum(map(agent_steps, configs))
-    if steps > CONFIRM_AGENT_STEPS and not args.yes:
-        hours = steps / AGENT_STEPS_PER_SECOND / 3600
-        parser.exit(2, f"collective {args.command}: error: argument --yes: required for {steps:.2e} agent-steps "
-                       f"(above {CONFIRM_AGENT_STEPS:.0e}; ~{hours:,.0f} h at ~10 M agent-steps/s)\n")
+    check_work(parser, args, sum(map(agent_steps, configs)))
     from collective.evaluate import evaluate  # imported late: --help and bad input stay fast
 
     records = [evaluate(config, progress=True).as_record() for config in configs]

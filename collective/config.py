@@ -8,6 +8,7 @@ confounds of issue 12 taken out.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
@@ -23,9 +24,10 @@ from collective.environments.patterns import (K_SAMPLINGS, PATTERN_GENERATORS, S
                                               PatternGenerator, StratifiedComplexity, reachable_k, unpairable_k)
 from collective.simulation.kernel import LearnerParameters
 from collective.simulation.plugins import PluginClass, PluginError
-from protocols import load_protocol
+from protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # episodes per batch: about half a second of kernel time
+COMMUNICATION_CONTROLS = ("real", "sham")  # `communication_control` (issue 14 point 4; collective.evaluate.play)
 SEED_MAX = 2**63 - 1
 REACHABLE_PROBES = 2000  # episodes `reachable_k` generates to probe a K range
 
@@ -35,6 +37,9 @@ ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
 # §5.2.1), or "held_out" episodes of the same class never scored (paper 000 §5.2's no-reuse rule).
 LEARNING_PROTOCOLS = ("replay", "held_out")
 
+# What a run uses unless it names a profile (CLI, adapters, `from_profile`): the confound-free test
+# of issue 12. The dataclass defaults stay `paper`'s, so `paper` is every new field's baseline.
+DEFAULT_PROFILE = "sound"
 PROFILES: dict[str, dict[str, object]] = {
     "paper": dict(
         pattern_generator="cyclic",  # paper 003 §4.2: recurrent segment of 1..⌊T/2⌋ moves
@@ -55,6 +60,8 @@ PROFILES: dict[str, dict[str, object]] = {
         anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1},
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
+        # communication (issue 14 point 3): reads of shared media are messages as writes are
+        communication_accounting="reads_and_writes",
         protocol_defaults={},
     ),
     "lambdastar2016": dict(
@@ -139,6 +146,13 @@ class EvaluationConfig:
     # sampled episodes, c in LZ76 phrases (spec §4 literally; not an estimator of paper 001's sum);
     # "importance_bits" = K in Lempel-Ziv code bits, episodes weighted by 2^-K / the pattern's probability
     legg_hutter_estimator: str = "sampled_phrases"
+    # Traffic (protocols/__init__.py, spec §6): "writes" counts direct messages and writes to shared media (the
+    # counts of before issue 14); "reads_and_writes" counts every read of a shared medium as a message too
+    communication_accounting: str = "writes"
+    # "real", or "sham": the sham-communication control (collective.evaluate.play): each scored episode is played
+    # beside a shadow episode of the same cell and their members hear each other's messages: the protocol's
+    # traffic with no information about the episode (separates information from herding)
+    communication_control: str = "real"
     # The 2016 C++ program's behaviours (CPP_SWITCHES; README "Replicating the 2016 program"):
     # the first scored observation sees the field with ⊕ and ⊖ both reset onto cell 0 (main.cpp
     # resets them after training): -0.5 on cell 0, 0 elsewhere; from the second iteration on it is right
@@ -160,7 +174,7 @@ class EvaluationConfig:
     cpp_groups_of_one: bool = False
 
     @classmethod
-    def from_profile(cls, profile: str = "paper", **overrides) -> "EvaluationConfig":
+    def from_profile(cls, profile: str = DEFAULT_PROFILE, **overrides) -> "EvaluationConfig":
         """The profile's settings, then `overrides` (None values are ignored), validated."""
         if profile not in PROFILES:
             raise ConfigError("profile", f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}")
@@ -225,6 +239,20 @@ class EvaluationConfig:
         """Whether a behaviour or the protocol is a plug-in: the group then plays on the stepping core."""
         return not load_protocol(self.protocol).builtin or \
             not all(load_behaviour(name).builtin for name in set(self.behaviours))
+
+    @property
+    def sham(self) -> bool:
+        return self.communication_control == "sham"
+
+    @property
+    def on_stepping_core(self) -> bool:
+        """Whether the group plays on the stepping core: a plug-in, or the sham control (which needs it)."""
+        return self.sham or self.uses_plugins
+
+    @property
+    def accounting_offset(self) -> int:
+        """Where the compiled rules count this row's accounting: (messages, bits) at comm[offset:offset + 2]."""
+        return 2 * COMMUNICATION_ACCOUNTINGS.index(self.communication_accounting)
 
     @property
     def plugins(self) -> tuple[PluginClass, ...]:
@@ -330,6 +358,7 @@ def _validate(c: EvaluationConfig) -> None:
     _require_choice(c, "env", ENVIRONMENT_CLASSES)
     _validate_plugins(c)
     _validate_protocol(c)
+    _validate_communication(c)
     _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
     _require_choice(c, "segment_cap", SEGMENT_CAPS)
     _require_choice(c, "evil_pairing", EVIL_PAIRINGS)
@@ -447,6 +476,33 @@ def _validate_protocol(c: EvaluationConfig) -> None:
         raise ConfigError("protocol", str(error)) from None
 
 
+def _validate_communication(c: EvaluationConfig) -> None:
+    """The accounting and the control are known; the sham control is refused where it cannot be made:
+    without messages, with learners (the stepping core, where the sham plays, has none) or a shared
+    table (its traffic happens inside the learners' training), or with a persistent plug-in (it would
+    learn from the shadow episodes as well)."""
+    _require_choice(c, "communication_accounting", COMMUNICATION_ACCOUNTINGS)
+    _require_choice(c, "communication_control", COMMUNICATION_CONTROLS)
+    if not c.sham:
+        return
+    protocol = load_protocol(c.protocol)
+    code = protocol.cls.code if protocol.builtin else None
+    if code == NONE:
+        raise ConfigError("communication_control", "sham needs a communicating protocol: protocol none sends no "
+                                                   "message to exchange between episodes")
+    if code == SHARED_Q:
+        raise ConfigError("communication_control", "shared_q cannot be shammed: its learners read and write the "
+                                                   "table while they train inside the fused kernel, with no message "
+                                                   "that could be exchanged between episodes")
+    learners = sorted({name for name in c.behaviours if learns(name)})
+    if learners:
+        raise ConfigError("communication_control", f"sham plays on the stepping core, where {', '.join(learners)} "
+                                                   "cannot play (it trains inside the fused kernel)")
+    if c.persistent:
+        raise ConfigError("communication_control", "sham cannot be played with a persistent plug-in: it would "
+                                                   "learn from the shadow episodes as well")
+
+
 def _validate_learning_protocol(c: EvaluationConfig) -> None:
     """Replay trains on the one scored episode; held-out episodes are each played at least once."""
     _require_choice(c, "learning_protocol", LEARNING_PROTOCOLS)
@@ -464,18 +520,22 @@ def physical_memory_limit() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
-def memory_needs(c: EvaluationConfig) -> dict[str, int]:
+def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int]:
     """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
     shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
-    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows."""
-    steps = c.group_size * c.iterations * (1 + (c.q_training_passes if any(map(learns, c.behaviours)) else 0))
-    batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))
+    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows.
+    `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
+    sweep's work unit may play more)."""
+    learners = sum(count for name, count in Counter(c.behaviours).items() if learns(name))  # names once: G may be 10^7
+    steps = c.group_size * c.iterations * (1 + (c.q_training_passes if learners else 0))
+    if batch is None:
+        batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))  # played (a sham: half + shadows)
     cells, agents = c.rows * c.cols, c.group_size
-    learners = sum(map(learns, c.behaviours))
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
-    window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.uses_plugins else 0
+    window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.on_stepping_core else 0
     tables = learners * cells * c.iterations * (9 * 8 + 1)
+    logs = batch * c.iterations * (2 * agents + 1) * 8 if c.on_stepping_core and c.protocol != "none" else 0
     # held-out training episodes: their paths and fields, and the kernel's (n, T+1) coordinates of them
     held_out = batch * c.training_episodes if c.trains_on_held_out else 0
     training_paths = (held_out * 2 * 4 + c.training_episodes * 6 * 8) * (c.iterations + 1) if held_out else 0
@@ -484,7 +544,7 @@ def memory_needs(c: EvaluationConfig) -> dict[str, int]:
         + training_paths,
         "rows": ((batch + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
         + (tables if c.iterations <= cells else 0),
-        "group_size": (batch + held_out) * agents * 8 * 5,
+        "group_size": (batch + held_out) * agents * 8 * 5 + logs,  # + the stepping core's message symbols
         "observation_range": batch * agents * window,
     }
 

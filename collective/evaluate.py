@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
+import math
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from collective.behaviours import learns, load_behaviour
 from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
 from collective.environments.ceiling import upsilon_best
 from collective.environments.complexity import alphabet_normalised
+from collective.progress import Progress, announce_compilation, compilation_done
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.random_streams import episode_seed_table, training_seed_table
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
@@ -31,8 +32,9 @@ from collective.environments.pattern_probability import pattern_log2_probabiliti
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
 from collective.simulation.kernel import (KernelSwitches, learner_workspace, separate_tables, simulate_batch,
                                          talk_workspace)
-from collective.simulation.stepping import Group, Member, play_group
+from collective.simulation.stepping import Group, Member, play_group, play_overhearing
 from protocols import NONE, load_protocol
+from protocols.kernel_support import READS_AND_WRITES
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,14 @@ class EvaluationResult:
     compile_seconds: float = 0.0  # loading or compiling the kernels, outside wall_seconds
     local_optima_mean: float | None = None  # landscapes only (spec §7)
     correlation_length_mean: float | None = None
+    transfers: float = 0.0  # messages under the reads_and_writes accounting, over all passes
+    message_entropy_bits: float = math.nan  # mean over the episodes with messages (protocols/__init__.py)
+
+    @property
+    def information_bits_per_iteration(self) -> float:
+        """Entropy per message times the reads_and_writes messages per scored iteration (0 without any)."""
+        per_iteration = self.transfers / (self.estimate.episodes * self.config.iterations)
+        return per_iteration * self.message_entropy_bits if per_iteration else 0.0
     upsilon_best: float | None = None  # mean ceiling of R̄ (`ceiling.upsilon_best`; exact at threshold 1)
     k_evil_mean: float | None = None  # mean K of ⊖'s played path (Λ* only)
 
@@ -73,6 +83,10 @@ class EvaluationResult:
             "agent_steps_per_second": total_steps / self.kernel_seconds if self.kernel_seconds else None,
             "messages_per_iteration": self.messages / (e.episodes * self.config.iterations),
             "bits_per_iteration": self.bits / (e.episodes * self.config.iterations),
+            "message_entropy_bits": _finite(self.message_entropy_bits),
+            "information_bits_per_iteration": _finite(self.information_bits_per_iteration),
+            "communication_accounting": self.config.communication_accounting,
+            "communication_control": self.config.communication_control,
             "mix": self.config.mix, "protocol_params": dict(self.config.protocol_params), "env": self.config.env,
             "local_optima_mean": self.local_optima_mean, "correlation_length_mean": self.correlation_length_mean,
             "version": version("collective"),
@@ -80,14 +94,21 @@ class EvaluationResult:
         }
 
 
+def _finite(value: float) -> float | None:
+    """A float for JSON: None where it is NaN (not measured)."""
+    return None if math.isnan(value) else value
+
+
+@functools.lru_cache(maxsize=256)
 def learner_count(config: EvaluationConfig) -> int:
-    return sum(learns(name) for name in config.behaviours)
+    """The group's learners, counted once per configuration (a group may have millions of agents)."""
+    return sum(count for name, count in Counter(config.behaviours).items() if learns(name))
 
 
 def batch_episodes(config: EvaluationConfig) -> int:
     """Episodes per batch: enough work per kernel call to amortise its overhead, or fewer when a
     plug-in declares `batch_episodes` (a persistent learner learns from batch to batch)."""
-    steps = config.group_size * config.iterations
+    steps = config.group_size * config.iterations * (2 if config.sham else 1)  # a sham plays each episode's shadow
     steps *= 1 + (config.q_training_passes if learner_count(config) else 0)
     declared = [plugin.batch_episodes for plugin in config.plugins if plugin.batch_episodes]
     return int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps] + declared)))
@@ -100,13 +121,15 @@ class EpisodeRun:
     mean_rewards: np.ndarray  # (episodes,) R̄ per episode (paper 003 Definition 2)
     environments: EnvironmentBatch
     kernel_seconds: float
-    messages: float  # sent by the protocol over the batch, training passes included
+    messages: float  # sent by the protocol over the batch, training passes included (the config's accounting)
     bits: float
     # (episodes, agents) each agent's mean reward per iteration; None for a homogeneous group on the fused
     # kernel (its per-capita score is R̄; see `simulate_batch`)
     agent_scores: np.ndarray | None = None
     positions: np.ndarray | None = None  # (episodes, T+1, agents) with record=True
     rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
+    transfers: float = 0.0  # messages under the reads_and_writes accounting (protocols/__init__.py)
+    message_entropy: np.ndarray | None = None  # (episodes,) bits per message, NaN without messages
 
 
 def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
@@ -183,14 +206,41 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
          group: Group | None = None) -> EpisodeRun:
     """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
     A plug-in group plays on the stepping core with `group` (made once per evaluation by
-    `plugin_group`, so that persistent plug-ins keep their state), or a fresh one."""
-    load_kernel(config.env)
-    if config.uses_plugins:
-        load_stepping_core()
-        run = play_group(group or plugin_group(config), environments, record)
+    `plugin_group`, so that persistent plug-ins keep their state), or a fresh one; so does the sham
+    control (`play_sham`)."""
+    load_code(config)
+    if config.on_stepping_core:
+        group = group or plugin_group(config)
+        if config.sham:
+            return play_sham(config, environments, record, group)
+        run = play_group(group, environments, record)
         return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
-                          run.positions, run.rewards)
+                          run.positions, run.rewards, run.transfers, run.message_entropy)
     return _play(config, environments, record)
+
+
+SHADOW_BRANCH = 1  # spawn key of a shadow episode's SeedSequence under its scored episode's agent seed
+
+
+def shadow_environments(config: EvaluationConfig, environments: EnvironmentBatch) -> EnvironmentBatch:
+    """Each episode's shadow: another environment of the same class (pattern, ⊖, start cells, agents'
+    seed) drawn from SeedSequence(the episode's agent seed, spawn_key=(SHADOW_BRANCH,)), a branch of the
+    episode's own seeds, so a shadow never depends on the batch or the worker that plays it."""
+    table = np.array([np.random.SeedSequence(int(seed), spawn_key=(SHADOW_BRANCH,)).generate_state(3, np.uint64)
+                      for seed in environments.agent_seeds], np.uint64).reshape(-1, 3)
+    return config.environment().generate(table, config.group_size)
+
+
+def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: bool, group: Group) -> EpisodeRun:
+    """The sham-communication control (issue 14 point 4): a second copy of the group plays each
+    episode's shadow for real, and the group's members, in the episode, hear at every iteration what
+    the protocol tells the same members in the shadow (`play_overhearing`). The group keeps the
+    protocol's messages, traffic and herding (real messages, of a real episode of the same cell), but
+    no message tells it about its own episode. Traffic and message entropy are those of what it heard."""
+    run = play_overhearing(group, plugin_group(config), environments, shadow_environments(config, environments),
+                           record)
+    return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
+                      run.positions, run.rewards, run.transfers, run.message_entropy)
 
 
 def plugin_group(config: EvaluationConfig) -> Group:
@@ -209,33 +259,45 @@ def plugin_group(config: EvaluationConfig) -> Group:
         talker = Member(protocol, protocol.instantiate(dict(config.protocol_params)),
                         np.flatnonzero(config.protocol_members))
     elif protocol.cls.code != NONE:
-        talker = Member(protocol, CompiledProtocol(protocol.cls.code, config.protocol_values),
+        talker = Member(protocol, CompiledProtocol(protocol.cls.code, config.protocol_values, config.accounting_offset),
                         np.flatnonzero(config.protocol_members))
     return Group(members, talker, config.group_size, config.rows, config.cols, config.iterations,
                  config.observation_range, config.reward_radius, config.coordination_threshold,
                  kernel_switches(config, None))
 
 
-PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
 # The smallest episode, played once per process to load the compiled code before any timing.
 TINY = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episodes=1, k_min=None, k_max=None)
 
 
+def load_code(config: EvaluationConfig) -> None:
+    """Load (or compile) everything `config` plays on, before anything is timed: the kernel of its
+    environment class in the variant it needs, and the stepping core when it plays there (a plug-in
+    or the sham control)."""
+    load_kernel(config.env, mixed=not config.on_stepping_core and len(set(config.behaviours)) > 1)
+    if config.on_stepping_core:
+        load_stepping_core(config.env)
+
+
 @functools.cache
-def load_kernel(env: str = "lambda_star") -> None:
+def load_kernel(env: str = "lambda_star", mixed: bool = False) -> None:
     """Have numba load (or compile) the simulator and the pattern generators in this process now,
-    before anything is timed, so that kernel_seconds measure simulation only. Every configuration
-    of an environment class shares the kernel's types (a landscape adds its field, a second
-    compilation), so one tiny episode of the class suffices."""
-    tiny = TINY.with_changes(env=env, landscape_peaks=1)
+    before anything is timed, so that kernel_seconds measure simulation only. The kernel's types
+    depend on the environment class (a landscape adds its field) and on whether the group is
+    mixed (each agent's totals are kept), each a compilation of its own; one tiny episode of the
+    variant loads it."""
+    mix = dict(mix="random:1,oracle:1", behaviour="mix", group_size=2) if mixed else {}
+    tiny = TINY.with_changes(env=env, landscape_peaks=1, **mix)
     _play(tiny, with_ceiling(tiny, generate_environments(tiny, np.arange(1))), record=False)
 
 
 @functools.cache
-def load_stepping_core() -> None:
+def load_stepping_core(env: str = "lambda_star") -> None:
     """The same for the stepping core and the built-ins' compiled forms, in the processes that
-    play plug-ins only: one tiny episode of searchers under a protocol."""
-    talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast")
+    play plug-ins only: one tiny episode of searchers under a protocol in the environment class
+    (a landscape's field is a specialisation of its own, as in `load_kernel`)."""
+    talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast", env=env,
+                                landscape_peaks=1)
     play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
 
 
@@ -249,49 +311,23 @@ def kernel_cached() -> bool:
 
 def load_compiled(config: EvaluationConfig, notify: bool = False) -> float:
     """Load (or compile) the code `config` plays on; returns the seconds it took. With `notify`,
-    a cold cache is announced on stderr, so that the first run is not silent for a minute."""
-    cold = notify and not kernel_cached()
-    if cold:
-        print("collective: compiling kernels (first run only; ~1 min) ...", file=sys.stderr, flush=True)
+    a compilation is announced on stderr as it starts (`progress.announce_compilation`) and its
+    end once everything is loaded, so that the first run is not silent for a minute."""
+    if notify:
+        announce_compilation()
     started = time.perf_counter()
-    load_kernel(config.env)
-    if config.uses_plugins:
-        load_stepping_core()
+    load_code(config)
     seconds = time.perf_counter() - started
-    if cold:
-        print(f"collective: ... done in {seconds:.0f} s", file=sys.stderr, flush=True)
+    if notify:
+        compilation_done()
     return seconds
-
-
-class ProgressLines:
-    """Progress as plain stderr lines (episodes done, rate, ETA) at most every PROGRESS_SECONDS:
-    tqdm draws a bar on a terminal only, and a long run in a log would otherwise say nothing."""
-
-    def __init__(self, total: int, label: str):
-        self.total, self.label, self.done = total, label, 0
-        self.started = self.last = time.perf_counter()
-
-    def update(self, episodes: int) -> None:
-        self.done += episodes
-        now = time.perf_counter()
-        if now - self.last >= PROGRESS_SECONDS and self.done < self.total:
-            self.last = now
-            rate = self.done / (now - self.started)
-            print(f"collective: {self.label}: {self.done}/{self.total} episodes, {rate:.3g} episodes/s, "
-                  f"ETA {(self.total - self.done) / rate:.0f} s", file=sys.stderr, flush=True)
-
-    def __enter__(self) -> "ProgressLines":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
 
 
 def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool) -> EpisodeRun:
     codes = np.array([load_behaviour(name).cls.code for name in config.behaviours], np.int64)
     protocol = load_protocol(config.protocol).cls
     talk = talk_workspace(protocol.code, config.protocol_values, config.protocol_members, config.group_size,
-                          config.rows, config.cols, config.observation_range)
+                          config.rows, config.cols, config.observation_range, config.iterations, len(environments))
     shape = (len(environments), config.group_size, config.iterations) if record else (0, 0, 0)
     positions = np.zeros((shape[0], shape[1], shape[2] + record), np.int32)  # (episodes, agents, T+1)
     rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)
@@ -310,12 +346,13 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals,
         kernel_switches(config, environments))
     seconds = time.perf_counter() - start
-    messages, bits = talk.comm
+    messages, bits = talk.comm[config.accounting_offset:config.accounting_offset + 2]
     agent_scores = agent_totals / config.iterations if mixed else None
+    traffic = dict(transfers=float(talk.comm[READS_AND_WRITES]), message_entropy=talk.entropy)
     if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
         return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
-                          positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1))
-    return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores)
+                          positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1), **traffic)
+    return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores, **traffic)
 
 
 def kernel_switches(config: EvaluationConfig, environments: EnvironmentBatch | None) -> KernelSwitches:
@@ -359,13 +396,12 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     compile_seconds = load_compiled(config, notify=progress)
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
-    group = plugin_group(config) if config.uses_plugins else None
+    group = plugin_group(config) if config.on_stepping_core else None
     accumulator = ScoreAccumulator()
-    kernel_seconds = messages = bits = optima = correlation = best = k_evil = 0.0
+    kernel_seconds = messages = bits = optima = correlation = best = k_evil = transfers = entropy_sum = 0.0
+    entropy_episodes = 0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
-    lines = progress and not sys.stderr.isatty()
-    with ProgressLines(config.episodes, label) if lines else \
-            tqdm(total=config.episodes, unit="episode", disable=not progress, leave=False, desc=label) as bar:
+    with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar:
         for first in range(0, config.episodes, size):
             episodes = np.arange(first, min(first + size, config.episodes))
             run = run_episodes(config, episodes, group=group)
@@ -379,6 +415,9 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             kernel_seconds += run.kernel_seconds
             messages += run.messages
             bits += run.bits
+            transfers += run.transfers
+            measured = run.message_entropy[~np.isnan(run.message_entropy)]
+            entropy_sum, entropy_episodes = entropy_sum + float(measured.sum()), entropy_episodes + len(measured)
             if run.environments.landscapes is not None:
                 optima += float(run.environments.local_optima.sum())
                 correlation += float(run.environments.correlation_length.sum())
@@ -389,7 +428,8 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, compile_seconds=compile_seconds,
         agent_steps=agent_steps,
         training_steps=config.episodes * config.iterations * learner_count(config) * config.q_training_passes,
-        messages=messages, bits=bits,
+        messages=messages, bits=bits, transfers=transfers,
+        message_entropy_bits=entropy_sum / entropy_episodes if entropy_episodes else math.nan,
         local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
         correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None,
         upsilon_best=best / config.episodes, k_evil_mean=k_evil / config.episodes if config.env != "landscape" else None)

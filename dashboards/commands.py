@@ -10,7 +10,8 @@ import sys
 
 COMMANDS = ("analyze", "figures", "dashboard")
 FORMATS = ("table", "csv", "json", "markdown")
-TABLES = ("upsilon", "legg_hutter", "gains", "protocols", "focal", "regression", "regression_fit", "pgi", "learning")
+TABLES = ("upsilon", "legg_hutter", "gains", "protocols", "communication", "communication_entropy", "sham", "focal",
+          "regression", "regression_fit", "pgi", "learning", "replay_learning")
 
 
 def _comma_list(text: str) -> list[str]:
@@ -44,13 +45,15 @@ def add_analysis_commands(commands) -> None:
     """Add analyze, figures and dashboard to the CLI's subparsers."""
     analyze = commands.add_parser("analyze", help="Υ tables with CIs, collective gains, protocol tests, "
                                                   "regression, PGI index",
-                                  description="Tables from a sweep dataset: Υ with 95%% CIs by any factor, "
+                                  description="Tables from a sweep dataset: Υ with 95% CIs by any factor, "
                                               "Legg-Hutter Υ with its effective sample size, the gain of "
                                               "collectives over isolated agents and protocol comparisons "
-                                              "(paired by environment), focal and background "
+                                              "(paired by environment), communication cost, information and "
+                                              "the sham control, focal and background "
                                               "scores of mixed groups, a regression of Υ on K, H, group "
                                               "size and density (errors clustered by cell, lack-of-fit test of "
-                                              "linear H), the PGI index and learning curves.")
+                                              "linear H), the PGI index, the held-out learning slope and "
+                                              "replay curves.")
     _add_dataset_options(analyze)
     analyze.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
     analyze.add_argument("--tables", type=_table_list, default=None, metavar="T1,T2",

@@ -19,8 +19,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from collective.analysis.learning import held_out_learning, replay_curves  # noqa: E402
 from collective.analysis.tables import (K_BIN, K_MID, Dataset, add_k_bins, clustered_mean_ci,  # noqa: E402
-                                       environment_ids, learning_curves, mean_ci)
+                                       environment_ids, mean_ci)
 
 logging.getLogger("fontTools").setLevel(logging.ERROR)  # Computer Modern's old 'head' timestamps, when subsetting
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")  # yellow last: low contrast
@@ -242,28 +243,63 @@ def _structures(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec:
 
 
 def _learning(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
-    curves = learning_curves(rows)
+    """Held-out learners' Υ on unseen episodes against novel training episodes when the data varies them,
+    else replay learners' Υ against replay steps (collective/analysis/learning.py); None without either."""
+    _, points = held_out_learning(rows)
+    held_out = not points.empty
+    curves = points.rename(columns={"novel_episodes": "x"}) if held_out else \
+        replay_curves(rows).rename(columns={"training_steps": "x"}).assign(q_training_passes=None)
     if curves.empty:
         return None
-    keys = list(dict.fromkeys(zip(curves["group"], curves["group_size"])))
     figure, ax = plt.subplots(figsize=(PANEL_WIDTH * 1.4, PANEL_HEIGHT * 1.2), layout="constrained")
-    for label, size in keys:
-        part = curves[(curves["group"] == label) & (curves["group_size"] == size)]
-        curve = part.rename(columns={"training_steps": "x", "ci95_low": "low", "ci95_high": "high"})
-        _plot_curve(ax, curve, f"{label}, $G = {size}$", color=types.loc[label, "colour"],
-                    marker=types.loc[label, "marker"])
+    keys = ["group", "group_size", "q_training_passes"] + [key for key in ("grid", "iterations") if key in curves]
+    for values, part in curves.groupby(keys, sort=True, dropna=False):
+        label, size, passes = values[:3]
+        curve = part.rename(columns={"ci95_low": "low", "ci95_high": "high"})
+        task = ", ".join(f"{key} {value}" for key, value in zip(keys[3:], values[3:]))
+        name = f"{label}, $G = {size}$" + (f", {passes} passes, {task}" if held_out else "")
+        _plot_curve(ax, curve, name, color=types.loc[label, "colour"], marker=types.loc[label, "marker"])
     learner_cells = set(rows.loc[rows["group"].isin(curves["group"]), "cell"])
-    experience = rows.drop_duplicates("cell").set_index("cell")["q_training_passes"] * \
-        rows.drop_duplicates("cell").set_index("cell")["iterations"]
-    with_x = rows.assign(steps=rows["cell"].map(experience))
-    _references(ax, with_x, types, learner_cells, "steps")
+    _references(ax, rows, types, learner_cells, None)
     ax.set_xscale("log")
-    ax.set_xlabel("training experience (agent-steps per episode)")
-    title = "Learning curves"
+    ax.set_xlabel("novel training episodes per test episode" if held_out
+                  else "training experience (replay agent-steps per episode)")
+    title = "Held-out learning" if held_out else "Replay learning"
     _finish(figure, [ax], title)
-    return FigureSpec("learning_curves", title, "Υ of learner groups against training experience "
-                      "(q_training_passes x T; paper 002's skill-acquisition view), random and oracle of the "
-                      "same cells for reference.", figure)
+    caption = ("Υ on unseen test episodes against the novel training episodes each came with (held-out "
+               "learning; not paper 002's skill-acquisition efficiency, see the learning table)" if held_out else
+               "Υ on the trained episode against q_training_passes x T replay steps (memorisation)")
+    return FigureSpec("learning_curves", title, caption + "; random and oracle levels of the same cells.", figure)
+
+
+def _communication(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
+    """Υ of each collective per cell against the cell's mean message entropy (the `communication_entropy`
+    table's points); sham groups as open markers."""
+    if "message_entropy_bits" not in rows:
+        return None
+    measured = rows[rows["message_entropy_bits"].notna() & (rows["protocol"] != "none")]
+    if measured.empty:
+        return None
+    sham = set(measured.loc[measured.get("communication_control", pd.Series("real", index=measured.index))
+                            == "sham", "group"])
+    figure, ax = plt.subplots(figsize=(PANEL_WIDTH * 2, PANEL_HEIGHT * 1.4), layout="constrained")
+    for label, part in measured.groupby("group", sort=False):
+        points = []
+        for _, cell in part.groupby("cell", sort=True):
+            n, mean, low, high = mean_ci(cell["score"].to_numpy())
+            points.append((cell["message_entropy_bits"].mean(), mean, mean - low if n > 1 else 0.0,
+                           high - mean if n > 1 else 0.0))
+        x, y, below, above = map(np.array, zip(*points))
+        colour = types.loc[label, "colour"]
+        ax.errorbar(x, y, yerr=[below, above], fmt=types.loc[label, "marker"], capsize=2, color=colour,
+                    markerfacecolor="none" if label in sham else colour, label=label)
+    ax.set_xlabel("message entropy (bits per message)")
+    title = r"$\Upsilon$ against message entropy"
+    _finish(figure, [ax], title)
+    return FigureSpec("upsilon_vs_message_entropy", title, "Υ with 95% CI of each collective in each cell "
+                      "against the cell's mean message entropy (empirical entropy of the messages' symbols per "
+                      "episode, Miller-Madow corrected; protocols/__init__.py); open markers: sham controls.",
+                      figure)
 
 
 def build_figures(dataset: Dataset, k_bin_width: int = 4) -> list[FigureSpec]:
@@ -289,8 +325,8 @@ def build_figures(dataset: Dataset, k_bin_width: int = 4) -> list[FigureSpec]:
             _heat_maps(rows, types),
             _structures(rows, types),
         ]
-        learning = _learning(rows, types)
-    return figures + ([learning] if learning else [])
+        optional = [_learning(rows, types), _communication(rows, types)]
+    return figures + [figure for figure in optional if figure]
 
 
 def write_figures(dataset: Dataset, out: str | Path, k_bin_width: int = 4) -> list[WrittenFigure]:

@@ -7,6 +7,34 @@ in the fused kernel (`collective.simulation.kernel`) and in the stepping core; a
 `none` makes the group play together (`play_together`). Any other protocol is a class with
 `communicate(self, obs)` (see `collective.simulation.plugins`), registered by name or named by
 import path; `load_protocol` resolves both.
+
+Communication cost (spec §6: "every protocol reports how much it communicated ... so communication
+cost can enter the analysis"). A *message* is one transfer of content from an agent to another
+agent, or between an agent and a shared medium (the environment's fake-reward field, the wisdom
+map, a shared Q-table); its *bits* are the width of its content: a cell ⌈log2 N⌉ bits, a reward
+64. The config field `communication_accounting` picks one of COMMUNICATION_ACCOUNTINGS:
+
+- `reads_and_writes` (profile `sound`): writes and reads of a shared medium alike, each a message.
+  broadcast: m(m-1) reports (cell + (2k+1)² rewards), every searcher to every other; auction:
+  m(m-1) bids (reward + cell); dictatorship: m-1 orders (a cell); hierarchy: m-1 reports (reward +
+  cell) to the parent; wisdom: one write per searcher with non-zero rewards in sight (cell + reward
+  each) and m reads of the whole map (N rewards); stigmergy: one write per deposit of something
+  ((2k+1)² values; a fake reward of 0 changes no cell and is no message) and m reads of the
+  searcher's window of the field; shared_q: per learner step a read of the state's 9 values, and
+  in training a write of one value (plus the next state's 9 values read for a Q-learning target),
+  each with its ⌈log2 (table size)⌉-bit address.
+- `writes` (profiles `paper`, `lambdastar2016`; the counts before this accounting existed): the
+  same direct messages, the writes of shared media and no reads; the paper form of stigmergy
+  counts every searcher's deposit, even of nothing, and shared_q only its training writes.
+
+Information (Chmait, Dowe, Green & Li, AGI 2015, LNCS 9205, measure communication by its entropy
+in bits): every message of `reads_and_writes` also has a *symbol*, a hash of its kind and content
+(protocols.kernel_support); a row's `message_entropy_bits` is the empirical entropy of its episode's
+symbols in the scored pass, bits per message (plug-in estimate with the Miller-Madow correction),
+and `information_bits_per_iteration` that entropy times the messages per iteration of
+`reads_and_writes`. Widths count what the encoding could carry; entropy what the messages did carry.
+A plug-in protocol counts its own messages and bits; its messages are not visible, so its symbols
+are what each member is handed per iteration (target and field).
 """
 from __future__ import annotations
 
@@ -17,6 +45,8 @@ from collective.registry import Registry
 from collective.simulation.plugins import PluginClass, load_plugin, require_method
 
 NONE, STIGMERGY, SHARED_Q, BROADCAST, AUCTION, DICTATORSHIP, HIERARCHY = range(7)
+# `communication_accounting` values, in the order of their (messages, bits) slots in the compiled rules' comm.
+COMMUNICATION_ACCOUNTINGS = ("writes", "reads_and_writes")
 KERNEL_CODES = frozenset(range(7))
 PARAMETER_SLOTS = 4  # the kernel receives each protocol's numeric parameters in a vector this long
 SWITCH_SLOT = PARAMETER_SLOTS - 1  # the slot that carries a protocol's 2016 switch (`Protocol.cpp_switch`)

@@ -28,15 +28,21 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.environments.torus import wrap  # noqa: E402
-from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_choices  # noqa: E402
+from protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
+                                      log_message, symbol_add_cell, symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
 def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                 targets, comm):
-    """state = (best bid so far, its cell), reset each pass; used when sticky or in the 2016 form."""
+                 targets, comm, log):
+    """state = (best bid so far, its cell), reset each pass; used when sticky or in the 2016 form.
+    Traffic: every searcher sends its bid (reward and cell) to the m - 1 others, m(m-1) messages
+    (each bid logged once)."""
     sticky = values[0] > 0.5
     local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
+    for i in members:
+        cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
+        log_message(log, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]))
     if values[SWITCH_SLOT] > 0.5:  # cpp_auction: bids in index order, `>=` moves the target
         rows, cols = scene.rows, scene.cols
         for i in members:
@@ -56,7 +62,6 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
                 state[0], state[1] = choice[winner, 2], target
             target = int(state[1])
     m = members.shape[0]
-    comm[0] += m * (m - 1)
-    comm[1] += m * (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols))
+    count_all(comm, m * (m - 1), m * (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols)))
     for i in members:
         targets[i] = target

@@ -37,12 +37,20 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import uniform_int  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.environments.scene import scene_reward  # noqa: E402
-from protocols.kernel_support import FLOAT_BITS, cell_bits  # noqa: E402
+from protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
+                                      READS_AND_WRITES, cell_bits, count, count_all, float_bits, log_copies,
+                                      log_message, symbol_add, symbol_add_cell, symbol_add_value, symbol_start,
+                                      toggle_entry)
+
+MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each pass with -1.0 there)
 
 
 @njit(cache=True)
 def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                   targets, comm):
+                   targets, comm, log):
+    """Traffic (protocols/__init__.py): broadcast, m(m-1) point-to-point reports of a cell and its
+    window; wisdom, one write per searcher with non-zero rewards in sight (its cells and rewards), and
+    under reads_and_writes also m reads of the whole map (N rewards)."""
     memory = values[0] > 0.5
     rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
@@ -50,28 +58,42 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     bits = cell_bits(rows, cols)
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
-            wrote = False
+            wrote = 0
+            symbol = symbol_start(MAP_WRITE)
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
                     reward = scene_reward(scene, rr, cc)
                     if reward != 0.0:
-                        field[rr * cols + cc] = (field[rr * cols + cc] + reward) / 2.0
-                        comm[1] += bits + FLOAT_BITS
-                        wrote = True
-            comm[0] += wrote
+                        cell = rr * cols + cc
+                        old, new = field[cell], (field[cell] + reward) / 2.0
+                        if new != old:  # state[MAP_HASH]: the map's hash
+                            toggle_entry(state, MAP_HASH, cell, old)
+                            toggle_entry(state, MAP_HASH, cell, new)
+                            field[cell] = new
+                        symbol = symbol_add_value(symbol_add_cell(symbol, cell), reward)
+                        wrote += 1
+            if wrote:
+                count_all(comm, 1, wrote * (bits + FLOAT_BITS))
+                log_message(log, symbol)
+        read = symbol_add(symbol_start(MAP_READ), float_bits(state[MAP_HASH]))
+        log_copies(log, read, m)  # every searcher reads the map to find its best cell
+        count(comm, READS_AND_WRITES, m, m * n_cells * FLOAT_BITS)
         best = field.max()
         candidates = np.flatnonzero(field == best)
     else:  # everyone hears everyone: the best reported cells, each listed once
         side = 2 * view + 1
-        comm[0] += m * (m - 1)
-        comm[1] += m * (m - 1) * (side * side * FLOAT_BITS + bits)
+        count_all(comm, m * (m - 1), m * (m - 1) * (side * side * FLOAT_BITS + bits))
         reported = np.full(n_cells, -np.inf)
-        for i in members:
+        for i in members:  # one report per searcher, heard by the m - 1 others: logged once
+            symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), pos_r[i] * cols + pos_c[i])
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reported[rr * cols + cc] = scene_reward(scene, rr, cc)
+                    reward = scene_reward(scene, rr, cc)
+                    reported[rr * cols + cc] = reward
+                    symbol = symbol_add_value(symbol, reward)
+            log_message(log, symbol)
         best = reported.max()
         candidates = np.flatnonzero(reported == best)
     for i in members:

@@ -22,16 +22,18 @@ class Dictatorship(Protocol):
 
 from numba import njit  # noqa: E402
 
-from protocols.kernel_support import cell_bits, chosen_cell, local_choices  # noqa: E402
+from protocols.kernel_support import (ORDER, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
+                                      log_message, symbol_add_cell, symbol_start)
 
 
 @njit(cache=True)
 def dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                      targets, comm):
+                      targets, comm, log):
+    """Traffic: the dictator sends its cell to the m - 1 others (logged once)."""
     local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
     target = chosen_cell(members[int(values[0])], pos_r, pos_c, choice, scene.rows, scene.cols)
     m = members.shape[0]
-    comm[0] += m - 1
-    comm[1] += (m - 1) * cell_bits(scene.rows, scene.cols)
+    count_all(comm, m - 1, (m - 1) * cell_bits(scene.rows, scene.cols))
+    log_message(log, symbol_add_cell(symbol_start(ORDER), target))
     for i in members:
         targets[i] = target

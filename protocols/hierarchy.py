@@ -20,12 +20,14 @@ class Hierarchy(Protocol):
 
 from numba import njit  # noqa: E402
 
-from protocols.kernel_support import FLOAT_BITS, cell_bits, chosen_cell, local_choices  # noqa: E402
+from protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
+                                      local_choices, log_message, symbol_add_cell, symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
 def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                   targets, comm):
+                   targets, comm, log):
+    """Traffic: ranks 2..m each send their best cell and its reward to their parent, m - 1 messages."""
     local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
     m = members.shape[0]
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
@@ -35,5 +37,9 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             if not plain and child_rank <= m and choice[members[child_rank - 1], 2] > choice[best, 2]:
                 best = members[child_rank - 1]
         targets[members[rank - 1]] = chosen_cell(best, pos_r, pos_c, choice, scene.rows, scene.cols)
-    comm[0] += m - 1
-    comm[1] += (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols))
+        if rank > 1:
+            i = members[rank - 1]
+            report = symbol_add_cell(symbol_start(CHOICE_REPORT), chosen_cell(i, pos_r, pos_c, choice, scene.rows,
+                                                                              scene.cols))
+            log_message(log, symbol_add_value(report, choice[i, 2]))
+    count_all(comm, m - 1, (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols)))

@@ -1,25 +1,243 @@
 """Compiled helpers shared by the protocols' iteration rules.
 
 Every rule has one signature, `rule(values, members, pos_r, pos_c, scene, view, streams, window,
-field, state, choice, observed, targets, comm)`: it reads the searchers' positions (members:
+field, state, choice, observed, targets, comm, log)`: it reads the searchers' positions (members:
 indices of the participating agents, in agent order) in `scene` (see `collective.environments.scene`), writes
-a target cell for each participant into `targets` (agents,), and adds messages and bits to comm
-(2,). `field` (cells,) and `state` (2,) hold protocol state for the current pass; `choice`
-(agents, 3) is scratch for each searcher's local choice (row offset, column offset, reward),
-`observed` (agents, window cells) for its observation.
+a target cell for each participant into `targets` (agents,), adds its messages and bits to comm
+(COMM_SLOTS,) under both accountings (`count`, `count_all`; protocols/__init__.py states them), and
+logs the symbol of every message of the `reads_and_writes` accounting in `log` (`log_message`).
+`field` (cells,) and `state` (2,) hold protocol state for the current pass; `choice` (agents, 3) is
+scratch for each searcher's local choice (row offset, column offset, reward), `observed` (agents,
+window cells) for its observation.
+
+A message's symbol is a 64-bit hash of its kind and content (cells as integers, rewards by their
+IEEE-754 bits), so equal messages have equal symbols; `entropy_of_counts` estimates the entropy of an
+episode's symbols (see its docstring). The fused kernel counts them in a table as they come (O(1) per
+message); the stepping core lists them per episode and counts them at the end; both sum the entropy
+over the sorted counts, so they agree to the bit.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from collective.behaviours.decisions import local_best
 from collective.environments.scene import scene_reward
 from collective.environments.torus import wrap
 
 FLOAT_BITS = 64  # a reward travels as a double
+# comm (COMM_SLOTS,): messages and bits under each accounting of COMMUNICATION_ACCOUNTINGS, in its order.
+COMM_SLOTS = 4
+WRITES, READS_AND_WRITES = 0, 2  # offsets of an accounting's (messages, bits) in comm
+# Message kinds, the first word of a symbol: equal contents of different kinds are different messages.
+# DELIVERY: what a plug-in protocol hands one member (its target and field), whose own messages are unseen.
+OBSERVATION_REPORT, MAP_WRITE, MAP_READ, BID, ORDER, CHOICE_REPORT, DEPOSIT, FIELD_READ, DELIVERY = range(1, 10)
+# A log of one pass's message symbols is one uint64 array (one argument for the rules), headed by
+# [messages, distinct symbols, C] and laid out as either a *count table* (the fused kernel, C > 0 a power
+# of two): C symbols (open addressing), C counts (0: an empty slot), then the slots in use in order; or
+# a *list* (the stepping core, one per episode, C = 0): the symbols in order.
+MESSAGES, DISTINCT, SLOTS, HEADER = 0, 1, 2, 3
+
+
+def log_capacity(iterations: int, members: int) -> int:
+    """Symbols one pass can log: at most 2m + 1 per iteration (stigmergy's m deposits and m reads)."""
+    return iterations * (2 * members + 1)
+
+
+def table_log(iterations: int, members: int) -> np.ndarray:
+    """An empty count table of C slots, C a power of two at least twice `log_capacity` (load <= 1/2)."""
+    slots = 1 << (2 * log_capacity(iterations, members) - 1).bit_length()
+    log = np.zeros(HEADER + 3 * slots, np.uint64)
+    log[SLOTS] = slots
+    return log
+
+
+def list_logs(episodes: int, capacity: int) -> np.ndarray:
+    """(episodes, HEADER + capacity) empty lists, one per episode."""
+    return np.zeros((episodes, HEADER + capacity), np.uint64)
+
+
+@njit(cache=True, inline="always")
+def count(comm, accounting, messages, bits):
+    """Add traffic under one accounting (WRITES or READS_AND_WRITES)."""
+    comm[accounting] += messages
+    comm[accounting + 1] += bits
+
+
+@njit(cache=True, inline="always")
+def count_all(comm, messages, bits):
+    """Add traffic that both accountings count alike (direct messages, writes)."""
+    count(comm, WRITES, messages, bits)
+    count(comm, READS_AND_WRITES, messages, bits)
+
+
+@njit(cache=True, inline="always")
+def symbol_start(kind):
+    """The hash of an empty message of `kind`."""
+    return symbol_add(np.uint64(0x243F6A8885A308D3), np.uint64(kind))
+
+
+@njit(cache=True, inline="always")
+def symbol_add(symbol, word):
+    """Fold a uint64 word into a symbol: xor, multiply by an odd constant (2^64/φ) and fold the high half
+    down, a bijection of the symbol for each word, one multiply per word (the symbols of a scored pass are
+    only compared for equality, so no finaliser is needed)."""
+    h = (symbol ^ word) * np.uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> np.uint64(29))
+
+
+@njit(cache=True, inline="always")
+def entry_hash(cell, value):
+    """A map entry's part of the map's hash (`toggle_entry`), mixed by two multiply-xorshift rounds since
+    the parts are combined by xor."""
+    h = (np.uint64(cell) * np.uint64(0x9E3779B97F4A7C15)) ^ float_bits(value + 0.0)
+    h = (h ^ (h >> np.uint64(32))) * np.uint64(0xD6E8FEB86659FD93)
+    h = (h ^ (h >> np.uint64(32))) * np.uint64(0xD6E8FEB86659FD93)
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def toggle_entry(state, slot, cell, value):
+    """Xor a non-zero map entry (cell, value) into the map hash kept in state[slot] (its float64 bits): the
+    hash of a map is the xor of its non-zero entries' hashes over the slot's initial bits (Zobrist 1970),
+    so equal maps have equal hashes and a write costs O(1) instead of a pass over the map."""
+    if value != 0.0:
+        state[slot] = bits_float(float_bits(state[slot]) ^ entry_hash(cell, value))
+
+
+@njit(cache=True, inline="always")
+def symbol_add_cell(symbol, cell):
+    return symbol_add(symbol, np.uint64(cell))
+
+
+@intrinsic
+def float_bits(typingctx, value):
+    """The IEEE-754 bits of a float64, as a uint64 (a bit cast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.uint64(types.float64), codegen
+
+
+@intrinsic
+def bits_float(typingctx, bits):
+    """The float64 with the given IEEE-754 bits (a bit cast; the value is only stored and read back)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.uint64), codegen
+
+
+@njit(cache=True, inline="always")
+def symbol_add_value(symbol, value):
+    """Fold a reward by its bits, -0.0 taken as 0.0: equal rewards, equal symbols."""
+    return symbol_add(symbol, float_bits(value + 0.0))
+
+
+@njit(cache=True, inline="always")
+def log_message(log, symbol):
+    """Log one message's symbol (`log_copies`)."""
+    log_copies(log, symbol, 1)
+
+
+@njit(cache=True, inline="always")
+def log_copies(log, symbol, copies):
+    """Log `copies` messages of one symbol (the same content read by several members). A count table takes
+    at most C/2 messages (`log_capacity` bounds a scored pass; a training pass under a coordination
+    threshold may fill it, and `empty_log` clears it before the scored pass); a list takes as many
+    symbols as it holds."""
+    n, slots = np.int64(log[MESSAGES]), np.int64(log[SLOTS])
+    if slots:
+        if 2 * (n + copies) > slots:
+            return
+        slot = np.int64((symbol ^ (symbol >> np.uint64(32))) & np.uint64(slots - 1))
+        while log[HEADER + slots + slot] and log[HEADER + slot] != symbol:  # linear probing
+            slot = (slot + 1) & (slots - 1)
+        if not log[HEADER + slots + slot]:
+            log[HEADER + slot] = symbol
+            log[HEADER + 2 * slots + np.int64(log[DISTINCT])] = slot
+            log[DISTINCT] += np.uint64(1)
+        log[HEADER + slots + slot] += np.uint64(copies)
+        log[MESSAGES] = n + copies
+    else:
+        for _ in range(min(copies, log.shape[0] - HEADER - n)):
+            log[HEADER + np.int64(log[MESSAGES])] = symbol
+            log[MESSAGES] += np.uint64(1)
+
+
+@njit(cache=True)
+def empty_log(log):
+    """Clear a count table: its slots in use emptied, no message."""
+    slots = np.int64(log[SLOTS])
+    for k in range(np.int64(log[DISTINCT])):
+        log[HEADER + slots + np.int64(log[HEADER + 2 * slots + k])] = 0
+    log[MESSAGES] = log[DISTINCT] = 0
+
+
+@njit(cache=True)
+def entropy_of_counts(counts, n):
+    """Empirical Shannon entropy of n messages whose K distinct symbols occur counts (K,) times, bits per
+    message: the plug-in estimate Σ_k (c_k / n) log2(n / c_k), plus the Miller-Madow bias correction
+    (K - 1) / (2 n ln 2) (Miller 1955; Paninski 2003, "Estimation of entropy and mutual information", §3).
+    NaN when n = 0. Summed over the counts in ascending order, so equal multisets give equal bits
+    whichever layout counted them."""
+    if n == 0:
+        return np.nan
+    total = 0.0
+    for c in np.sort(counts):
+        total += c * np.log2(n / c)
+    return total / n + (counts.shape[0] - 1) / (2.0 * n * np.log(2.0))
+
+
+@njit(cache=True)
+def table_entropy_bits(log):
+    """`entropy_of_counts` of a count table."""
+    slots, distinct = np.int64(log[SLOTS]), np.int64(log[DISTINCT])
+    counts = np.empty(distinct, np.int64)
+    for k in range(distinct):
+        counts[k] = log[HEADER + slots + np.int64(log[HEADER + 2 * slots + k])]
+    return entropy_of_counts(counts, np.int64(log[MESSAGES]))
+
+
+@njit(cache=True)
+def message_entropy_bits(symbols, n):
+    """`entropy_of_counts` of the first n symbols of a list (symbols, without the header)."""
+    ordered = np.sort(symbols[:n])
+    counts = np.empty(n, np.int64)
+    distinct = 0
+    run = 1
+    for i in range(1, n + 1):
+        if i < n and ordered[i] == ordered[i - 1]:
+            run += 1
+        else:
+            counts[distinct] = run
+            distinct += 1
+            run = 1
+    return entropy_of_counts(counts[:distinct], n)
+
+
+@njit(cache=True)
+def log_deliveries(targets, fields, logs):
+    """Log one DELIVERY symbol per (episode, member) in each episode's list (logs (E, HEADER + capacity)):
+    targets (E, M) int64 (empty (0, 0) for none), fields (E, M, side²) float64 (empty (0, 0, 0) for none)."""
+    for e in range(logs.shape[0]):
+        for k in range(max(targets.shape[1], fields.shape[1])):
+            symbol = symbol_start(DELIVERY)
+            if targets.shape[0]:
+                symbol = symbol_add(symbol, np.uint64(targets[e, k] + 1))
+            if fields.shape[0]:
+                for value in fields[e, k]:
+                    symbol = symbol_add_value(symbol, value)
+            log_message(logs[e], symbol)
+
+
+@njit(cache=True)
+def episode_entropies(logs, out):
+    """out[e] = the message entropy of episode e's list, logs (E, HEADER + capacity)."""
+    for e in range(logs.shape[0]):
+        out[e] = message_entropy_bits(logs[e, HEADER:], np.int64(logs[e, MESSAGES]))
 
 
 @njit(cache=True, inline="always")

@@ -1,6 +1,8 @@
 """`shared_q`: the group's learners read and write one Q-table (paper 003 §5.2.2; the
 reference's CoopQlearning / CoopSarsa). Training passes run the learners together, each update
-landing in the shared table."""
+landing in the shared table. Its accesses happen inside the learners' steps (the fused kernel's
+learner branch calls `count_table_accesses`); their symbols are not logged, so a shared table has no
+message entropy (NaN)."""
 from protocols import SHARED_Q, Protocol, register
 
 
@@ -10,3 +12,24 @@ class SharedQTable(Protocol):
     code = SHARED_Q
     description = "one Q-table (or SARSA table) shared by the group's learners"
     applies_to = frozenset({"q_learning", "sarsa"})
+
+
+from numba import njit  # noqa: E402
+
+from protocols.kernel_support import FLOAT_BITS, READS_AND_WRITES, WRITES, count  # noqa: E402
+
+ACTIONS = 9  # a state's action values, read together
+
+
+@njit(cache=True, inline="always")
+def count_table_accesses(comm, learning, bootstraps, address_bits):
+    """One learner step's traffic with the shared table, a value being addressed by `address_bits`
+    (protocols/__init__.py). writes: each training update writes one value. reads_and_writes: that
+    write, the decision's read of the state's 9 values (training and scored passes), and in a
+    Q-learning update (`bootstraps`) the read of the next state's 9 values for its target."""
+    reads = 1
+    if learning:
+        count(comm, WRITES, 1, FLOAT_BITS + address_bits)
+        count(comm, READS_AND_WRITES, 1, FLOAT_BITS + address_bits)
+        reads += bootstraps
+    count(comm, READS_AND_WRITES, reads, reads * (ACTIONS * FLOAT_BITS + address_bits))

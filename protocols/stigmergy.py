@@ -33,20 +33,28 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import uniform_int  # noqa: E402
 from collective.environments.scene import scene_blind  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
-from protocols.kernel_support import FLOAT_BITS, observe_window  # noqa: E402
+from protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
+                                      count, log_message, observe_window, symbol_add_value, symbol_start)
 
 PAPER, REFERENCE = 0, 1
 
 
 @njit(cache=True)
 def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                   targets, comm):
+                   targets, comm, log):
     """choice[i, 0] marks searchers that observe a non-zero reward somewhere (see
     `collective.environments.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
     nothing to the fake field. Positions are read into locals before each window loop: the
-    compiler cannot prove the field's stores leave them unchanged."""
+    compiler cannot prove the field's stores leave them unchanged.
+
+    Traffic (protocols/__init__.py): a deposit writes its window's (2k+1)² values (the paper form's r̂
+    on each cell, the reference form's new F); reads_and_writes counts the deposits of something and
+    every searcher's read of its window of the field; writes counts, as before, every searcher's
+    deposit in the paper form (a blind one's r̂ = 0 included) and the deposits with fr ≠ 0 in the
+    reference form, and no reads."""
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
     side = 2 * view + 1
+    window_bits = side * side * FLOAT_BITS
     rows, cols = scene.rows, scene.cols
     for i in members:  # deposits, all before any agent chooses
         r, c = pos_r[i], pos_c[i]
@@ -56,29 +64,34 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         if sees:
             low, high = observe_window(r, c, scene, view, observed, i)
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
-        if form == REFERENCE and fake == 0.0:
-            continue
-        comm[0] += 1
-        comm[1] += side * side * FLOAT_BITS
-        if fake == 0.0 and not sees:
-            continue  # a deposit of nothing (paper form, blind searcher)
+        if form == PAPER or fake != 0.0:
+            count(comm, WRITES, 1, window_bits)
+        if fake == 0.0:
+            continue  # a deposit of nothing changes no cell
+        count(comm, READS_AND_WRITES, 1, window_bits)
+        symbol = symbol_start(DEPOSIT)
         for dr in range(-view, view + 1):
             row = wrap(r + dr, rows) * cols
             for dc in range(-view, view + 1):
                 cell = row + wrap(c + dc, cols)
                 if form == PAPER:
                     field[cell] += fake
+                    symbol = symbol_add_value(symbol, fake)
                 else:
                     field[cell] = (field[cell] + observed[i, (dr + view) * side + dc + view] + fake) / divisor
-    for i in members:  # each searcher heads for its window's best fake reward
+                    symbol = symbol_add_value(symbol, field[cell])
+        log_message(log, symbol)
+    for i in members:  # each searcher reads its window of the field and heads for the best fake reward
         r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
         best = -np.inf
         ties = 0
+        read = symbol_start(FIELD_READ)
         for dr in range(-view, view + 1):
             row = wrap(r + dr, rows) * cols
             for dc in range(-view, view + 1):
                 cell = row + wrap(c + dc, cols)
                 value = field[cell]
+                read = symbol_add_value(read, value)
                 if sees:
                     value += observed[i, (dr + view) * side + dc + view]
                 if value > best:
@@ -87,7 +100,10 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                 if value == best:
                     window[ties] = cell
                     ties += 1
+        log_message(log, read)
         targets[i] = window[uniform_int(streams[i], ties)]
+    m = members.shape[0]
+    count(comm, READS_AND_WRITES, m, m * window_bits)
     if form == PAPER:  # the paper's field lives one iteration (Algorithm 2, line 2)
         for i in members:
             if choice[i, 0]:

@@ -2,7 +2,8 @@
 
 `tiny` crosses 2 grids x 2 group sizes with random, local search, oracle and Q-learning groups and two
 local-search protocols at size 3; `trained` plays Q-learning (with random and oracle references) with
-more training passes, so the two together vary training experience.
+more training passes, so the two together vary training experience; `sham` plays broadcast beside its
+sham-communication control and isolated searchers.
 """
 import functools
 import subprocess
@@ -45,6 +46,19 @@ behaviours = ["random", "oracle", "q_learning"]
 [settings]
 q_training_passes = {TRAINED_PASSES}
 """
+SHAM = f"""
+name = "sham"
+seed = 5
+profile = "paper"
+episodes = {EPISODES}
+iterations = {ITERATIONS}
+[factors]
+grid = ["6x6"]
+group_size = [3]
+[groups]
+behaviours = ["local_search"]
+protocols = [{{ name = "none" }}, {{ name = "broadcast", controls = ["real", "sham"] }}]
+"""
 
 
 def collective(*args: str) -> subprocess.CompletedProcess:
@@ -56,7 +70,7 @@ def collective(*args: str) -> subprocess.CompletedProcess:
 def sweep(root: Path, name: str) -> Path:
     """Run the named spec serially into root/name once per session; returns the sweep directory."""
     spec = root / f"{name}.toml"
-    spec.write_text({"tiny": TINY, "trained": TRAINED}[name])
+    spec.write_text({"tiny": TINY, "trained": TRAINED, "sham": SHAM}[name])
     result = collective("sweep", spec, "--out", root / name, "--executor", "serial")
     assert result.returncode == 0, result.stderr
     return root / name

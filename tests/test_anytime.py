@@ -142,7 +142,7 @@ def test_ctrl_c_prints_a_finite_estimate_and_exits_0():
 @pytest.mark.parametrize("args, option", [
     (["--episodes", "5"], "--episodes"),
     (["--iterations", "50"], "--iterations"),
-    (["--start-budget", "1"], "--start-budget"),
+    (["--budget-rounding", "floor", "--start-budget", "1"], "--start-budget"),  # n + ⌊n/2⌋ never grows from 1
     (["--start-seconds", "0.1"], "--start-seconds"),
     (["--time-based", "--start-seconds", "0"], "--start-seconds"),
     (["--budget-seconds", "0"], "--budget-seconds"),

@@ -8,7 +8,8 @@ import pytest
 
 from analysis_data import EPISODES, collective, sweep
 
-FIGURES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures")
+FIGURES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures",
+           "upsilon_vs_message_entropy")
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +55,16 @@ def test_every_figure_loads_in_headless_chromium(report, tmp_path):
     assert int(check.group(1)) == int(check.group(2)) == len(FIGURES)
     images = re.findall(r"<img[^>]*>", dom)
     assert len(images) == len(FIGURES) and all('data-loaded="true"' in image for image in images)
+
+
+def test_communication_and_sham_tables_are_in_the_report(tmp_path_factory):
+    """Issue 14 points 3-4: the dashboard shows the gain per bit, Υ against message entropy and each
+    protocol's gain over its sham control."""
+    root = tmp_path_factory.getbasetemp()
+    out = root / "sham-report" / "report.html"
+    result = collective("dashboard", sweep(root, "sham"), "--out", out)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    for table in ("communication", "communication_entropy", "sham"):
+        assert f'id="table-{table}"' in text and f"Table {table} skipped" not in text
+    assert "local_search+broadcast[sham]" in text

@@ -75,6 +75,15 @@ def test_structures_side_by_side_with_error_bars(figures):
     assert {line.get_label() for line in labelled_lines(axes[0])} == REFERENCES
 
 
+def test_upsilon_against_message_entropy_has_a_point_per_collective_and_cell(figures):
+    """Each collective (stigmergy, wisdom) at group size 3 on both grids: one point with a CI bar per cell."""
+    axes = visible_axes(figures["upsilon_vs_message_entropy"])
+    assert len(axes) == 1 and "message entropy" in axes[0].get_xlabel()
+    bars = [c for c in axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert sorted(bar.get_label() for bar in bars) == sorted(SERIES["stigmergy"] | SERIES["wisdom"])
+    assert all(len(bar.lines[0].get_xdata()) == len(GRIDS) for bar in bars)
+
+
 def test_one_level_factors_degrade_to_single_points(tiny):
     dataset = load_dataset([tiny])
     one_grid = dataset.rows[(dataset.rows["grid"] == GRIDS[0]) & (dataset.rows["group_size"] == 3)]

@@ -31,9 +31,9 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
     learner = LearnerSettings(alpha=config.q_alpha, gamma=config.q_gamma, epsilon=config.q_epsilon,
                               q_initial=config.q_initial, training_passes=config.q_training_passes,
                               reward_scale=config.q_reward_scale)
-    messages = bits = 0
+    messages = bits = transfers = 0
     for e in range(episodes):
-        positions, rewards, cost = reference_episode(
+        positions, rewards, traffic = reference_episode(
             worlds[e], config.behaviours, env.good[e].tolist(), env.evil[e].tolist(), env.starts[e].tolist(),
             int(env.agent_seeds[e]), learner, reference_protocol(config), reference_training(config, env, e, world),
             cpp_switches(config), first_episode=int(env.episode_index[e]) == 0)
@@ -41,8 +41,14 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
             assert list(actual) == expected, f"episode {e}: positions differ at t={t}"
         assert np.array_equal(np.array(rewards), run.rewards[e]), f"episode {e}: rewards differ"
         assert run.mean_rewards[e] == pytest.approx(np.mean(rewards), abs=1e-12)
-        messages, bits = messages + cost[0], bits + cost[1]
+        counted = traffic.counts[config.communication_accounting]
+        messages, bits = messages + counted[0], bits + counted[1]
+        transfers += traffic.counts["reads_and_writes"][0]
+        # the kernel hashes each message; the reference counts its contents as tuples
+        assert run.message_entropy[e] == pytest.approx(traffic.entropy_bits(), abs=1e-9, nan_ok=True), \
+            f"episode {e}: message entropy differs"
     assert (run.messages, run.bits) == (messages, bits)
+    assert run.transfers == transfers
 
 
 def cpp_switches(config: EvaluationConfig) -> frozenset[str]:
@@ -119,6 +125,7 @@ def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
                                            observation_range=view, coordination_threshold=threshold, env=env,
                                            landscape_peaks=3, **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)
+    assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
 
 
 @pytest.mark.parametrize("protocol, mix", [("shared_q", "sarsa:2,q_learning:1,local_search:1"),

@@ -32,7 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("collective.adapters needs pettingzoo and gymnasium: "
                       "pip install 'collective[adapters]'") from error
 
-from collective.config import RENAMED_FIELDS, ConfigError, EvaluationConfig
+from collective.config import DEFAULT_PROFILE, RENAMED_FIELDS, ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
@@ -87,7 +87,7 @@ SCENES: dict[str, Callable[[EvaluationConfig, EnvironmentBatch], EpisodeScene]] 
 }
 
 
-def environment_config(env: str = "lambda_star", profile: str = "paper", **fields) -> EvaluationConfig:
+def environment_config(env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields) -> EvaluationConfig:
     """The validated configuration of an adapter: environment settings only (`ENVIRONMENT_FIELDS`)."""
     if env not in SCENES:
         raise ConfigError("env", f"unknown environment class {env!r}; allowed: {', '.join(SCENES)}")
@@ -146,7 +146,7 @@ class LambdaStarParallelEnv(ParallelEnv):
 
     metadata = {"name": "collective_lambda_star_v0", "render_modes": [], "is_parallelizable": True}
 
-    def __init__(self, env: str = "lambda_star", profile: str = "paper", **fields):
+    def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields):
         self.config = environment_config(env, profile, **fields)
         self.possible_agents = [f"agent_{i}" for i in range(self.config.group_size)]
         self.agents: list[str] = []
@@ -183,7 +183,7 @@ class LambdaStarEnv(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, env: str = "lambda_star", profile: str = "paper", **fields):
+    def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields):
         if fields.get("group_size", 1) != 1:
             raise ConfigError("group_size", "the single-agent environment has exactly 1 agent; "
                                             "use LambdaStarParallelEnv for groups")

@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from collective.adapters.single_episode import environment_config
-from collective.config import ConfigError
+from collective.config import DEFAULT_PROFILE, ConfigError
 from collective.evaluate import generate_environments, kernel_switches
 from collective.simulation.plugins import PluginError
 from collective.simulation.stepping import SteppingCore, checked_actions
@@ -101,7 +101,7 @@ class LambdaStarVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
-    def __init__(self, episodes: int = 1000, env: str = "lambda_star", profile: str = "paper", **fields):
+    def __init__(self, episodes: int = 1000, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields):
         self._batches = _Batches(episodes, env, profile, fields)
         self.config = self._batches.config
         self.episodes, self.group_size = self._batches.episodes, self._batches.agents
@@ -160,7 +160,7 @@ class LambdaStarBatchedParallelEnv:
 
     metadata = {"name": "collective_lambda_star_batched_v0", "render_modes": [], "is_parallelizable": True}
 
-    def __init__(self, episodes: int = 1000, env: str = "lambda_star", profile: str = "paper", **fields):
+    def __init__(self, episodes: int = 1000, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields):
         self._batches = _Batches(episodes, env, profile, fields)
         self.config = self._batches.config
         self.episodes = self._batches.episodes

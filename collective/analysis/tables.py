@@ -1,5 +1,5 @@
 """Analyses of sweep datasets: Υ tables with confidence intervals, the gain of collectives over isolated
-agents, protocol comparisons, a regression of Υ on K, H and group size, the PGI index and learning curves.
+agents, protocol comparisons, a regression of Υ on K, H and group size, the PGI index and learning slopes.
 
 A dataset holds one row per (cell, episode, group) with the episode's score R̄ (paper 003 Definition 2);
 Υ of a group is the mean of R̄ over its episodes (Definition 3), with a Student-t 95% interval over
@@ -33,9 +33,13 @@ FACTOR_ALIASES = {"k": K_BIN, "K": K_BIN, "h": "entropy_bits", "H": "entropy_bit
 DEFAULT_BY = ("group", "group_size")
 CONFIDENCE = 0.95
 REFERENCE_BEHAVIOURS = ("random", "oracle")  # accuracy 0 and 1 (paper 004, Step 1)
-# PGI resource scales (paper 004, "PGI Index", Step 2): 0..10 on a log scale between the paper's anchors.
-TIME_SCALE_SECONDS = (365.25 * 24 * 3600, 1e-9)  # score 0 = years, 10 = nanoseconds
-EXPERIENCE_SCALE_STEPS = (1e10, 1.0)  # score 0 = 10B+ demonstrations, 10 = none (9 = <10, 8 = <100 ...)
+# PGI resource scales (paper 004, "PGI Index", Step 2). Computation: the paper's "computations performed"
+# scale (0 = ZettaFLOPS, 10 = FLOPS), log-linear, counted in agent-steps (one decision of one agent a unit):
+# machine-independent, unlike kernel seconds, but blind to the work inside a decision.
+COMPUTATION_SCALE_STEPS = (1e21, 1.0)
+# Demonstrations, the paper's related-data scale: (fewer than this many, score); none = 10, else 0 (10B+).
+# "<100s" is read as fewer than 1000. Training episodes of the test's own class are related data.
+DEMONSTRATION_SCORES = ((1, 10), (10, 9), (1_000, 7), (10_000, 5), (1_000_000, 3), (100_000_000, 1))
 
 
 class DatasetError(ValueError):
@@ -386,25 +390,81 @@ def training_experience(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(flags, rows["q_training_passes"] * rows["iterations"], 0), index=rows.index)
 
 
+def _members(behaviour: str, mix: str) -> list[str]:
+    from collective.config import parse_mix
+
+    return parse_mix(mix) if mix else [behaviour]
+
+
+def is_privileged(behaviour: str, mix: str) -> bool:
+    """True when any member sees what the test hides from agents (collective.behaviours.privileged)."""
+    from collective.behaviours import privileged
+
+    return any(privileged(name) for name in _members(behaviour, mix))
+
+
+def episode_agent_steps(rows: pd.DataFrame) -> pd.Series:
+    """Agent-steps per episode, a group's decisions in the scored pass (G x T) and its learners' training
+    passes (learners x q_training_passes x T), as `collective.evaluate` counts them."""
+    from collective.behaviours import learns as behaviour_learns
+
+    pairs = rows[["behaviour", "mix"]].drop_duplicates().itertuples(index=False)
+    share = {(b, m): sum(map(behaviour_learns, _members(b, m))) / len(_members(b, m)) for b, m in pairs}
+    count = np.array([share[(b, m)] for b, m in zip(rows["behaviour"], rows["mix"])]) * rows["group_size"]
+    scored = rows["group_size"] * rows["iterations"]
+    return scored + count * rows["q_training_passes"] * rows["iterations"]
+
+
+def demonstrations(rows: pd.DataFrame) -> pd.Series:
+    """Novel training episodes per test episode: training_episodes for learners on held-out episodes, else 0.
+    A replay learner's passes over the test episode are its own practice after the task is revealed, which
+    paper 004 allows ("AGIs are allowed to learn what they need ... after the reveal"): not demonstrations;
+    their cost is in the agent-steps."""
+    flags = training_experience(rows) > 0
+    held_out = rows["learning_protocol"] == "held_out" if "learning_protocol" in rows else False
+    episodes = rows["training_episodes"] if "training_episodes" in rows else 0
+    return pd.Series(np.where(flags & held_out, episodes, 0), index=rows.index)
+
+
+def demonstration_score(count: float) -> float:
+    """Paper 004's demonstration score of `count` related demonstrations (DEMONSTRATION_SCORES)."""
+    return next((score for below, score in DEMONSTRATION_SCORES if count < below), 0)
+
+
 def log_scale_score(value: float, zero_at: float, ten_at: float) -> float:
     """A 0..10 resource score, linear in log10(value) between the anchors (paper 004, Step 2)."""
     position = (math.log10(zero_at) - math.log10(max(value, ten_at))) / (math.log10(zero_at) - math.log10(ten_at))
     return 10 * min(1.0, max(0.0, position))
 
 
+PGI_NOTE = (
+    "PGII = accuracy² x Σ resources x Π generalisation (paper 004, \"PGI Index\", Steps 1-3). Accuracy: 0 = "
+    "random, 1 = oracle of the same cell, on Λ*'s (else the first environment class's) smallest grid. Resources, "
+    "0..10 each: computation = agent-steps per episode, scored and training (log scale, 0 = 10^21, 10 = 1: the "
+    "paper's computations scale; machine-independent, kernel_seconds is shown but not scored); demonstrations = "
+    "novel training episodes per test episode (held-out learners; replays of the test episode are practice, not "
+    "demonstrations) on the paper's related-data scale (10 = none, 9 = <10, 7 = <1000, 5 = <10k, 3 = <1M, "
+    "1 = <100M, else 0). Generalisation = min(1, accuracy on the other grids or environment classes / reference "
+    "accuracy). privileged: a member sees ⊕'s future (oracle, imitation's guide); its PGII is left blank. Not "
+    "measured by the platform: energy, memory, time on a reference machine, unrelated demonstrations (priors), "
+    "new modalities and tasks added over time (Step 3 asks for them; other grids and environment classes are "
+    "variations of one task family, so the generalisation factors are optimistic).")
+
+
 def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The Pragmatic General Intelligence index per (group, group size), paper 004 "PGI Index":
+    """The Pragmatic General Intelligence index per (group, group size), paper 004 "PGI Index" (PGI_NOTE):
     PGII = accuracy² x Σ resource scores x Π generalisation factors.
 
     - accuracy: mean normalised accuracy (see `normalised_accuracy`) over the reference tasks, the cells of
       Λ* (else the first environment class by name) with the smallest grid (Step 1: "tasks known in
       advance"), clipped at 0;
-    - resources (Step 2, 0..10 each, log scale): time = kernel seconds per episode (0 = a year, 10 = 1 ns),
-      experience = training agent-steps per episode, q_training_passes x T (0 = 10^10, 10 = none; the
-      paper's demonstration scale, 9 = <10, 8 = <100); memory is not measured and not scored;
+    - resources (Step 2, 0..10 each): computation = agent-steps per episode (`episode_agent_steps`) on the
+      paper's computations scale, and demonstrations (`demonstrations`) on its related-data scale;
     - generalisation (Step 3): for the other grid sizes of that class, and for the other environment
       classes, min(1, accuracy there / reference accuracy), one factor each; a factor with no other level
-      in the data is left out (an empty product is 1)."""
+      in the data is left out (an empty product is 1).
+    One row per group type, size and training regime (training steps per agent, demonstrations); groups
+    with a privileged member are flagged and get no PGII: they are references, not contestants."""
     accuracy = normalised_accuracy(rows)
     cells = rows.drop_duplicates("cell").set_index("cell")
     accuracy = accuracy.join(cells[["env", "rows", "cols", "group_size"]], on="cell")
@@ -412,9 +472,15 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     reference_env = "lambda_star" if "lambda_star" in classes else classes[0]
     areas = (cells["rows"] * cells["cols"])[cells["env"] == reference_env]
     reference_area = areas.min()
-    experience = training_experience(rows)
+    steps_per_episode = episode_agent_steps(rows)
+    demonstrations_per_episode = demonstrations(rows)
+    # one row per training regime: sweeps that differ in passes or held-out episodes are different agents
+    regime = pd.DataFrame(dict(group=rows["group"], cell=rows["cell"], training_steps=training_experience(rows),
+                               demonstrations=demonstrations_per_episode)).drop_duplicates(["group", "cell"])
+    accuracy = accuracy.merge(regime, on=["group", "cell"])
     records = []
-    for (label, size), part in accuracy.groupby(["group", "group_size"], sort=True):
+    for (label, size, trained, shown), part in accuracy.groupby(["group", "group_size", "training_steps",
+                                                                  "demonstrations"], sort=True):
         in_env = part["env"] == reference_env
         on_grid = part["rows"] * part["cols"] == reference_area
         reference = part.loc[in_env & on_grid, "accuracy"].mean()
@@ -423,48 +489,26 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
             if unseen.any():
                 ratio = part.loc[unseen, "accuracy"].mean() / reference if reference > 0 else math.nan
                 factors[name] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
-        group_rows = (rows["group"] == label) & (rows["group_size"] == size)
-        seconds = float(rows.loc[group_rows, "kernel_seconds"].mean())
-        steps = float(experience[group_rows].mean())
-        time_score = log_scale_score(seconds, *TIME_SCALE_SECONDS)
-        experience_score = log_scale_score(steps, *EXPERIENCE_SCALE_STEPS)
+        group_rows = rows["cell"].isin(part["cell"]) & (rows["group"] == label)
+        first = rows[group_rows].iloc[0]
+        steps = float(steps_per_episode[group_rows].mean())
+        computation_score = log_scale_score(steps, *COMPUTATION_SCALE_STEPS)
+        experience_score = demonstration_score(shown)
         clipped = max(0.0, reference) if not math.isnan(reference) else math.nan
         product = math.prod(factors.values())
-        records.append(dict(group=label, group_size=size, accuracy=reference, kernel_seconds=seconds,
-                            time_score=time_score, training_steps=steps, experience_score=experience_score,
-                            resource_sum=time_score + experience_score, **factors, generalisation=product,
-                            pgi=0.0 if clipped == 0 else clipped ** 2 * (time_score + experience_score) * product))
+        privileged = is_privileged(first["behaviour"], first["mix"])
+        pgi = math.nan if privileged else \
+            0.0 if clipped == 0 else clipped ** 2 * (computation_score + experience_score) * product
+        records.append(dict(group=label, group_size=size, privileged=privileged, accuracy=reference,
+                            training_steps=trained, agent_steps=steps, computation_score=computation_score, demonstrations=shown,
+                            experience_score=experience_score, resource_sum=computation_score + experience_score,
+                            kernel_seconds=float(rows.loc[group_rows, "kernel_seconds"].mean()), **factors,
+                            generalisation=product, pgi=pgi))
     frame = pd.DataFrame(records)
-    order = ["group", "group_size", "accuracy", "kernel_seconds", "time_score", "training_steps", "experience_score",
-             "resource_sum", "generalisation_grid", "generalisation_env", "generalisation", "pgi"]
+    order = ["group", "group_size", "privileged", "accuracy", "training_steps", "agent_steps", "computation_score", "demonstrations",
+             "experience_score", "resource_sum", "kernel_seconds", "generalisation_grid", "generalisation_env",
+             "generalisation", "pgi"]
     return frame[[column for column in order if column in frame.columns]]
-
-
-def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
-    """Υ and normalised accuracy of learner groups against training experience (q_training_passes x T
-    agent-steps per episode), when the data has more than one level of it: the skill-acquisition view
-    of paper 002 §II.2.1 (intelligence as the skill gained per unit of experience). `efficiency` is the
-    accuracy gained over the group's least-trained level per 1000 extra training steps."""
-    rows = rows.assign(training_steps=training_experience(rows))
-    learners = rows[rows["training_steps"] > 0]
-    accuracy = normalised_accuracy(rows).set_index(["group", "cell"])["accuracy"]  # per (group, cell)
-    records = []
-    for (label, size), part in learners.groupby(["group", "group_size"], sort=True):
-        if part["training_steps"].nunique() < 2:
-            continue
-        curve = []
-        for steps, level in part.groupby("training_steps", sort=True):
-            n, mean, low, high = mean_ci(level["score"].to_numpy())
-            level_accuracy = accuracy.loc[label].reindex(level["cell"].unique()).mean()
-            curve.append(dict(group=label, group_size=size, training_steps=steps, episodes=n, upsilon=mean,
-                              ci95_low=low, ci95_high=high, accuracy=level_accuracy))
-        first = curve[0]
-        for point in curve:
-            extra = point["training_steps"] - first["training_steps"]
-            point["efficiency"] = (point["accuracy"] - first["accuracy"]) / extra * 1000 if extra else math.nan
-        records += curve
-    return pd.DataFrame(records, columns=["group", "group_size", "training_steps", "episodes", "upsilon", "ci95_low",
-                                          "ci95_high", "accuracy", "efficiency"])
 
 
 def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
@@ -494,6 +538,9 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
                        "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
                        "p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
                        protocol_comparisons(rows, strata)))
+    from collective.analysis.communication import add_communication_tables  # it imports this module
+
+    add_communication_tables(analysis, rows, strata)
     from collective.analysis.focal import add_focal_table  # focal.py imports this module
 
     add_focal_table(analysis, rows)
@@ -503,19 +550,10 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     from collective.analysis.replication import add_replication_tables  # replication.py imports this module
 
     add_replication_tables(analysis, rows)
-    analysis.add(Table("pgi", "PGI index (paper 004)",
-                       "PGII = accuracy² x Σ resources x Π generalisation (paper 004, \"PGI Index\", Steps 1-3): "
-                       "accuracy 0 = random, 1 = oracle of the same cell, on Λ*'s (else the first "
-                       "environment class's) smallest grid; resources 0..10 on log scales: time = kernel s/episode (0 = a year, "
-                       "10 = 1 ns), experience = training steps/episode (0 = 10^10, 10 = none); generalisation "
-                       "= min(1, accuracy on other grids or environment classes / reference accuracy).",
-                       pgi_table(rows)))
-    curves = learning_curves(rows)
-    if not curves.empty:
-        analysis.add(Table("learning", "Learning curves: Υ against training experience (paper 002)",
-                           "training_steps = q_training_passes x T per episode; efficiency = accuracy gained over "
-                           "the least-trained level per 1000 extra steps (skill-acquisition efficiency, paper 002 "
-                           "§II.2.1).", curves))
+    analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
+    from collective.analysis.learning import add_learning_tables  # learning.py imports this module
+
+    add_learning_tables(analysis, rows)
     return analysis
 
 

@@ -28,6 +28,7 @@ class Behaviour:
     code: ClassVar[int]
     description: ClassVar[str]
     learns: ClassVar[bool] = False
+    privileged: ClassVar[bool] = False  # sees what no agent of the test can (the future): a reference, not a contestant
 
 
 BEHAVIOURS: Registry[Behaviour] = Registry("behaviour")
@@ -57,6 +58,12 @@ def learns(text: str) -> bool:
     return text in BEHAVIOURS.names() and bool(getattr(get_behaviour(text), "learns", False))
 
 
+def privileged(text: str) -> bool:
+    """Whether the behaviour uses information the test hides from its agents (⊕'s future path), so that
+    indices of intelligence flag it (paper 004's PGI index, collective.analysis.tables.pgi_table)."""
+    return text in BEHAVIOURS.names() and bool(getattr(get_behaviour(text), "privileged", False))
+
+
 @register
 class RandomBehaviour(Behaviour):
     name = "random"
@@ -76,6 +83,7 @@ class OracleBehaviour(Behaviour):
     name = "oracle"
     code = ORACLE
     description = "knows Good's future path and intercepts it (upper reference)"
+    privileged = True
 
 
 @register
@@ -99,3 +107,4 @@ class ImitationBehaviour(Behaviour):
     name = "imitation"
     code = IMITATION
     description = "follows a hidden oracle when it is in view, local search otherwise"
+    privileged = True  # its guide knows the future

@@ -26,6 +26,7 @@ from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
 from protocols.dictatorship import dictatorship_rule
 from protocols.hierarchy import hierarchy_rule
+from protocols.kernel_support import COMM_SLOTS, episode_entropies, list_logs, log_capacity
 from protocols.stigmergy import stigmergy_rule
 
 
@@ -120,10 +121,11 @@ def hidden_starts(agent_seeds, n_cells, out):
 
 @njit(cache=True)
 def builtin_communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams,
-                        window, fields, states, choice, observed, targets, comm, reset_first_observation):
+                        window, fields, states, choice, observed, targets, comm, logs, reset_first_observation):
     """A kernel protocol rule (protocols/*.py) for every episode at iteration t: writes the members'
-    targets (E, A) and adds messages and bits to comm (2,); fields (E, N) and states (E, 2) keep
-    the protocol's per-episode state."""
+    targets (E, A), adds messages and bits to comm (COMM_SLOTS,) and appends each episode's message
+    symbols to its list, logs (E, HEADER + capacity); fields (E, N) and states (E, 2) keep the
+    protocol's per-episode state."""
     pos_r = np.empty(cells.shape[1], np.int64)
     pos_c = np.empty(cells.shape[1], np.int64)
     for e in range(cells.shape[0]):
@@ -131,7 +133,7 @@ def builtin_communicate(code, values, members, t, cells, good, evil, landscapes,
             pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
         scene = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
         arguments = (values, members, pos_r, pos_c, scene, view, streams[e], window, fields[e], states[e], choice,
-                     observed, targets[e], comm)
+                     observed, targets[e], comm, logs[e])
         if code == STIGMERGY:
             stigmergy_rule(*arguments)
         elif code == BROADCAST:
@@ -177,10 +179,13 @@ class CompiledBehaviour:
 
 class CompiledProtocol:
     """A kernel built-in protocol (stigmergy, broadcast, wisdom, auction, dictatorship, hierarchy)
-    on the stepping core; its per-episode state lives for the batch, as for a pass of the kernel."""
+    on the stepping core; its per-episode state lives for the batch, as for a pass of the kernel.
+    `communicate` reports the traffic of the accounting at offset `accounting` of comm
+    (protocols.kernel_support.WRITES or READS_AND_WRITES); `comm` keeps the batch's traffic under
+    both, and `message_entropy` each episode's entropy, as the fused kernel measures them."""
 
-    def __init__(self, code: int, values: tuple[float, ...]):
-        self.code, self.values = code, np.asarray(values, np.float64)
+    def __init__(self, code: int, values: tuple[float, ...], accounting: int):
+        self.code, self.values, self.accounting = code, np.asarray(values, np.float64), accounting
 
     def bind_core(self, core, members: np.ndarray) -> None:
         self.core, self.members = core, members
@@ -192,12 +197,22 @@ class CompiledProtocol:
         self.window = np.empty(side * side + 4 * side, np.int64)
         self.choice = np.zeros((core.agents, 3))
         self.observed = np.zeros((core.agents, side * side))
+        self.comm = np.zeros(COMM_SLOTS)  # the batch's traffic, both accountings
+        self.logs = list_logs(core.episodes, log_capacity(core.iterations, members.shape[0]))  # per episode
 
     def communicate(self, obs) -> Messages:
         core = self.core
-        comm = np.zeros(2)
+        comm = np.zeros(COMM_SLOTS)
         builtin_communicate(self.code, self.values, self.members, obs.t, core.cells, core.good, core.evil,
                             core.landscapes, core.rows, core.cols, core.view, core.radius, core.streams, self.window,
-                            self.fields, self.states, self.choice, self.observed, self.targets, comm,
+                            self.fields, self.states, self.choice, self.observed, self.targets, comm, self.logs,
                             bool(core.switches.first_observation))
-        return Messages(target=self.targets[:, self.members], messages=float(comm[0]), bits=float(comm[1]))
+        self.comm += comm
+        return Messages(target=self.targets[:, self.members], messages=float(comm[self.accounting]),
+                        bits=float(comm[self.accounting + 1]))
+
+    def message_entropy(self) -> np.ndarray:
+        """(E,) each episode's message entropy, bits per message (NaN for an episode without messages)."""
+        out = np.empty(self.logs.shape[0])
+        episode_entropies(self.logs, out)
+        return out

@@ -35,7 +35,8 @@ from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
 from protocols.dictatorship import dictatorship_rule
 from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import FLOAT_BITS
+from protocols.kernel_support import COMM_SLOTS, empty_log, table_entropy_bits, table_log
+from protocols.shared_q import count_table_accesses
 from protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
@@ -63,9 +64,10 @@ EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape
 TrainingSet = namedtuple("TrainingSet", "good_r good_c evil_r evil_c landscapes shift_r shift_c starts hidden")
 # A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
 # members (participating agent indices), targets (agents,), choice (agents, 3), observed
-# (agents, window cells), field (cells,), state (2,), and comm (2,), the messages and bits sent,
-# summed over the batch.
-Talk = namedtuple("Talk", "code values members targets choice observed field state comm")
+# (agents, window cells), field (cells,), state (2,), comm (COMM_SLOTS,), the messages and bits sent under
+# each accounting, summed over the batch, log, the scored pass's message symbols (a count table,
+# protocols.kernel_support), and entropy (episodes,), each episode's message entropy (NaN: no message).
+Talk = namedtuple("Talk", "code values members targets choice observed field state comm log entropy")
 # Learners' tables: q (learners, T, cells, 9) flat; dirty (learners, T, cells); written/n_written
 # list the states written this episode so that only those are reset.
 Tables = namedtuple("Tables", "q dirty written n_written")
@@ -97,11 +99,14 @@ def separate_tables(coordination_threshold, protocol_code):
 
 
 def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: np.ndarray,
-                   agents: int, rows: int, cols: int, view: int) -> Talk:
-    """A group's protocol as the kernel receives it; `participates` (agents,) marks its members."""
-    return Talk(protocol_code, np.asarray(values, np.float64), np.flatnonzero(participates).astype(np.int64),
+                   agents: int, rows: int, cols: int, view: int, iterations: int, episodes: int) -> Talk:
+    """A group's protocol as the kernel receives it, for a batch of `episodes`; `participates` (agents,)
+    marks its members."""
+    members = np.flatnonzero(participates).astype(np.int64)
+    return Talk(protocol_code, np.asarray(values, np.float64), members,
                 np.full(agents, -1, np.int64), np.zeros((agents, 3)), np.zeros((agents, (2 * view + 1) ** 2)),
-                np.zeros(rows * cols), np.zeros(2), np.zeros(2))
+                np.zeros(rows * cols), np.zeros(2), np.zeros(COMM_SLOTS), table_log(iterations, members.shape[0]),
+                np.full(episodes, np.nan))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
@@ -196,10 +201,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             else:  # Q_LEARNING or SARSA
                 base = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
                 s.state[i] = base
+                if talk.code == SHARED_Q:  # every access to the group's table is traffic (protocols/shared_q.py)
+                    count_table_accesses(talk.comm, learning, code == Q_LEARNING and t + 1 < iterations,
+                                         table_address_bits)
                 if learning:
-                    if talk.code == SHARED_Q:  # each update is a write to the group's table
-                        talk.comm[0] += 1
-                        talk.comm[1] += FLOAT_BITS + table_address_bits
                     if not tables.dirty[base // 9]:
                         tables.dirty[base // 9] = True
                         tables.written[tables.n_written[0]] = base
@@ -287,7 +292,7 @@ def _communicate(talk, s, scene, view):
     compiler keeps a loop without it for groups that do not talk (A/B at G10: stigmergy +6%,
     random -1.5%; unguarded, random lost 16%)."""
     arguments = (talk.values, talk.members, s.pos_r, s.pos_c, scene, view, s.streams, s.window, talk.field,
-                 talk.state, talk.choice, talk.observed, talk.targets, talk.comm)
+                 talk.state, talk.choice, talk.observed, talk.targets, talk.comm, talk.log)
     if talk.code == STIGMERGY:
         stigmergy_rule(*arguments)
     elif talk.code == BROADCAST:
@@ -403,9 +408,11 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables,
                                  scratch, talk)
+            empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out,
                                episode_row(agent_totals, e))
+            talk.entropy[e] = table_entropy_bits(talk.log)
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
@@ -483,7 +490,7 @@ def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, 
     pass p plays training episode p mod n of the `TrainingSet`."""
     one = slice(i, i + 1)
     silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
-                  talk.state, talk.comm)
+                  talk.state, talk.comm, talk.log, talk.entropy)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     n_training = training.good_r.shape[0]

@@ -9,7 +9,7 @@ small worked examples only.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from collective.simulation.random_streams import SplitMix64
@@ -84,6 +84,29 @@ class ReferenceProtocol:
 
 
 @dataclass
+class Traffic:
+    """A protocol's traffic (protocols/__init__.py): (messages, bits) under each accounting over all passes,
+    and the contents of the scored pass's messages of `reads_and_writes`, one tuple per message."""
+
+    counts: dict = field(default_factory=lambda: {"writes": [0, 0], "reads_and_writes": [0, 0]})
+    contents: list = field(default_factory=list)
+
+    def add(self, messages, bits, accountings=("writes", "reads_and_writes")):
+        for accounting in accountings:
+            self.counts[accounting][0] += messages
+            self.counts[accounting][1] += bits
+
+    def entropy_bits(self) -> float:
+        """Plug-in entropy of the contents with the Miller-Madow correction, bits per message (NaN for none)."""
+        n = len(self.contents)
+        if not n:
+            return math.nan
+        counts = Counter(self.contents).values()
+        plug_in = -sum(c / n * math.log2(c / n) for c in counts)
+        return plug_in + (len(counts) - 1) / (2 * n * math.log(2))
+
+
+@dataclass
 class LearnerSettings:
     alpha: float = 0.3
     gamma: float = 0.3
@@ -120,15 +143,15 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
                       starts: list[int], seed: int, learner: LearnerSettings | None = None,
                       protocol: ReferenceProtocol | None = None, training: list[TrainingEpisode] | None = None,
                       cpp: frozenset[str] = frozenset(), first_episode: bool = False
-                      ) -> tuple[list[list[int]], list[list[float]], list[int]]:
+                      ) -> tuple[list[list[int]], list[list[float]], Traffic]:
     """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
-    and the protocol's (messages, bits) over all passes. Training pass p plays training[p mod n]
-    (held-out episodes), or the scored episode itself when `training` is None (paper 003 §5.2.1).
-    `cpp` names the 2016 switches on (collective.config.CPP_SWITCHES); `first_episode`: this is the
-    evaluation's episode 0, whose hidden oracle keeps its own random cell under cpp_imitation."""
+    and the protocol's traffic. Training pass p plays training[p mod n] (held-out episodes), or the
+    scored episode itself when `training` is None (paper 003 §5.2.1). `cpp` names the 2016
+    switches on (collective.config.CPP_SWITCHES); `first_episode`: this is the evaluation's episode
+    0, whose hidden oracle keeps its own random cell under cpp_imitation."""
     learner = learner or LearnerSettings()
     protocol = protocol or ReferenceProtocol(members=tuple(False for _ in behaviours))
-    cost = [0, 0]
+    cost = Traffic()
     imitation = "cpp_imitation" in cpp
     hidden_start = _hidden_start(world, behaviours, seed, starts, imitation and not first_episode)
     training = training or [TrainingEpisode(world, good, evil, starts, seed)]
@@ -154,6 +177,7 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
               streams, {k: tables[i] for k, i in enumerate(trainees) if i in tables}, learner,
               _restrict(training_protocol, trainees), cost, cpp, learning=True)
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
+    cost.contents.clear()  # the scored pass's messages only
     positions, rewards = _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner,
                                protocol, cost, cpp, learning=False)
     return positions, rewards, cost
@@ -207,10 +231,10 @@ def _cell_bits(world) -> int:
 
 
 def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()):
-    """Each participating searcher's target cell this iteration (spec §6; protocols/*.py)."""
+    """Each participating searcher's target cell this iteration (spec §6; protocols/*.py), and its traffic."""
     members = [i for i, takes_part in enumerate(protocol.members) if takes_part]
     params, name = protocol.params, protocol.name
-    window_cells = (2 * world.observation_range + 1) ** 2
+    window_bits = (2 * world.observation_range + 1) ** 2 * 64
     observed = {i: [(c, pays(c)) for c, _, _ in world.window(here[i])] for i in members}
     m = len(members)
     if name == "stigmergy":
@@ -221,8 +245,11 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
                 deposit = params["gamma"] * max(values) + (1 - params["gamma"]) * min(values)
                 for c, _ in observed[i]:
                     fake[c] += deposit
-                cost[0] += 1
-                cost[1] += window_cells * 64
+                cost.add(1, window_bits, ("writes",))  # every searcher's deposit, of nothing too
+                if deposit != 0:
+                    cost.add(1, window_bits, ("reads_and_writes",))
+                    cost.contents.append(("deposit",) + (deposit,) * len(observed[i]))
+            field = fake
             scores = {i: [(c, v + fake[c]) for c, v in observed[i]] for i in members}
         else:  # the 2016 code: one persistent field, updated agent by agent
             field = memory.setdefault("field", defaultdict(float))
@@ -232,9 +259,12 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
                 if deposit != 0:
                     for c, v in observed[i]:
                         field[c] = (field[c] + v + deposit) / params["divisor"]
-                    cost[0] += 1
-                    cost[1] += window_cells * 64
+                    cost.add(1, window_bits)
+                    cost.contents.append(("deposit",) + tuple(field[c] for c, _ in observed[i]))
             scores = {i: [(c, field[c]) for c, _ in observed[i]] for i in members}
+        for i in members:  # every searcher reads its window of the field
+            cost.contents.append(("field read",) + tuple(field[c] for c, _ in observed[i]))
+        cost.add(m, m * window_bits, ("reads_and_writes",))
         targets = {}
         for i in members:
             best = max(v for _, v in scores[i])
@@ -245,29 +275,32 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
         if name == "wisdom" or params["memory"] == "true":
             shared = memory.setdefault("map", [0.0] * (world.rows * world.cols))
             for i in members:
-                wrote = False
+                written = []
                 for c, v in observed[i]:
                     if v != 0:
                         shared[c] = (shared[c] + v) / 2
-                        cost[1] += _cell_bits(world) + 64
-                        wrote = True
-                cost[0] += wrote
+                        written += [c, v]
+                if written:
+                    cost.add(1, len(written) // 2 * (_cell_bits(world) + 64))
+                    cost.contents.append(("map write",) + tuple(written))
+            cost.add(m, m * len(shared) * 64, ("reads_and_writes",))  # every searcher reads the map
+            cost.contents += [("map read",) + tuple(shared)] * m
             best = max(shared)
             candidates = [c for c in range(len(shared)) if shared[c] == best]
         else:
             reported = {c: v for i in members for c, v in observed[i]}
             best = max(reported.values())
             candidates = sorted(c for c, v in reported.items() if v == best)
-            cost[0] += m * (m - 1)
-            cost[1] += m * (m - 1) * (window_cells * 64 + _cell_bits(world))
+            cost.add(m * (m - 1), m * (m - 1) * (window_bits + _cell_bits(world)))
+            cost.contents += [("report", here[i]) + tuple(v for _, v in observed[i]) for i in members]
         return {i: candidates[streams[i].uniform_int(len(candidates))] for i in members}
     own = {i: _best_observed(world, here[i], pays, streams[i]) for i in members}
     if name == "auction" and "cpp_auction" in cpp:  # BiddingLocalSearchAgent::updateMyBid, agent by agent
         for i in members:
             if own[i][1] >= memory.get("bid", -math.inf):  # main.cpp starts at -1; bids are >= -1
                 memory["bid"], memory["target"] = own[i][1], world.step_toward(here[i], own[i][0])
-        cost[0] += m * (m - 1)
-        cost[1] += m * (m - 1) * (64 + _cell_bits(world))
+        cost.add(m * (m - 1), m * (m - 1) * (64 + _cell_bits(world)))
+        cost.contents += [("bid",) + own[i] for i in members]
         return {i: memory["target"] for i in members}
     if name == "auction":
         winner = max(members, key=lambda i: (own[i][1], -i))  # the highest bid; first agent on ties
@@ -276,13 +309,14 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
             if own[winner][1] > memory.get("bid", -math.inf):
                 memory["bid"], memory["target"] = own[winner][1], target
             target = memory["target"]
-        cost[0] += m * (m - 1)
-        cost[1] += m * (m - 1) * (64 + _cell_bits(world))
+        cost.add(m * (m - 1), m * (m - 1) * (64 + _cell_bits(world)))
+        cost.contents += [("bid",) + own[i] for i in members]
         return {i: target for i in members}
     if name == "dictatorship":
-        cost[0] += m - 1
-        cost[1] += (m - 1) * _cell_bits(world)
-        return {i: own[members[int(params["dictator"])]][0] for i in members}
+        target = own[members[int(params["dictator"])]][0]
+        cost.add(m - 1, (m - 1) * _cell_bits(world))
+        cost.contents.append(("order", target))
+        return {i: target for i in members}
     if name == "hierarchy":  # rank k (1-based) reports to rank k // 2
         targets = {}
         for rank, i in enumerate(members, start=1):
@@ -291,8 +325,8 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
                 if "cpp_binary_tree" not in cpp and child <= m and own[members[child - 1]][1] > own[best][1]:
                     best = members[child - 1]
             targets[i] = own[best][0]
-        cost[0] += m - 1
-        cost[1] += (m - 1) * (64 + _cell_bits(world))
+        cost.add(m - 1, (m - 1) * (64 + _cell_bits(world)))
+        cost.contents += [("choice report",) + own[i] for i in members[1:]]
         return targets
     raise ValueError(f"the reference does not know protocol {name!r}")
 
@@ -336,9 +370,12 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
             else:
                 q = tables[i]
                 state = (cell, t)
-                if learning and protocol.name == "shared_q":
-                    cost[0] += 1
-                    cost[1] += 64 + math.ceil(math.log2(max(2, world.rows * world.cols * T * 9)))
+                if protocol.name == "shared_q":  # protocols/shared_q.py: reads, and writes in training
+                    address = math.ceil(math.log2(max(2, world.rows * world.cols * T * 9)))
+                    bootstraps = learning and behaviour == "q_learning" and t + 1 < T
+                    cost.add(1 + bootstraps, (1 + bootstraps) * (9 * 64 + address), ("reads_and_writes",))
+                    if learning:
+                        cost.add(1, 64 + address)
                 if learning and learner.epsilon > 0 and stream.uniform_float() < learner.epsilon:
                     action = stream.uniform_int(9)
                 else:

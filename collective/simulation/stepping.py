@@ -9,6 +9,10 @@ plug-ins through it, one Python call per plug-in per iteration for the whole bat
 kernel's order (`collective.simulation.kernel`): every agent observes, the protocol speaks to its
 members, every behaviour acts, all move, ⊕/⊖ take their next step and rewards come from the new
 cells. Kernel built-ins join such groups through `collective.simulation.compiled_plugins`.
+
+The sham-communication control (`play_overhearing`) steps two copies of a group in lock-step: one
+plays each scored episode's shadow for real, and the other's members, in the scored episodes, hear
+what the protocol tells the same members in the shadows.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from collective.environments.torus import chebyshev, proximity, wrap
 from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, episode_row
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
+from protocols.kernel_support import READS_AND_WRITES, episode_entropies, list_logs, log_deliveries
 
 
 @njit(cache=True)
@@ -260,44 +265,117 @@ class GroupRun:
     agent_scores: np.ndarray  # (E, A) each agent's mean reward per iteration
     positions: np.ndarray | None = None  # (E, T+1, A) with record
     rewards: np.ndarray | None = None  # (E, T, A) with record
+    transfers: float = 0.0  # messages under the reads_and_writes accounting (a plug-in's own count)
+    message_entropy: np.ndarray | None = None  # (E,) bits per message (NaN: no messages)
+
+
+class DeliveryLog:
+    """The message symbols of a plug-in protocol, whose own messages the core cannot see: one symbol
+    per member per iteration for what it is handed (target and field), logged per episode."""
+
+    def __init__(self, episodes: int, iterations: int, members: int):
+        self.logs = list_logs(episodes, iterations * members)  # (E, HEADER + T·M)
+
+    def add(self, said: Messages, shape: tuple[int, int]) -> None:
+        no_target, no_field = np.empty((0, 0), np.int64), np.empty((0, 0, 0))
+        target = no_target if said.target is None else np.ascontiguousarray(said.target, np.int64)
+        field = no_field if said.field is None else \
+            np.ascontiguousarray(np.asarray(said.field, np.float64).reshape(shape + (-1,)))
+        if said.target is not None or said.field is not None:
+            log_deliveries(target, field, self.logs)
+
+    def entropy(self) -> np.ndarray:
+        out = np.empty(self.logs.shape[0])
+        episode_entropies(self.logs, out)
+        return out
+
+
+class _Playing:
+    """One group on its own core, iteration by iteration: the loop of `play_group`, split so that the
+    sham control can step two groups in lock-step. `speaks`: the group's protocol talks (else its
+    members only hear what they are handed)."""
+
+    def __init__(self, group: Group, environments, record: bool, speaks: bool = True):
+        self.core = core = SteppingCore(environments, group.size, group.rows, group.cols, group.iterations, group.view,
+                                        group.radius, group.threshold, group.switches)
+        for member in group.behaviours + ([group.protocol] if group.protocol and speaks else []):
+            member.reset(core)
+        self.indices = [(m, _agents_index(m.agents)) for m in group.behaviours]
+        self.observers = [(m, i) for m, i in self.indices if callable(getattr(m.instance, "observe", None))]
+        self.protocol = group.protocol
+        self.members = _agents_index(group.protocol.agents) if group.protocol else None
+        self.speaks = speaks and group.protocol is not None
+        self.builtin = self.speaks and hasattr(group.protocol.instance, "message_entropy")
+        self.deliveries = DeliveryLog(core.episodes, core.iterations, group.protocol.agents.size) \
+            if self.speaks and not self.builtin else None
+        self.record = record
+        self.positions = np.empty((core.episodes, core.iterations + 1, core.agents), np.int32) if record else None
+        self.rewards = np.empty((core.episodes, core.iterations, core.agents)) if record else None
+        if record:
+            self.positions[:, 0] = core.cells
+        self.actions = np.empty((core.episodes, core.agents), np.int64)
+        self.messages = self.bits = 0.0
+
+    def speak(self, obs: Observation) -> Messages:
+        """The protocol's messages for this iteration, checked, logged and counted."""
+        core, protocol = self.core, self.protocol
+        said = _call(protocol.instance, protocol.plugin.spec, "communicate", _subset(obs, self.members))
+        said = checked_messages(said, protocol.plugin.spec, (core.episodes, protocol.agents.size), 2 * core.view + 1,
+                                core.rows * core.cols)
+        if self.deliveries:
+            self.deliveries.add(said, (core.episodes, protocol.agents.size))
+        self.messages, self.bits = self.messages + float(said.messages), self.bits + float(said.bits)
+        return said
+
+    def move(self, obs: Observation, said: Messages | None) -> None:
+        """The members hear `said`; every behaviour acts; all move and are paid."""
+        core = self.core
+        if said is not None:
+            obs = core.hear(obs, said, self.members)
+        for member, index in self.indices:
+            acted = _call(member.instance, member.plugin.spec, "act", _subset(obs, index))
+            self.actions[:, index] = checked_actions(acted, member.plugin.spec, (core.episodes, member.agents.size))
+        rewards = core.step(self.actions)
+        for member, index in self.observers:
+            _call(member.instance, member.plugin.spec, "observe", rewards[:, index])
+        if self.record:
+            self.positions[:, core.t] = core.cells
+            self.rewards[:, core.t - 1] = rewards
+
+    def result(self, seconds: float, traffic: "_Playing | None" = None) -> GroupRun:
+        """This group's run, with the traffic of `traffic`'s protocol (default its own)."""
+        core, talker = self.core, traffic or self
+        if talker.builtin:
+            transfers = float(talker.protocol.instance.comm[READS_AND_WRITES])
+            entropy = talker.protocol.instance.message_entropy()
+        else:
+            transfers = talker.messages
+            entropy = talker.deliveries.entropy() if talker.deliveries else np.full(core.episodes, np.nan)
+        return GroupRun(core.totals / (core.agents * core.iterations), seconds, talker.messages, talker.bits,
+                        core.agent_totals / core.iterations, self.positions, self.rewards, transfers, entropy)
 
 
 def play_group(group: Group, environments, record: bool = False) -> GroupRun:
     """Play a batch of episodes (an `EnvironmentBatch`) with the group; R̄ per episode, the
-    protocol's traffic and, with `record`, the trajectories."""
-    core = SteppingCore(environments, group.size, group.rows, group.cols, group.iterations, group.view,
-                        group.radius, group.threshold, group.switches)
-    members = group.behaviours + ([group.protocol] if group.protocol else [])
-    for member in members:
-        member.reset(core)
-    episodes, agents, side, n_cells = core.episodes, core.agents, 2 * core.view + 1, core.rows * core.cols
-    indices = [(m, _agents_index(m.agents)) for m in group.behaviours]
-    observers = [(m, i) for m, i in indices if callable(getattr(m.instance, "observe", None))]
-    talker = (group.protocol, _agents_index(group.protocol.agents)) if group.protocol else None
-    positions = np.empty((episodes, core.iterations + 1, agents), np.int32) if record else None
-    rewards_out = np.empty((episodes, core.iterations, agents)) if record else None
-    if record:
-        positions[:, 0] = core.cells
-    actions = np.empty((episodes, agents), np.int64)
-    messages = bits = 0.0
+    protocol's traffic and message entropy and, with `record`, the trajectories."""
+    playing = _Playing(group, environments, record)
     started = time.perf_counter()
-    for _ in range(core.iterations):
-        obs = core.observe()
-        if talker:
-            protocol, index = talker
-            said = checked_messages(_call(protocol.instance, protocol.plugin.spec, "communicate", _subset(obs, index)),
-                                    protocol.plugin.spec, (episodes, protocol.agents.size), side, n_cells)
-            obs = core.hear(obs, said, index)
-            messages, bits = messages + float(said.messages), bits + float(said.bits)
-        for member, index in indices:
-            acted = _call(member.instance, member.plugin.spec, "act", _subset(obs, index))
-            actions[:, index] = checked_actions(acted, member.plugin.spec, (episodes, member.agents.size))
-        rewards = core.step(actions)
-        for member, index in observers:
-            _call(member.instance, member.plugin.spec, "observe", rewards[:, index])
-        if record:
-            positions[:, core.t] = core.cells
-            rewards_out[:, core.t - 1] = rewards
-    seconds = time.perf_counter() - started
-    return GroupRun(core.totals / (agents * core.iterations), seconds, messages, bits,
-                    core.agent_totals / core.iterations, positions, rewards_out)
+    for _ in range(playing.core.iterations):
+        obs = playing.core.observe()
+        playing.move(obs, playing.speak(obs) if playing.speaks else None)
+    return playing.result(time.perf_counter() - started)
+
+
+def play_overhearing(group: Group, speaker: Group, environments, shadows, record: bool = False) -> GroupRun:
+    """The sham-communication control: `speaker`, a second copy of the group, plays the shadow episodes
+    `shadows` for real, protocol included, and at every iteration the members of `group` in episode e
+    hear what the protocol tells the same members in e's shadow. The run of `group` on `environments`,
+    with the traffic and message entropy of the messages it heard (the shadows' protocol)."""
+    listening, speaking = _Playing(group, environments, record, speaks=False), _Playing(speaker, shadows, False)
+    started = time.perf_counter()
+    for _ in range(listening.core.iterations):
+        shadow = speaking.core.observe()
+        said = speaking.speak(shadow)
+        speaking.move(shadow, said)
+        listening.move(listening.core.observe(), said)
+    return listening.result(time.perf_counter() - started, traffic=speaking)

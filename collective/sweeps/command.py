@@ -3,7 +3,7 @@
 The spec is validated and planned before anything starts (`--dry-run` stops there and prints the
 plan); then the output directory is locked, finished chunks are verified and skipped (so the same
 command resumes an interrupted sweep), and the executor plays the remaining units while a progress
-bar (or, off a terminal, a plain line every 10 s) shows cells and episodes done, the rate in agent-steps
+bar (or, off a terminal, a plain line every 10 s) shows cells and rows done, the rate in agent-steps
 per second and the ETA.
 """
 from __future__ import annotations
@@ -16,24 +16,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
 from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
 from collective.simulation.plugins import PluginError
-from collective.behaviours import learns
-from collective.sweeps.plan import PACKAGE_VERSION, EnvironmentBlock, episode_cost, plan, plan_size
+from collective.evaluate import kernel_cached
+from collective.sweeps.plan import (PACKAGE_VERSION, SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
+                                    SampleTimes, plan, plan_size, time_sample)
+from collective.progress import Progress, announce_compilation, announce_compiling, compilation_done, duration
 
-# Dry-run estimate: kernel agent-steps per second by what a group plays (benchmarks/throughput.py
-# and the quickstart sweep's kernel_seconds on a 2-core machine; learners' training passes included) ...
-GROUP_RATES = {"learner": 14e6, "local_search": 10e6, "other": 40e6, "protocol": 6e6, "plugin": 4e6}
-# ... the share of a worker's time spent in the kernel (workers share the CPUs with the driver, the
-# environment maker and Parquet writing; 0.55 in the quickstart sweep on 2 cores), the start-up of
-# Ray and its warm workers (numba's cached code), and environment generation.
-WORKER_EFFICIENCY = 0.55
-STARTUP_SECONDS = {"ray": 12.0, "serial": 3.0}
-ENVIRONMENT_STEPS_PER_SECOND = 3e6  # episodes x (T+1) generated per second
-PROGRESS_SECONDS = 10.0  # between progress lines when stderr is not a terminal
+# The dry-run's estimate is built from what a run does: the driver loads and plans the spec (timed
+# in the dry run, which does the same), starts the executor, and its workers, each on a CPU of its
+# own, play every (cell, group)'s episodes (kernel seconds per episode timed on a sample of each,
+# `plan.time_sample`), build a result row per (episode, group) and share the environment generation
+# (timed on the same sample). What is not sampled was measured on the 2-core machine:
+ROW_SECONDS = 30e-6  # a worker builds a row: agent seeds, columns, Arrow (26-34 µs, 2 busy cores)
+RAY_INIT_SECONDS = 3.0  # ray.init of an embedded Ray: ~2.5 s quiet, 7.7-8 s on 2 busy cores
+RAY_STOP_SECONDS = 1.5  # the actors' exit and ray.shutdown: 1.2-1.6 s
 
 
 @dataclass(frozen=True)
@@ -80,30 +78,45 @@ def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
     }
 
 
-def group_rate(config) -> float:
-    """Estimated agent-steps per second of one worker playing this group (GROUP_RATES)."""
-    if config.uses_plugins:
-        return GROUP_RATES["plugin"]
-    kinds = ["learner" if learns(name) else name if name == "local_search" else "other" for name in config.behaviours]
-    if config.protocol != "none" and "learner" not in kinds:  # learners' training dominates their protocol
-        kinds.append("protocol")
-    return min(GROUP_RATES[kind] for kind in kinds)
+@dataclass(frozen=True)
+class Estimate:
+    """How long a sweep should take, by part (`estimate`)."""
+
+    driver: float  # this process: Python, the imports, loading and planning the spec
+    executor: float  # Ray's start and its actors' warm-up, or loading the kernels in this process
+    work: float  # per worker
+    stop: float
+
+    @property
+    def total(self) -> float:
+        return self.driver + self.executor + self.work + self.stop
 
 
-def estimated_seconds(spec: SweepSpec, workers: int, executor: str) -> float:
-    """Start-up, then the groups' work at their rates and environment generation shared by `workers`."""
-    work = sum(spec.episodes * (episode_cost(cell.configs[g]) / group_rate(cell.configs[g]) +
-                                (spec.iterations + 1) / ENVIRONMENT_STEPS_PER_SECOND / len(cell.playing))
-               for cell in spec.cells for g in cell.playing)
-    return STARTUP_SECONDS[executor] + work / (workers * (WORKER_EFFICIENCY if executor == "ray" else 1))
+def estimate(spec: SweepSpec, workers: int, executor: str, sample: SampleTimes, driver_seconds: float,
+             import_seconds: float) -> Estimate:
+    """The sweep's time from the sample's per-episode seconds: every (cell, group)'s kernel time and
+    each cell's generation over all episodes, plus ROW_SECONDS per row, shared by `workers` (each on a
+    CPU of its own); on Ray after RAY_INIT_SECONDS and the warm-up of the GroupHosts and the
+    EnvironmentMaker (each imports what this process imported and loads the kernels, all at once on
+    the workers' CPUs), before RAY_STOP_SECONDS."""
+    kernel = spec.episodes * sum(sample.kernel.values())
+    generation = spec.episodes * sum(sample.generation.values())
+    rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells) * ROW_SECONDS
+    work = (kernel + generation + rows) / workers
+    if executor == "serial":
+        return Estimate(driver_seconds, sample.load_seconds, work, 0.0)
+    warm_up = (import_seconds + sample.load_seconds) * (workers + 1) / workers
+    return Estimate(driver_seconds, RAY_INIT_SECONDS + warm_up, work, RAY_STOP_SECONDS)
 
 
-def plan_text(spec: SweepSpec, workers: int, executor: str) -> str:
-    """The dry-run report: what would run, and roughly how long it would take (in time independent
-    of the number of episodes)."""
-    size = plan_size(spec)
+def plan_text(spec: SweepSpec, size: PlanSize, workers: int, executor: str, sample: SampleTimes,
+              driver_seconds: float, import_seconds: float) -> str:
+    """The dry-run report: what would run (`size`, from `plan_size`), and how long it should take
+    with the basis of that estimate (in time independent of the number of episodes)."""
     factors = " | ".join(f"{name} {', '.join(str(v) for v in values)}"
                          for name, values in _factor_values(spec).items())
+    times = estimate(spec, workers, executor, sample, driver_seconds, import_seconds)
+    started = (f"to start Ray and warm its {workers + 1} actors" if executor == "ray" else "to load the kernels")
     return "\n".join([
         f"sweep {spec.sweep_id}: {len(spec.cells)} cells x {len(spec.groups)} group types, "
         f"{spec.episodes:,} episodes each, T={spec.iterations}, seed {spec.seed}",
@@ -111,13 +124,13 @@ def plan_text(spec: SweepSpec, workers: int, executor: str) -> str:
         f"  groups: {', '.join(group.label for group in spec.groups)}",
         f"  {size.rows:,} rows in {'' if size.units_exact else '~'}{size.units:,} work units over {size.blocks:,} "
         f"environment blocks; {size.agent_steps / 1e9:,.2f} G agent-steps",
-        f"  estimated time: {_duration(estimated_seconds(spec, workers, executor))} with {workers} {executor} "
-        f"worker(s): {STARTUP_SECONDS[executor]:.0f} s start-up, then per worker"
-        f"{f' {WORKER_EFFICIENCY:.0%} of the time at' if executor == 'ray' else ''} ~"
-        f"{GROUP_RATES['learner'] / 1e6:.0f} M agent-steps/s for learners (training passes included), "
-        f"{GROUP_RATES['local_search'] / 1e6:.0f} M local search, {GROUP_RATES['other'] / 1e6:.0f} M other "
-        f"built-ins, {GROUP_RATES['protocol'] / 1e6:.0f} M with a protocol, {GROUP_RATES['plugin'] / 1e6:.0f} M "
-        f"plug-ins, and {ENVIRONMENT_STEPS_PER_SECOND / 1e6:.0f} M episode-iterations/s of environment generation",
+        f"  estimated time: {duration(times.total)} with {workers} {executor} worker(s): "
+        f"{duration(times.driver + times.executor)} start-up ({duration(times.driver)} to load and plan the spec, "
+        f"{duration(times.executor)} {started}), {duration(times.work)} of work per worker"
+        + (f", {duration(times.stop)} to stop Ray" if times.stop else ""),
+        f"  basis: kernel and environment generation timed here on a sample of every (cell, group), up to "
+        f"{SAMPLE_AGENT_STEPS:,} agent-steps or {SAMPLE_EPISODES} episodes each ({sample.seconds:.1f} s), "
+        f"{ROW_SECONDS * 1e6:.0f} µs per result row, each worker on a CPU of its own",
     ])
 
 
@@ -130,36 +143,9 @@ def _factor_values(spec: SweepSpec) -> dict[str, list]:
     return values
 
 
-def _duration(seconds: float) -> str:
-    minutes, seconds = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
-
-
-class ProgressLines:
-    """Progress for a stderr that is not a terminal (a pipe, a log file): a plain line at most every
-    PROGRESS_SECONDS and at the end, as tqdm's bar only draws on a terminal."""
-
-    def __init__(self, total: int, done: int):
-        self.total, self.done, self.resumed, self.shown_done = total, done, done, None
-        self.started = self.shown = time.perf_counter()
-
-    def update(self, steps: int, status: str, final: bool = False) -> None:
-        self.done += steps
-        now = time.perf_counter()
-        if (not final and now - self.shown < PROGRESS_SECONDS) or self.shown_done == self.done:
-            return
-        self.shown, self.shown_done = now, self.done
-        rate = (self.done - self.resumed) / max(now - self.started, 1e-9)
-        eta = _duration((self.total - self.done) / rate) if rate else "?"
-        print(f"collective sweep: progress: {self.done / 1e6:,.1f}/{self.total / 1e6:,.1f} M agent-steps "
-              f"({100 * self.done / max(self.total, 1):.0f}%), {status}, {rate / 1e6:.1f} M agent-steps/s, "
-              f"elapsed {_duration(now - self.started)}, ETA {eta}", file=sys.stderr, flush=True)
-
-
-def run_spec(spec: SweepSpec, out: str | Path, executor, progress: str | None = None) -> SweepSummary:
+def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False) -> SweepSummary:
     """Run (or resume) `spec` into the results store at `out` with an entered-on-demand executor;
-    `progress` is "bar" (tqdm, for a terminal), "lines" (`ProgressLines`) or None."""
+    `progress` shows it on stderr (`collective.progress.Progress`)."""
     started = time.perf_counter()
     blocks = plan(spec)
     planned = {unit.id: unit for block in blocks for unit in block.units}
@@ -180,20 +166,16 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: str | None = 
         rows_done = sum(planned[unit].rows for unit in resumed)
         written = 0
         total, initial = sum(u.cost for u in planned.values()), sum(planned[u].cost for u in resumed)
-        lines = ProgressLines(total, initial) if progress == "lines" else None
-        with tqdm(total=total, initial=initial, unit="step", unit_scale=True, disable=progress != "bar",
-                  dynamic_ncols=True, desc=spec.name,
-                  bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} [{elapsed}<{remaining}, {rate_fmt}]") as bar:
-            def show(steps: int = 0, final: bool = False) -> None:
-                status = f"cells {cells_done}/{len(spec.cells)}, episodes {rows_done:,}/{rows_total:,}"
-                bar.update(steps)
-                bar.set_postfix_str(status)
-                if lines:
-                    lines.update(steps, status, final)
 
-            show()
+        def status() -> str:
+            return f"cells {cells_done}/{len(spec.cells)}, rows {rows_done:,}/{rows_total:,}"
+
+        with Progress(total, "agent-steps", "collective sweep", spec.name, initial=initial, enabled=progress,
+                      bookends=True) as bar:
+            bar.update(0, status())
             if todo:
                 with executor:
+                    compilation_done()  # the workers are warm
                     for unit, rows in executor.run(todo):
                         if rows.num_rows != unit.rows:
                             raise RuntimeError(f"unit {unit.id} returned {rows.num_rows} rows, expected {unit.rows}")
@@ -202,8 +184,7 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: str | None = 
                         rows_done += unit.rows
                         units_left[unit.cell] -= 1
                         cells_done += not units_left[unit.cell]
-                        show(unit.cost)
-            show(final=True)
+                        bar.update(unit.cost, status())
     return SweepSummary(sweep_id=spec.sweep_id, dataset=Path(out).resolve() / DATASET_DIR, cells=len(spec.cells),
                         groups=len(spec.groups), rows=rows_total,
                         rows_resumed=sum(planned[unit].rows for unit in resumed), chunks_written=written,
@@ -256,27 +237,46 @@ def run_sweep(args: argparse.Namespace) -> int:
         return _error("argument --address: only with --executor ray")
     if not args.out and not args.dry_run:
         return _error("argument --out: required unless --dry-run")
+    import_seconds = _process_age()  # Python and the imports: what every Ray actor does first
+    announce_compilation()  # loading a spec may compile its K ranges' pattern probe
     try:
         spec = load_spec(args.spec)
     except SpecError as error:  # the spec's path once: file errors carry it already
         return _error(str(error) if error.path == str(args.spec) else f"{args.spec}: {error}")
-    from collective.sweeps.runtime import RayExecutor, SerialExecutor, cap_workers, unreachable  # Ray loads slowly
+    from collective.sweeps.runtime import (RayExecutor, ResourceError, SerialExecutor, cap_workers,  # Ray loads slowly
+                                           unreachable)
     if args.dry_run:
         if args.executor == "serial":
             workers = 1
         else:  # a cluster's CPUs are known once joined
             workers = args.workers or 1 if address else cap_workers(args.workers, os.cpu_count() or 1, "this machine")
-        print(plan_text(spec, workers, args.executor))
+        size = plan_size(spec)
+        driver_seconds, cold = _process_age(), not kernel_cached()
+        try:
+            sample = time_sample(spec)
+        except PluginError as error:
+            return _error(str(error))
+        compilation_done()
+        print(plan_text(spec, size, workers, args.executor, sample, driver_seconds, import_seconds))
+        if cold:
+            print("  (this dry run compiled the kernels, and the start-up above counts it: the run will load them)")
+        if (load := os.getloadavg()[0]) > 1:
+            print(f"  (load average {load:.1f}: other work shares the CPUs, so the workers will run slower than "
+                  "sampled and the sweep take longer)")
         return 0
     if args.executor == "ray" and address and (why := unreachable(address)):
         return _error(f"argument --address: no Ray cluster answers at {address} ({why}); start one with "
                       f"`ray start --head` or fix the address")
     executor = SerialExecutor(spec) if args.executor == "serial" else \
         RayExecutor(spec, address=address, workers=args.workers)
+    if args.executor == "ray" and not address and not kernel_cached():
+        announce_compiling()  # in the embedded Ray's workers, sharing this machine's cache
     try:
-        summary = run_spec(spec, args.out, executor, progress="bar" if sys.stderr.isatty() else "lines")
+        summary = run_spec(spec, args.out, executor, progress=True)
     except StoreError as error:
         return _error(f"argument --out: {error}")
+    except ResourceError as error:
+        return _error(str(error))
     except PluginError as error:
         return _error(f"{error}; the rows written so far are kept: fix the plug-in and rerun to resume")
     except OSError as error:
@@ -289,6 +289,16 @@ def run_sweep(args: argparse.Namespace) -> int:
                       status=1)
     print(summary.text())
     return 0
+
+
+def _process_age() -> float:
+    """Seconds since this process started, from Linux's /proc (elsewhere its CPU time, about the
+    same for the imports and the spec, which keep a CPU busy)."""
+    try:
+        started_ticks = int(Path("/proc/self/stat").read_text().rpartition(")")[2].split()[19])
+        return float(Path("/proc/uptime").read_text().split()[0]) - started_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.process_time()
 
 
 def _error(message: str, status: int = 2) -> int:

@@ -22,9 +22,8 @@ import numpy as np
 import pyarrow as pa
 
 from collective.behaviours import learns
-from collective.config import EvaluationConfig
-from collective.evaluate import (batch_episodes, generate_environments, load_kernel, load_stepping_core, play,
-                                 plugin_group, with_ceiling)
+from collective.config import EvaluationConfig, memory_needs
+from collective.evaluate import batch_episodes, generate_environments, load_code, play, plugin_group, with_ceiling
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
@@ -35,6 +34,8 @@ TARGET_UNIT_AGENT_STEPS = 20_000_000  # agent-steps (training passes included) p
 TAIL_UNIT_AGENT_STEPS = 4_000_000  # the smallest units, cut at the end of a sweep (see _taper)
 MAX_BLOCK_BYTES = 64 << 20  # environment arrays held per block
 SUMMARY_BLOCKS = 2_000  # `plan_size` enumerates plans of at most this many blocks
+SAMPLE_AGENT_STEPS = 100_000  # `time_sample` plays each (cell, group) for this many agent-steps ...
+SAMPLE_EPISODES = 200  # ... in at most this many episodes
 PACKAGE_VERSION = version("collective")
 
 
@@ -66,9 +67,11 @@ class EnvironmentBlock:
 
 
 def episode_cost(config: EvaluationConfig) -> int:
-    """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns."""
+    """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns, plus
+    the shadow episode of a sham."""
     trains = any(learns(name) for name in config.behaviours)
-    return config.iterations * config.group_size * (1 + (config.q_training_passes if trains else 0))
+    return config.iterations * config.group_size * (1 + (config.q_training_passes if trains else 0)) * \
+        (2 if config.sham else 1)
 
 
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
@@ -135,6 +138,23 @@ def plan_size(spec: SweepSpec) -> PlanSize:
     return PlanSize(blocks, units, False, rows, steps)
 
 
+ROW_BYTES = 2 << 10  # a result row while a unit builds its table: ~0.5 KB of Python lists, twice ~0.46 KB of Arrow
+
+
+def largest_unit_bytes(spec: SweepSpec) -> int:
+    """Memory of the spec's largest work unit, from its arrays' shapes (`config.memory_needs` for the
+    unit's episodes in one call, a persistent plug-in's in its batches) and its rows. A cell's
+    first full block holds its largest units (the plan's tail is cut finer)."""
+    largest = 0
+    for c, cell in enumerate(spec.cells):
+        for unit in _units(spec, c, 0, 0, block_episodes(spec, c), cell.playing, TARGET_UNIT_AGENT_STEPS):
+            configs = [cell.configs[g] for g in unit.groups]
+            arrays = max(sum(memory_needs(config, batch_episodes(config) if config.persistent
+                                          else unit.stop - unit.first).values()) for config in configs)
+            largest = max(largest, arrays + unit.rows * ROW_BYTES)
+    return largest
+
+
 def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, groups: tuple[int, ...],
            limit: int) -> tuple[WorkUnit, ...]:
     """Units playing `groups` of cell c on episodes [first, stop), each costing about `limit` or
@@ -193,14 +213,41 @@ def _taper(spec: SweepSpec, blocks: list[EnvironmentBlock]) -> tuple[Environment
 
 def prepare_process(spec: SweepSpec) -> None:
     """Load what playing the spec's units needs before anything is timed: the compiled code
-    (`load_kernel` for each environment class, `load_stepping_core` when a group has a plug-in)
-    and pyarrow's table builder, which imports pandas (~0.4 s) when it builds its first table."""
-    configs = [config for cell in spec.cells for config in cell.configs if config is not None]
-    for env in {config.env for config in configs}:  # a landscape is a specialisation of its own
-        load_kernel(env)
-    if any(config.uses_plugins for config in configs):
-        load_stepping_core()
+    (`load_code`: every variant of the kernel and the stepping core that its groups play) and
+    pyarrow's table builder, which imports pandas (~0.4 s) when it builds its first table."""
+    for config in (config for cell in spec.cells for config in cell.configs if config is not None):
+        load_code(config)  # cached: each variant loads once
     row_schema().empty_table()
+
+
+@dataclass(frozen=True)
+class SampleTimes:
+    """Seconds measured on a sample of a spec in this process (`time_sample`)."""
+
+    kernel: dict[tuple[int, int], float]  # (cell, group) -> kernel seconds per episode
+    generation: dict[int, float]  # cell -> seconds to generate one of its episodes
+    load_seconds: float  # loading (or compiling) the code, as every worker does first
+    seconds: float  # the whole sample
+
+
+def time_sample(spec: SweepSpec) -> SampleTimes:
+    """Play every (cell, group) of the spec on a few of its cell's own episodes, SAMPLE_AGENT_STEPS
+    or SAMPLE_EPISODES of them (at least one), as a worker plays them, and time its kernel and the
+    cell's environment generation: the dry-run's basis, in time independent of the episodes."""
+    started = time.perf_counter()
+    prepare_process(spec)
+    loaded = time.perf_counter() - started
+    kernel, generation = {}, {}
+    for c, cell in enumerate(spec.cells):
+        counts = {g: max(1, min(spec.episodes, SAMPLE_EPISODES, SAMPLE_AGENT_STEPS // episode_cost(cell.configs[g])))
+                  for g in cell.playing}
+        generating = time.perf_counter()
+        environments = generate_environments(cell.configs[cell.playing[0]], np.arange(max(counts.values())),
+                                             seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell))
+        generation[c] = (time.perf_counter() - generating) / max(counts.values())
+        for g, count in counts.items():
+            kernel[c, g] = _play_in_order(cell.configs[g], _episodes_of(environments, 0, count)).kernel_seconds / count
+    return SampleTimes(kernel, generation, loaded, time.perf_counter() - started)
 
 
 def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch:
@@ -272,6 +319,8 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             # the protocol's totals over the batch (training passes included) per scored iteration
             "messages_per_iteration": [run.messages / (n * config.iterations)] * n,
             "bits_per_iteration": [run.bits / (n * config.iterations)] * n,
+            "message_entropy_bits": run.message_entropy,
+            "information_bits_per_iteration": information_per_iteration(run, n, config.iterations),
             "score_by_behaviour": by_behaviour, "plugin_digests": [digests] * n,
             "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
             "version": [PACKAGE_VERSION] * n,
@@ -281,22 +330,29 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
     return pa.concat_tables(tables)
 
 
+def information_per_iteration(run, episodes: int, iterations: int) -> np.ndarray:
+    """(episodes,) each episode's message entropy times the batch's reads_and_writes messages per scored
+    iteration (protocols/__init__.py); 0 where nothing was sent."""
+    per_iteration = run.transfers / (episodes * iterations)
+    return run.message_entropy * per_iteration if per_iteration else np.zeros(episodes)
+
+
 def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
-    """One `play` of the unit's episodes; a persistent plug-in group instead plays them in episode
-    order, in `collective evaluate`'s batches, with one group object that keeps what it learns
-    (the plan never splits such a group's block, so the order is the same for any worker count)."""
-    if not config.uses_plugins:
+    """One `play` of the unit's episodes on the fused kernel. On the stepping core, the episodes in
+    order, in `collective evaluate`'s batches, with one group object: a persistent plug-in keeps what it
+    learns (the plan never splits such a group's block, so the order is the same for any worker count),
+    and the core's per-episode message logs stay the size of one batch."""
+    if not config.on_stepping_core:
         return play(config, batch)
     group = plugin_group(config)
-    if not group.persistent:
-        return play(config, batch, group=group)
     size = batch_episodes(config)
     runs = [play(config, _episodes_of(batch, first, min(first + size, len(batch))), group=group)
             for first in range(0, len(batch), size)]
     return replace(runs[0], mean_rewards=np.concatenate([run.mean_rewards for run in runs]),
                    agent_scores=np.concatenate([run.agent_scores for run in runs]),
                    kernel_seconds=sum(run.kernel_seconds for run in runs), messages=sum(run.messages for run in runs),
-                   bits=sum(run.bits for run in runs))
+                   bits=sum(run.bits for run in runs), transfers=sum(run.transfers for run in runs),
+                   message_entropy=np.concatenate([run.message_entropy for run in runs]))
 
 
 def _scores_by_behaviour(config: EvaluationConfig, run) -> list[dict[str, float]]:

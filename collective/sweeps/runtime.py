@@ -16,6 +16,11 @@ then checks that its copies have the driver's source digests before playing anyt
 Ray: no dashboard, a bounded object store, every server on the loopback address (Ray's local-only
 mode, its default on macOS and Windows, chosen through `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` before
 Ray is imported), no usage reporting.
+
+Memory: every actor asks Ray for the memory its work needs (Ray's `memory` resource, from the
+spec's largest work unit, `plan.largest_unit_bytes`), so Ray never runs more at once on a node
+than its memory holds: fewer workers start when that many would not fit (with a notice), and a
+spec whose largest unit fits on no node is refused (`ResourceError`).
 """
 from __future__ import annotations
 
@@ -34,13 +39,45 @@ import pyarrow as pa
 from collective.evaluate import load_kernel
 from collective.simulation.plugins import SHIPPED_FILES_VARIABLE, PluginError, is_import_path
 from collective.sweeps.spec import SweepSpec
-from collective.sweeps.plan import EnvironmentBlock, WorkUnit, generate_block, play_unit, prepare_process
+from collective.sweeps.plan import (MAX_BLOCK_BYTES, EnvironmentBlock, WorkUnit, generate_block, largest_unit_bytes,
+                                    play_unit, prepare_process)
 
 OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: environment blocks are a few MB each
 ACTOR_RESTARTS = 5  # per actor: a killed actor comes back this many times ...
 ACTOR_TASK_RETRIES = 5  # ... and its unfinished calls are retried
 PREFETCH_BLOCKS = 2  # environment blocks generated ahead of the units that need them
 PROBE_SECONDS = 3.0  # TCP connect timeout when checking a --address
+# Ray's memory request (a logical resource: Ray places no more actors on a node than its memory
+# holds) is the actor's base, a warm process before any work (Python, NumPy, pyarrow, numba and
+# the loaded kernels: 450-480 MB resident measured), plus what its work needs: a GroupHost's
+# largest work unit, or the EnvironmentMaker's block and its copy as it is built.
+ACTOR_BASE_BYTES = 512 << 20
+MAKER_BYTES = ACTOR_BASE_BYTES + 2 * MAX_BLOCK_BYTES
+
+
+class ResourceError(RuntimeError):
+    """The cluster cannot hold even one worker of the spec."""
+
+
+def memory_capped_workers(workers: int, nodes: list[dict[str, float]], host_bytes: int) -> int:
+    """How many of `workers` GroupHosts (1 CPU and `host_bytes` of Ray's memory resource each) the
+    nodes' resources hold next to the EnvironmentMaker (MAKER_BYTES, on the node with most memory)."""
+    ordered = sorted(nodes, key=lambda node: -node.get("memory", 0.0))
+    free = [node.get("memory", 0.0) for node in ordered]
+    cpus = [int(node.get("CPU", 0)) for node in ordered]
+    if not free or free[0] < MAKER_BYTES:
+        raise ResourceError(f"the environment maker needs ~{MAKER_BYTES / 2**30:.1f} GiB of memory; Ray offers "
+                            f"{(free or [0])[0] / 2**30:.1f} GiB on its largest node")
+    free[0] -= MAKER_BYTES
+    fit = sum(min(cpu, int(memory // host_bytes)) for cpu, memory in zip(cpus, free))
+    if not fit:
+        raise ResourceError(f"a worker needs ~{host_bytes / 2**30:.1f} GiB of memory for the spec's largest work "
+                            f"unit; Ray offers {max(free) / 2**30:.1f} GiB on its largest node: use smaller grids, "
+                            "groups or T, or a node with more memory")
+    if fit < workers:
+        print(f"collective sweep: notice: {workers} workers capped at {fit}: each needs ~{host_bytes / 2**30:.1f} GiB "
+              f"of memory for the spec's largest work unit", file=sys.stderr)
+    return min(workers, fit)
 
 
 def _is_loopback(address: str) -> bool:
@@ -173,6 +210,7 @@ class RayExecutor:
         self.address = address
         self.requested_workers = workers
         self.workers = 0
+        self.host_bytes = 0  # each GroupHost's memory request
         self.hosts: list = []
         self.maker = None
 
@@ -186,6 +224,11 @@ class RayExecutor:
             os.environ["RAY_worker_niceness"] = "0"  # Ray's default (15) starves the actors next to other work
         import ray
 
+        if not self.address or _is_loopback(self.address):
+            # Ray reads the variable once, on import: a caller that imported Ray first would get a
+            # cluster on the machine's network address, so set the flag Ray's address lookup reads
+            from ray._private import ray_constants
+            ray_constants.ENABLE_RAY_CLUSTER = False
         settings = dict(logging_level=logging.ERROR, log_to_driver=False,
                         runtime_env=plugin_runtime_env(self.spec) or None)
         if self.address:
@@ -200,10 +243,13 @@ class RayExecutor:
             if self.address:
                 self.workers = cap_workers(self.requested_workers, max(1, int(ray.cluster_resources().get("CPU", 1))),
                                            "the Ray cluster")
+            self.host_bytes = ACTOR_BASE_BYTES + largest_unit_bytes(self.spec)
+            self.workers = memory_capped_workers(self.workers, [node["Resources"] for node in ray.nodes()
+                                                                if node["Alive"]], self.host_bytes)
             restartable = dict(max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_TASK_RETRIES)
-            self.hosts = [ray.remote(num_cpus=1, **restartable)(GroupHost).remote(self.spec)
+            self.hosts = [ray.remote(num_cpus=1, memory=self.host_bytes, **restartable)(GroupHost).remote(self.spec)
                           for _ in range(self.workers)]
-            self.maker = ray.remote(num_cpus=0, **restartable)(EnvironmentMaker).remote()
+            self.maker = ray.remote(num_cpus=0, memory=MAKER_BYTES, **restartable)(EnvironmentMaker).remote()
             ray.get([actor.pid.remote() for actor in self.hosts + [self.maker]])  # every actor warm
             _raise_plugin_errors(lambda: ray.get([host.check_plugins.remote(self.spec.plugin_digests())
                                                   for host in self.hosts]))

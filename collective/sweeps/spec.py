@@ -18,14 +18,14 @@ cell's key leaves out the switches that are off, so every spec without them keep
     name = "quickstart"          # optional, default: the file's stem
     description = "..."          # optional
     seed = 0                     # root of every random number
-    profile = "paper"            # EvaluationConfig profile
+    profile = "sound"            # EvaluationConfig profile
     episodes = 200               # per cell and group
     iterations = 100             # T
 
     [factors]                    # each a non-empty list; crossed into cells
     grid = ["5x5", "10x10"]      # "M" or "MxN"
     group_size = [1, 5]
-    complexity = ["1:23", 8]     # optional; K or "KMIN:KMAX" (default: the profile's range)
+    complexity = ["2:23", 8]     # optional; K or "KMIN:KMAX" (default: the profile's range)
     observation_range = [1]      # optional (default [1])
     environment = ["lambda_star"]  # optional: lambda_star and/or landscape (default ["lambda_star"])
     cpp_switch_off = ["none", "cpp_oracle"]  # optional: "none", one 2016 switch to turn off, or "all" (an ablation)
@@ -39,6 +39,8 @@ cell's key leaves out the switches that are off, so every spec without them keep
     # On a protocol, `behaviours`/`mixes` replace the groups' lists for that protocol and
     # `group_sizes` limits it to cells of those sizes (a protocol needs at least 2 members).
     # A mix fixes its own group size: it plays in the cells of that size.
+    # `controls = ["real", "sham"]` adds beside each group of the entry its sham control (label
+    # "...+broadcast[sham]", config communication_control = "sham"), on the same environments.
 
     [settings]                   # optional: any other EvaluationConfig field, fixed for all cells
     reward_radius = 1
@@ -53,8 +55,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from collective.behaviours import load_behaviour
-from collective.config import (CPP_SWITCHES, ENVIRONMENT_CLASSES, RENAMED_FIELDS, ConfigError, EvaluationConfig,
-                               parse_mix)
+from collective.config import (COMMUNICATION_CONTROLS, CPP_SWITCHES, ENVIRONMENT_CLASSES, RENAMED_FIELDS,
+                               ConfigError, EvaluationConfig, parse_mix)
 from collective.simulation.plugins import PluginError
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
@@ -63,16 +65,17 @@ REQUIRED_KEYS = ("seed", "profile", "episodes", "iterations", "factors", "groups
 FACTOR_KEYS = ("grid", "group_size", "complexity", "observation_range", "environment", "cpp_switch_off")
 REQUIRED_FACTORS = ("grid", "group_size")
 GROUP_KEYS = ("behaviours", "mixes", "protocols")
-PROTOCOL_KEYS = ("name", "params", "behaviours", "mixes", "group_sizes")
+PROTOCOL_KEYS = ("name", "params", "behaviours", "mixes", "group_sizes", "controls")
 # Config fields a group sets; every other field belongs to the cell and enters its key.
-GROUP_FIELDS = ("behaviour", "protocol", "protocol_params", "mix")
+GROUP_FIELDS = ("behaviour", "protocol", "protocol_params", "mix", "communication_control")
 # Config fields the spec sets outside [settings], and where.
 SPEC_OWNED_FIELDS = {"seed": "seed", "profile": "profile", "episodes": "episodes", "iterations": "iterations",
                      "rows": "factors.grid", "cols": "factors.grid", "group_size": "factors.group_size",
                      "k_min": "factors.complexity", "k_max": "factors.complexity",
                      "observation_range": "factors.observation_range", "env": "factors.environment",
                      "behaviour": "groups.behaviours",
-                     "protocol": "groups.protocols", "protocol_params": "groups.protocols", "mix": "groups.mixes"}
+                     "protocol": "groups.protocols", "protocol_params": "groups.protocols", "mix": "groups.mixes",
+                     "communication_control": "groups.protocols"}
 KEY_BITS = 60  # cell and group keys: SeedSequence spawn-key words, stored as int64 columns
 
 
@@ -97,15 +100,18 @@ class GroupType:
     protocol_params: tuple[tuple[str, str], ...]
     group_sizes: tuple[int, ...] | None  # the cell group sizes it plays (None: all)
     paths: tuple[tuple[str, str], ...]  # config field -> TOML key path that set it
+    communication_control: str = "real"
 
     def config_fields(self) -> dict[str, object]:
-        """The fields this group passes to `EvaluationConfig.from_profile`; empty protocol params
-        and mixes are left out, so specs without them validate on any config version."""
+        """The fields this group passes to `EvaluationConfig.from_profile`; empty protocol params,
+        mixes and the real control are left out, so specs without them validate on any config version."""
         chosen = {"behaviour": self.behaviour, "protocol": self.protocol}
         if self.protocol_params:
             chosen["protocol_params"] = self.protocol_params
         if self.mix:
             chosen["mix"] = self.mix
+        if self.communication_control != "real":
+            chosen["communication_control"] = self.communication_control
         return chosen
 
 
@@ -315,9 +321,10 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
         shown = ",".join(f"{key}={value}" for key, value in params)
         protocol_label = "" if name == "none" and not params else f"+{name}" + (f"({shown})" if shown else "")
         protocol_paths = (("protocol", f"{path}.name"), ("protocol_params", f"{path}.params"),
-                          ("group_sizes", f"{path}.group_sizes"))
+                          ("group_sizes", f"{path}.group_sizes"), ("communication_control", f"{path}.controls"))
         group_sizes = tuple(_list(protocol["group_sizes"], f"{path}.group_sizes")) \
             if "group_sizes" in protocol else None
+        controls = _controls(protocol.get("controls", ["real"]), f"{path}.controls")
         for members, list_path, is_mix in ((behaviours, "groups.behaviours", False), (mixes, "groups.mixes", True)):
             key = "mixes" if is_mix else "behaviours"
             if key in protocol:
@@ -325,11 +332,15 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
             for m, member in enumerate(members):
                 member = _string(member, f"{list_path}[{m}]")
                 field = "mix" if is_mix else "behaviour"
-                fields_ = {"behaviour": None if is_mix else member, "mix": member if is_mix else "",
-                           "protocol": name, "protocol_params": params}
-                result.append(GroupType(
-                    key=stable_key(fields_), label=(f"mix({member})" if is_mix else member) + protocol_label,
-                    group_sizes=group_sizes, paths=((field, f"{list_path}[{m}]"),) + protocol_paths, **fields_))
+                for control in controls:
+                    fields_ = {"behaviour": None if is_mix else member, "mix": member if is_mix else "",
+                               "protocol": name, "protocol_params": params}
+                    if control != "real":  # the real groups keep the keys (and seeds) they always had
+                        fields_["communication_control"] = control
+                    result.append(GroupType(
+                        key=stable_key(fields_), label=(f"mix({member})" if is_mix else member) + protocol_label
+                        + ("" if control == "real" else f"[{control}]"), group_sizes=group_sizes,
+                        paths=((field, f"{list_path}[{m}]"),) + protocol_paths, **fields_))
     if not result:
         raise SpecError("groups", "no group types: list behaviours or mixes")
     labels = [g.label for g in result]
@@ -337,6 +348,17 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
         if labels.count(label) > 1:
             raise SpecError("groups", f"group {label!r} is listed twice")
     return tuple(result)
+
+
+def _controls(value: object, path: str) -> list[str]:
+    """A protocol entry's `controls`: distinct values of COMMUNICATION_CONTROLS."""
+    controls = _list(value, path)
+    for c, control in enumerate(controls):
+        if control not in COMMUNICATION_CONTROLS:
+            raise SpecError(f"{path}[{c}]",
+                            f"unknown control {control!r}; allowed: {', '.join(COMMUNICATION_CONTROLS)}")
+    _require_distinct(controls, path, "values must be distinct")
+    return controls
 
 
 def _declared(group: GroupType) -> set[str]:

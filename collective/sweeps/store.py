@@ -54,6 +54,9 @@ RESULT_FIELDS = (
     ("local_optima", pa.int64()), ("correlation_length", pa.float64()),  # landscape rows only (spec §7)
     ("spawn_key", pa.list_(pa.int64())),  # (cell, episode, group): the agents' SeedSequence spawn key
     ("messages_per_iteration", pa.float64()), ("bits_per_iteration", pa.float64()),
+    # the episode's message entropy (bits per message; NaN: nothing logged) and that times the batch's messages
+    # per iteration, both of the reads_and_writes accounting (protocols/__init__.py)
+    ("message_entropy_bits", pa.float64()), ("information_bits_per_iteration", pa.float64()),
     # JSON: each behaviour's per-capita R̄ (a mixed group's focal and background scores, Melting Pot)
     ("score_by_behaviour", pa.string()),
     ("plugin_digests", pa.string()),  # JSON: import path -> source digest of the group's plug-ins

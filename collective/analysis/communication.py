@@ -1,0 +1,256 @@
+"""Communication in the analysis (spec §6; issue 14 points 3-4): what a collective gains per bit it sends,
+how Υ goes with the entropy of its messages, and how much of its gain its sham control keeps.
+
+- `communication`: each collective (a group with a protocol) against the isolated agents of the same
+  behaviour or mix, paired by (cell, episode): the gain in Υ, its traffic (the rows' accounting), its
+  message entropy and information (protocols/__init__.py), and the gain per 1000 bits sent per iteration
+  and per information bit per iteration;
+- `communication_entropy`: per collective, the slope of Υ against the message entropy across its cells
+  (the entropy of a protocol's messages is a property of the cell: grid, group size, K range) and within
+  cells (episodes of a cell whose messages carried more or less);
+- `sham`: each sham group (communication_control = sham: the members overhear a shadow episode's real
+  messages) beside its real group and the isolated agents: gain over isolated of both, and the real
+  group's gain over its sham, the part of the gain that needs the messages to be about the episode.
+
+Gains follow the design at the cell level, as the focal table does (`focal.stratified_difference`): groups of
+a cell play the same environments, so scores are paired by (cell, episode); cells are strata, the estimate is
+the mean of per-cell mean differences, SE = sqrt(Σ SE_cell²)/cells, Student-t on pairs - cells df, and p values
+are Holm-corrected over a table. A ratio (gain per bit) is the ratio of the cell-stratified means, with the
+delta method: the SE of the linearised differences d - R·b, stratified the same way, over the mean of b.
+The entropy slopes are OLS with CR2 errors clustered by cell, t on cells - 1 df (`regression.clustered_ols`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from collective.analysis.focal import stratified_difference
+from collective.analysis.tables import CONFIDENCE, Analysis, Table, _holm, cell_ids
+
+KEY = ["cell", "episode"]
+ACCOUNTING = "communication_accounting"
+CONTROL = "communication_control"
+ENTROPY = "message_entropy_bits"
+INFORMATION = "information_bits_per_iteration"
+TRAFFIC = ("messages_per_iteration", "bits_per_iteration", ENTROPY, INFORMATION)
+KILOBIT = 1000.0
+
+COMMUNICATION_NOTE = (
+    "gain = Υ(collective) - Υ(isolated: same behaviour or mix, protocol none), paired by (cell, episode), "
+    "stratified by cell (mean of per-cell mean differences, SE = sqrt(Σ SE²)/cells, t on pairs - cells df). "
+    "Traffic per scored iteration under the rows' communication_accounting (protocols/__init__.py; spec §6); "
+    "message_entropy_bits = empirical entropy of the messages' symbols per episode (plug-in + Miller-Madow), "
+    "information = entropy x messages of reads_and_writes (Chmait et al., AGI 2015, measure communication by "
+    "its entropy). gain_per_kbit = gain per 1000 bits sent per iteration, gain_per_information_bit = gain per "
+    "information bit per iteration: ratios of the stratified means, delta-method CIs.")
+ENTROPY_NOTE = (
+    "OLS of the episode score on its message entropy (bits per message), per collective: slope_across_cells "
+    "on the rows with an intercept (its variation is mostly between cells: grid, group size, K range, so "
+    "this is an association, confounded by whatever else differs between the cells), slope_within_cells on "
+    "scores and entropies centred on their cell means (cell fixed effects). CR2 errors clustered by cell "
+    "(Bell & McCaffrey 2002), t on cells - 1 df; blank with too few cells (across: 3) or no variation.")
+SHAM_NOTE = (
+    "Sham control (communication_control = sham): a second copy of the group plays a shadow episode of the "
+    "same cell for real and the sham's members hear, each iteration, what the protocol tells the same members "
+    "there: the protocol's own messages and traffic (messages, bits, entropy: compare the columns), none of "
+    "it about the scored episode. gain_real, gain_sham over the isolated agents; real_over_sham = Υ(real) - "
+    "Υ(sham), the gain that needs the messages to be informative (information, beyond herding). Paired by "
+    "(cell, episode), stratified by cell, t on pairs - cells df; p_holm over the table.")
+
+
+def group_types(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per group label: behaviour, mix, protocol, protocol_params (text), communication_control."""
+    frame = rows.assign(protocol_params=rows["protocol_params"].astype(str) if "protocol_params" in rows else "",
+                        **{CONTROL: rows[CONTROL] if CONTROL in rows else "real"})
+    return frame[["group", "behaviour", "mix", "protocol", "protocol_params", CONTROL]].drop_duplicates("group") \
+        .set_index("group")
+
+
+def _isolated(types: pd.DataFrame, group: pd.Series) -> list[str]:
+    match = (types["behaviour"] == group["behaviour"]) & (types["mix"] == group["mix"]) & \
+        (types["protocol"] == "none")
+    return list(types.index[match])
+
+
+def _levels(frame: pd.DataFrame, keys: list[str]):
+    """(key tuple, part) for each level of `keys` (one level when there are none)."""
+    if not keys:
+        yield (), frame
+        return
+    for key, part in frame.groupby(keys, observed=True, sort=True, dropna=False):
+        yield (key if isinstance(key, tuple) else (key,)), part
+
+
+def _paired(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """Rows of several groups on the same environments: one row per (cell, episode) all played, with the
+    first group's other columns, and `score_<name>` (plus traffic columns `<column>_<name>`) for each
+    name -> group label."""
+    (first_name, first), *others = labels.items()
+    traffic = [c for c in TRAFFIC if c in rows]
+    frame = rows[rows["group"] == first].rename(columns={"score": f"score_{first_name}",
+                                                         **{c: f"{c}_{first_name}" for c in traffic}})
+    for name, label in others:
+        part = rows[rows["group"] == label][KEY + ["score"] + traffic]
+        frame = frame.merge(part.rename(columns={"score": f"score_{name}", **{c: f"{c}_{name}" for c in traffic}}),
+                            on=KEY)
+    return frame
+
+
+def _stratified_mean(cells: np.ndarray, values: np.ndarray) -> float:
+    """The mean of per-cell means (the cell-stratified mean)."""
+    return float(pd.Series(values).groupby(cells).mean().mean())
+
+
+def _gain(part: pd.DataFrame, subject: str, baseline: str, prefix: str) -> dict:
+    statistics = stratified_difference(part["cell"].to_numpy(), part[f"score_{subject}"].to_numpy(),
+                                       part[f"score_{baseline}"].to_numpy())
+    return {prefix: statistics["difference"], f"{prefix}_ci95_low": statistics["ci95_low"],
+            f"{prefix}_ci95_high": statistics["ci95_high"], f"{prefix}_p": statistics["p_t"]}
+
+
+def _gain_per_unit(cells: np.ndarray, differences: np.ndarray, units: np.ndarray, scale: float = 1.0) -> tuple:
+    """(ratio, low, high) of the cell-stratified mean difference per cell-stratified mean unit, times
+    `scale`; delta-method CI (module docstring). NaN where the units are missing or their mean is 0."""
+    if np.isnan(units).any():
+        return math.nan, math.nan, math.nan
+    mean_units = _stratified_mean(cells, units)
+    if mean_units == 0:
+        return math.nan, math.nan, math.nan
+    ratio = _stratified_mean(cells, differences) / mean_units
+    linearised = stratified_difference(cells, differences - ratio * units, np.zeros(len(units)))
+    df = linearised["pairs"] - linearised["cells"]
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * linearised["std_error"] / mean_units if df > 0 else math.nan
+    return ratio * scale, (ratio - half) * scale, (ratio + half) * scale
+
+
+def communication_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+    """The `communication` table (COMMUNICATION_NOTE)."""
+    types = group_types(rows)
+    keys = strata + ([ACCOUNTING] if ACCOUNTING in rows and ACCOUNTING not in strata else [])
+    records = []
+    for label, group in types[types["protocol"] != "none"].iterrows():
+        for baseline in _isolated(types, group):
+            paired = _paired(rows, {"collective": label, "isolated": baseline})
+            for key, part in _levels(paired, keys):
+                cells = part["cell"].to_numpy()
+                differences = (part["score_collective"] - part["score_isolated"]).to_numpy()
+                traffic = {column: _stratified_mean(cells, part[f"{column}_collective"].to_numpy(float))
+                           if f"{column}_collective" in part else math.nan for column in TRAFFIC}
+                per_kbit = _gain_per_unit(cells, differences, part["bits_per_iteration_collective"].to_numpy(float),
+                                          KILOBIT)
+                information = part[f"{INFORMATION}_collective"].to_numpy(float) if f"{INFORMATION}_collective" \
+                    in part else np.full(len(part), math.nan)
+                per_information = _gain_per_unit(cells, differences, information)
+                records.append(dict(collective=label, isolated=baseline, **dict(zip(keys, key)),
+                                    cells=len(np.unique(cells)), pairs=len(part),
+                                    upsilon=_stratified_mean(cells, part["score_collective"].to_numpy()),
+                                    **_gain(part, "collective", "isolated", "gain"), **traffic,
+                                    gain_per_kbit=per_kbit[0], gain_per_kbit_ci95_low=per_kbit[1],
+                                    gain_per_kbit_ci95_high=per_kbit[2], gain_per_information_bit=per_information[0],
+                                    gain_per_information_bit_ci95_low=per_information[1],
+                                    gain_per_information_bit_ci95_high=per_information[2]))
+    columns = ["collective", "isolated", *keys, "cells", "pairs", "upsilon", "gain", "gain_ci95_low", "gain_ci95_high",
+               "gain_p", *TRAFFIC, "gain_per_kbit", "gain_per_kbit_ci95_low", "gain_per_kbit_ci95_high",
+               "gain_per_information_bit", "gain_per_information_bit_ci95_low", "gain_per_information_bit_ci95_high"]
+    frame = pd.DataFrame(records, columns=columns).rename(columns={"gain_p": "p_t"})
+    return _holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
+
+
+def _slope(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, intercept: bool, minimum_cells: int) -> tuple:
+    """(slope, low, high, p) of y on x, CR2 by cluster, t on clusters - 1 df; NaN where not estimable."""
+    from collective.analysis.regression import clustered_ols
+
+    n_clusters = len(np.unique(clusters))
+    if n_clusters < minimum_cells or np.ptp(x) < 1e-12:
+        return math.nan, math.nan, math.nan, math.nan
+    design = np.column_stack([np.ones(len(x)), x - x.mean()]) if intercept else x[:, None]
+    fit = clustered_ols(y, design, clusters, ["Intercept", "slope"][-design.shape[1]:])
+    estimate, error, df = fit.params[-1], fit.std_errors[-1], n_clusters - 1
+    if not error > 0:
+        return estimate, math.nan, math.nan, math.nan
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * error
+    return estimate, estimate - half, estimate + half, float(2 * stats.t.sf(abs(estimate / error), df))
+
+
+def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The `communication_entropy` table (ENTROPY_NOTE)."""
+    types = group_types(rows)
+    measured = rows[rows["group"].isin(types.index[types["protocol"] != "none"]) & rows[ENTROPY].notna()]
+    keys = ["group"] + ([ACCOUNTING] if ACCOUNTING in rows else [])
+    records = []
+    for key, part in _levels(measured, keys):
+        clusters = cell_ids(part)
+        y, x = part["score"].to_numpy(float), part[ENTROPY].to_numpy(float)
+        cell_means = part.assign(_cell=clusters).groupby("_cell")[["score", ENTROPY]].transform("mean")
+        across = _slope(y, x, clusters, intercept=True, minimum_cells=3)
+        within = _slope(y - cell_means["score"].to_numpy(), x - cell_means[ENTROPY].to_numpy(), clusters,
+                        intercept=False, minimum_cells=2)
+        by_cell = part.assign(_cell=clusters).groupby("_cell")[ENTROPY].mean()
+        records.append(dict(zip(keys, key), cells=len(by_cell), episodes=len(part), upsilon=float(y.mean()),
+                            message_entropy_bits=float(x.mean()),
+                            entropy_sd_across_cells=float(by_cell.std(ddof=1)) if len(by_cell) > 1 else math.nan,
+                            slope_across_cells=across[0], across_ci95_low=across[1], across_ci95_high=across[2],
+                            across_p=across[3], slope_within_cells=within[0], within_ci95_low=within[1],
+                            within_ci95_high=within[2], within_p=within[3]))
+    return pd.DataFrame(records, columns=[*keys, "cells", "episodes", "upsilon", "message_entropy_bits",
+                                          "entropy_sd_across_cells", "slope_across_cells", "across_ci95_low",
+                                          "across_ci95_high", "across_p", "slope_within_cells", "within_ci95_low",
+                                          "within_ci95_high", "within_p"])
+
+
+def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+    """The `sham` table (SHAM_NOTE): one row per sham group (and level of `strata`) whose real group played."""
+    types = group_types(rows)
+    identity = ["behaviour", "mix", "protocol", "protocol_params"]
+    records = []
+    for label, sham in types[types[CONTROL] == "sham"].iterrows():
+        same = (types[identity] == sham[identity]).all(axis=1) & (types[CONTROL] == "real")
+        for real in types.index[same]:
+            isolated = _isolated(types, sham)
+            labels = {"real": real, "sham": label, **({"isolated": isolated[0]} if isolated else {})}
+            for key, part in _levels(_paired(rows, labels), strata):
+                cells = part["cell"].to_numpy()
+                record = dict(real=real, sham=label, isolated=isolated[0] if isolated else "", **dict(zip(strata, key)),
+                              cells=len(np.unique(cells)), pairs=len(part),
+                              **{f"upsilon_{name}": _stratified_mean(cells, part[f"score_{name}"].to_numpy())
+                                 for name in labels})
+                if isolated:
+                    record.update(_gain(part, "real", "isolated", "gain_real"))
+                    record.update(_gain(part, "sham", "isolated", "gain_sham"))
+                record.update(_gain(part, "real", "sham", "real_over_sham"))
+                for column in TRAFFIC:
+                    for name in ("real", "sham"):
+                        values = part[f"{column}_{name}"].to_numpy(float) if f"{column}_{name}" in part else \
+                            np.full(len(part), math.nan)
+                        record[f"{column}_{name}"] = _stratified_mean(cells, values)
+                records.append(record)
+    gains = [f"{name}{suffix}" for name in ("gain_real", "gain_sham", "real_over_sham")
+             for suffix in ("", "_ci95_low", "_ci95_high")]
+    columns = ["real", "sham", "isolated", *strata, "cells", "pairs", "upsilon_real", "upsilon_sham",
+               "upsilon_isolated", *gains, "real_over_sham_p",
+               *[f"{column}_{name}" for column in TRAFFIC for name in ("real", "sham")]]
+    frame = pd.DataFrame(records).reindex(columns=columns).rename(columns={"real_over_sham_p": "p_t"})
+    return _holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
+
+
+def add_communication_tables(analysis: Analysis, rows: pd.DataFrame, strata: list[str]) -> None:
+    """The communication tables when the dataset has collectives; the entropy table needs the rows' message
+    entropy (datasets swept before it was recorded skip it, saying so); the sham table needs sham groups."""
+    types = group_types(rows)
+    if not (types["protocol"] != "none").any():
+        return
+    analysis.add(Table("communication", "Collective gain per bit sent and per information bit", COMMUNICATION_NOTE,
+                       communication_table(rows, strata)))
+    if ENTROPY not in rows:
+        analysis.skipped["communication_entropy"] = (f"the dataset has no {ENTROPY} column (swept before the "
+                                                     "message entropy was recorded); re-run the sweep to get it.")
+    else:
+        analysis.add(Table("communication_entropy", "Υ against the entropy of the messages", ENTROPY_NOTE,
+                           communication_entropy_table(rows)))
+    if (types[CONTROL] == "sham").any():
+        in_strata = f" within {', '.join(strata)}" if strata else ""
+        analysis.add(Table("sham", f"Gain over the sham control, beside the gain over isolated agents{in_strata}",
+                           SHAM_NOTE, sham_table(rows, strata)))
