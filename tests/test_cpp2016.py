@@ -177,7 +177,7 @@ def one_training_pass(code, switched, q_values):
     scratch = Scratch(*(np.zeros(1, np.int64) for _ in range(4)), np.zeros(2, np.int64),
                       np.empty(side * side + 4 * side, np.int64), *(np.zeros(1, np.int64) for _ in range(4)),
                       np.zeros(1, np.float64), np.empty((1, 1), np.uint64))
-    talk = talk_workspace(NONE, (0.0,) * 4, np.zeros(1, bool), 1, rows, cols, 1)
+    talk = talk_workspace(NONE, (0.0,) * 4, np.zeros(1, bool), 1, rows, cols, 1, iterations, 1)
     positions = np.zeros((1, iterations + 1), np.int32)
     _play_pass(codes, np.arange(1), np.zeros(1, np.int64), np.array([cell(2, 0, cols)]), rules, paths, -1,
                np.uint64(5), 1, True, tables, scratch, talk, False, positions, np.zeros((1, iterations)), None)
