@@ -25,7 +25,7 @@ CLASSES = {"lambda_star": {}, "landscape": {"env": "landscape", "landscape_peaks
 
 @pytest.mark.parametrize("env", CLASSES)
 def test_parallel_api(env):
-    parallel_api_test(LambdaStarParallelEnv(group_size=3, rows=6, cols=6, iterations=25, **CLASSES[env]),
+    parallel_api_test(LambdaStarParallelEnv(profile="paper", group_size=3, rows=6, cols=6, iterations=25, **CLASSES[env]),
                       num_cycles=40)
 
 
@@ -33,11 +33,11 @@ def test_parallel_api(env):
 def test_gymnasium_checker(env):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*render.*")  # no render modes, no registered spec
-        check_env(LambdaStarEnv(rows=6, cols=6, iterations=25, **CLASSES[env]), skip_render_check=True)
+        check_env(LambdaStarEnv(profile="paper", rows=6, cols=6, iterations=25, **CLASSES[env]), skip_render_check=True)
 
 
 def test_spaces_follow_the_spec():
-    env = LambdaStarParallelEnv(group_size=4, observation_range=2, rows=7, cols=7, iterations=10)
+    env = LambdaStarParallelEnv(profile="paper", group_size=4, observation_range=2, rows=7, cols=7, iterations=10)
     assert env.possible_agents == ["agent_0", "agent_1", "agent_2", "agent_3"]
     assert env.action_space("agent_2").n == 9  # spec §1: nine actions
     space = env.observation_space("agent_2")
@@ -58,14 +58,14 @@ def rollout(env, seed, steps, action_seed=0):
 
 
 def test_seeded_runs_repeat_exactly_and_seeds_differ():
-    make = lambda: LambdaStarParallelEnv(group_size=3, rows=8, cols=8, iterations=30)  # noqa: E731
+    make = lambda: LambdaStarParallelEnv(profile="paper", group_size=3, rows=8, cols=8, iterations=30)  # noqa: E731
     first, again, other = rollout(make(), 11, 100), rollout(make(), 11, 100), rollout(make(), 12, 100)
     assert all(np.array_equal(a, b) for a, b in zip(first, again))  # 100 steps cross 3 episodes
     assert not all(np.array_equal(a, b) for a, b in zip(first, other))
 
 
 def test_truncated_after_t_iterations_and_never_terminated():
-    env = LambdaStarParallelEnv(group_size=2, rows=5, cols=5, iterations=7)
+    env = LambdaStarParallelEnv(profile="paper", group_size=2, rows=5, cols=5, iterations=7)
     env.reset(seed=0)
     for t in range(7):
         _, rewards, terminations, truncations, _ = env.step({a: 4 for a in env.agents})
@@ -97,7 +97,7 @@ def local_search(observation, stream):
 def test_local_search_through_the_adapter_matches_the_kernel(env):
     """The adapter's rewards are the kernel's, step for step, on the same environments: a local
     searcher that draws its tie-breaks from the kernel's per-agent streams plays identically."""
-    settings = dict(group_size=3, rows=8, cols=8, iterations=40, **CLASSES[env])
+    settings = dict(group_size=3, rows=8, cols=8, iterations=40, profile="paper", **CLASSES[env])
     config = EvaluationConfig.from_profile("paper", behaviour="local_search", episodes=6, seed=5, **settings)
     environments = generate_environments(config, np.arange(config.episodes))
     kernel = play(config, environments, record=True)
@@ -124,10 +124,17 @@ def test_bad_settings_are_rejected():
         LambdaStarParallelEnv(behaviour="oracle")
     with pytest.raises(ConfigError, match="group_size"):
         LambdaStarEnv(group_size=2)
-    env = LambdaStarEnv(rows=5, cols=5, iterations=5)
+    env = LambdaStarEnv(profile="paper", rows=5, cols=5, iterations=5)
     env.reset(seed=1)
     with pytest.raises(ValueError, match="0..8"):
         env.step(9)
+
+
+def test_the_default_profile_is_sound_and_refuses_a_k_range_it_cannot_play():
+    env = LambdaStarParallelEnv(group_size=2, rows=8, cols=8, iterations=50)
+    assert env.config.profile == "sound" and env.config.k_sampling == "stratified"
+    with pytest.raises(ConfigError, match=r"k_max: .* reach 2\.\.10 \(not 11\.\.23\)"):
+        LambdaStarParallelEnv(group_size=2, rows=7, cols=7, iterations=10)
 
 
 def test_core_imports_without_the_optional_extras():

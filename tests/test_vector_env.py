@@ -18,7 +18,7 @@ from collective.simulation.random_streams import SplitMix64  # noqa: E402
 from collective.simulation.stepping import SteppingCore  # noqa: E402
 
 CLASSES = {"lambda_star": {}, "landscape": {"env": "landscape", "landscape_peaks": 3}}  # 3 peaks fit small grids
-SMALL = dict(group_size=2, rows=6, cols=6, iterations=6)
+SMALL = dict(group_size=2, rows=6, cols=6, iterations=6, profile="paper")  # T=6: K 2..23 unreachable under sound
 
 
 def random_actions(rng, env, steps):
@@ -26,7 +26,7 @@ def random_actions(rng, env, steps):
 
 
 def test_spaces_and_shapes():
-    env = LambdaStarVectorEnv(episodes=3, group_size=2, observation_range=2, rows=7, cols=7, iterations=5)
+    env = LambdaStarVectorEnv(profile="paper", episodes=3, group_size=2, observation_range=2, rows=7, cols=7, iterations=5)
     assert env.num_envs == 6 and env.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
     single = env.single_observation_space
     assert single.shape == (25,) and single.dtype == np.float32 and single.low.min() == -1 and single.high.max() == 1
@@ -42,7 +42,7 @@ def test_spaces_and_shapes():
     assert terminations.dtype == truncations.dtype == np.bool_ and not terminations.any() and not truncations.any()
     assert set(infos) == {"cell", "_cell"}  # "episode" only when a batch starts
 
-    batched = LambdaStarBatchedParallelEnv(episodes=3, group_size=2, observation_range=2, rows=7, cols=7, iterations=5)
+    batched = LambdaStarBatchedParallelEnv(profile="paper", episodes=3, group_size=2, observation_range=2, rows=7, cols=7, iterations=5)
     observations, infos = batched.reset(seed=0)
     assert batched.agents == ["agent_0", "agent_1"]
     assert all(observations[a] in batched.observation_space(a) and observations[a].shape == (3, 25)
@@ -137,7 +137,7 @@ def recorded_actions(positions, rows, cols):
 def test_kernel_moves_replayed_give_the_kernel_rewards(env):
     """The fused kernel's recorded random walk, replayed move by move through both classes, earns
     the kernel's recorded rewards to the bit; each window's centre is the reward just earned."""
-    settings = dict(group_size=3, rows=7, cols=8, iterations=30, **CLASSES[env])
+    settings = dict(group_size=3, rows=7, cols=8, iterations=30, profile="paper", **CLASSES[env])
     episodes, seed = 5, 21
     config = EvaluationConfig.from_profile("paper", behaviour="random", episodes=episodes, seed=seed, **settings)
     kernel = play(config, generate_environments(config, np.arange(episodes)), record=True)
@@ -162,7 +162,7 @@ def test_local_searcher_on_the_observations_matches_the_kernel(env):
     """Spec §5 with k = 1 computed from the vector env's observations alone (step to the best
     observed cell; the window is in action order), tie-breaks drawn from the kernel's per-agent
     streams: it plays exactly as the kernel's local searcher, reward for reward."""
-    settings = dict(group_size=3, rows=8, cols=8, iterations=40, **CLASSES[env])
+    settings = dict(group_size=3, rows=8, cols=8, iterations=40, profile="paper", **CLASSES[env])
     episodes, seed = 4, 5
     config = EvaluationConfig.from_profile("paper", behaviour="local_search", episodes=episodes, seed=seed, **settings)
     environments = generate_environments(config, np.arange(episodes))
