@@ -98,7 +98,7 @@ def test_local_search_through_the_adapter_matches_the_kernel(env):
     """The adapter's rewards are the kernel's, step for step, on the same environments: a local
     searcher that draws its tie-breaks from the kernel's per-agent streams plays identically."""
     settings = dict(group_size=3, rows=8, cols=8, iterations=40, profile="paper", **CLASSES[env])
-    config = EvaluationConfig.from_profile("paper", behaviour="local_search", episodes=6, seed=5, **settings)
+    config = EvaluationConfig.from_profile(behaviour="local_search", episodes=6, seed=5, **settings)
     environments = generate_environments(config, np.arange(config.episodes))
     kernel = play(config, environments, record=True)
     adapter = LambdaStarParallelEnv(**settings)

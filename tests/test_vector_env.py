@@ -139,7 +139,7 @@ def test_kernel_moves_replayed_give_the_kernel_rewards(env):
     the kernel's recorded rewards to the bit; each window's centre is the reward just earned."""
     settings = dict(group_size=3, rows=7, cols=8, iterations=30, profile="paper", **CLASSES[env])
     episodes, seed = 5, 21
-    config = EvaluationConfig.from_profile("paper", behaviour="random", episodes=episodes, seed=seed, **settings)
+    config = EvaluationConfig.from_profile(behaviour="random", episodes=episodes, seed=seed, **settings)
     kernel = play(config, generate_environments(config, np.arange(episodes)), record=True)
     actions = recorded_actions(kernel.positions.astype(np.int64), config.rows, config.cols)  # (E, T, A)
     vector = LambdaStarVectorEnv(episodes=episodes, **settings)
@@ -164,7 +164,7 @@ def test_local_searcher_on_the_observations_matches_the_kernel(env):
     streams: it plays exactly as the kernel's local searcher, reward for reward."""
     settings = dict(group_size=3, rows=8, cols=8, iterations=40, profile="paper", **CLASSES[env])
     episodes, seed = 4, 5
-    config = EvaluationConfig.from_profile("paper", behaviour="local_search", episodes=episodes, seed=seed, **settings)
+    config = EvaluationConfig.from_profile(behaviour="local_search", episodes=episodes, seed=seed, **settings)
     environments = generate_environments(config, np.arange(episodes))
     kernel = play(config, environments, record=True)
     streams = [SplitMix64.for_stream(int(environments.agent_seeds[e]), i + 1, 0)
