@@ -115,8 +115,8 @@ def test_no_environment_is_reused(grid):
 
 def test_json_and_parquet_trace(tmp_path, capsys):
     out = tmp_path / "trace.parquet"
-    assert main(["anytime", "--behaviour", "oracle", "--group-size", "2", "--seed", "3", "--max-environments", "4",
-                 "--json", "--trace-out", str(out)]) == 0
+    assert main(["anytime", "--profile", "paper", "--behaviour", "oracle", "--group-size", "2", "--seed", "3",
+                 "--max-environments", "4", "--json", "--trace-out", str(out)]) == 0  # paper: spec §8's budgets
     record = json.loads(capsys.readouterr().out)
     assert {"upsilon", "xi_final", "environments", "interactions", "seed", "config", "trace"} <= set(record)
     assert record["environments"] == 4 and record["interactions"] == 10 + 15 + 22 + 33
