@@ -22,10 +22,10 @@ def test_evaluate_json_contract():
     record = json.loads(result.stdout)
     assert REQUIRED_KEYS <= set(record)
     assert record["grid"] == "10x10" and record["group_size"] == 3 and record["episodes"] == 40
-    assert record["behaviour"] == "local_search" and record["protocol"] == "none" and record["profile"] == "paper"
+    assert record["behaviour"] == "local_search" and record["protocol"] == "none" and record["profile"] == "sound"
     assert record["ci95_low"] < record["upsilon"] < record["ci95_high"]
-    assert record["entropy_bits"] == pytest.approx(13.2732, abs=1e-4)  # log2(100·99)
-    assert 1 <= record["k_mean"] <= 23  # the paper profile's K range
+    assert record["entropy_bits"] == pytest.approx(13.2732, abs=1e-4)  # log2(100·99): an independent ⊖
+    assert 2 <= record["k_mean"] <= 23 and record["k_evil_mean"] == record["k_mean"]  # sound: both played at K
     again = json.loads(collective("evaluate", "--behaviour", "local_search", "--group-size", "3", "--grid",
                                   "10x10", "--iterations", "50", "--episodes", "40", "--seed", "9",
                                   "--json").stdout)
