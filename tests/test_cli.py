@@ -80,7 +80,7 @@ def test_help_explains_options():
 
 
 def test_evaluate_with_protocol_reports_communication():
-    result = collective("evaluate", "--mix", "local_search:4,oracle:1", "--protocol", "broadcast",
+    result = collective("evaluate", "--profile", "paper", "--mix", "local_search:4,oracle:1", "--protocol", "broadcast",
                         "--protocol-param", "memory=true", "--iterations", "30", "--episodes", "10", "--json")
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
@@ -146,7 +146,7 @@ class Silent:
 ])
 def test_plugin_errors_are_one_line_with_status_2(tmp_path, args, message):
     (tmp_path / "plugins.py").write_text(PLUGINS)
-    result = subprocess.run([sys.executable, "-m", "collective", "evaluate", *args, "--grid", "6", "--iterations",
+    result = subprocess.run([sys.executable, "-m", "collective", "evaluate", *args, "--profile", "paper", "--grid", "6", "--iterations",
                              "5", "--episodes", "3"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 2
     # a plug-in compiled into the kernel first says so (COMPILE_NOTICE and its "done" line)
@@ -159,7 +159,7 @@ def test_plugin_errors_are_one_line_with_status_2(tmp_path, args, message):
 def test_debug_shows_the_plugins_traceback(tmp_path):
     (tmp_path / "plugins.py").write_text(PLUGINS)
     result = subprocess.run([sys.executable, "-m", "collective", "--debug", "evaluate", "--behaviour",
-                             "plugins.py:Raises", "--grid", "6", "--iterations", "5", "--episodes", "3"],
+                             "plugins.py:Raises", "--profile", "paper", "--grid", "6", "--iterations", "5", "--episodes", "3"],
                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode != 0 and "Traceback" in result.stderr and "boom at t=0" in result.stderr
 
@@ -174,7 +174,7 @@ class Rally:
         return Messages(target=np.repeat(obs.cell[:, :1], obs.cell.shape[1], axis=1), messages=1.0, bits=7.0)
 ''')
     result = subprocess.run([sys.executable, "-m", "collective", "evaluate", "--mix", "plugins.py:Stays:2,local_search:3",
-                             "--protocol", "plugins.py:Rally", "--grid", "7", "--iterations", "20", "--episodes", "10",
+                             "--protocol", "plugins.py:Rally", "--profile", "paper", "--grid", "7", "--iterations", "20", "--episodes", "10",
                              "--json"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
