@@ -273,16 +273,16 @@ TINY = EvaluationConfig(behaviour="random", rows=3, cols=3, iterations=2, episod
 def load_code(config: EvaluationConfig) -> None:
     """Load (or compile) everything `config` plays on, before anything is timed: the kernel of its
     environment class in the variant it needs, and the stepping core when it plays there (a plug-in
-    or the sham control), and the environment generator's variant it draws from."""
+    or the sham control)."""
     load_kernel(config.env, mixed=not config.on_stepping_core and len(set(config.behaviours)) > 1)
     if config.on_stepping_core:
         load_stepping_core(config.env)
-    load_generator(config)
 
 
 @functools.lru_cache(maxsize=256)
 def load_generator(config: EvaluationConfig) -> None:
-    """Compile what generating `config`'s environments needs by generating one episode (with its
+    """Once per run, before timing (not per played batch: an anytime test plays a new T per step):
+    compile what generating `config`'s environments needs by generating one episode (with its
     held-out training episodes): the `sound` profile's stratified K, K on the played paths and
     independent ⊖ run compiled functions that the tiny paper episode of `load_kernel` never calls."""
     generate_environments(config, np.arange(1))
@@ -326,6 +326,7 @@ def load_compiled(config: EvaluationConfig, notify: bool = False) -> float:
         announce_compilation()
     started = time.perf_counter()
     load_code(config)
+    load_generator(config)
     seconds = time.perf_counter() - started
     if notify:
         compilation_done()

@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from collective.behaviours import learns
 from collective.config import EvaluationConfig, memory_needs
-from collective.evaluate import batch_episodes, generate_environments, load_code, play, plugin_group, with_ceiling
+from collective.evaluate import (batch_episodes, generate_environments, load_code, load_generator, play, plugin_group,
+                                 with_ceiling)
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
@@ -213,10 +214,13 @@ def _taper(spec: SweepSpec, blocks: list[EnvironmentBlock]) -> tuple[Environment
 
 def prepare_process(spec: SweepSpec) -> None:
     """Load what playing the spec's units needs before anything is timed: the compiled code
-    (`load_code`: every variant of the kernel and the stepping core that its groups play) and
-    pyarrow's table builder, which imports pandas (~0.4 s) when it builds its first table."""
-    for config in (config for cell in spec.cells for config in cell.configs if config is not None):
-        load_code(config)  # cached: each variant loads once
+    (`load_code`: every variant of the kernel and the stepping core that its groups play; the
+    generator variant of each cell's environments) and pyarrow's table builder, which imports
+    pandas (~0.4 s) when it builds its first table."""
+    for cell in spec.cells:
+        for config in (config for config in cell.configs if config is not None):
+            load_code(config)  # cached: each variant loads once
+        load_generator(cell.configs[cell.playing[0]])  # the cell's groups share its environments
     row_schema().empty_table()
 
 
