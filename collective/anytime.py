@@ -70,7 +70,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from collective.config import PROFILES, ConfigError, EvaluationConfig
-from collective.evaluate import held_out_training, learner_count, play
+from collective.evaluate import held_out_training, play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation.random_streams import episode_seed_table
@@ -268,7 +268,7 @@ def episode_bytes(config: EvaluationConfig, iterations: int) -> tuple[int, int]:
     (`simulation.learner_workspace`); as (paths, tables)."""
     states = config.rows * config.cols * iterations
     episodes = 1 + (config.training_episodes if config.trains_on_held_out else 0)
-    return 80 * (iterations + 1) * episodes, learner_count(config) * states * (9 * 8 + 1 + 8)
+    return 80 * (iterations + 1) * episodes, config.learner_count * states * (9 * 8 + 1 + 8)
 
 
 def planned_budgets(config: AnytimeConfig) -> list[int]:
@@ -287,7 +287,7 @@ def planned_budgets(config: AnytimeConfig) -> list[int]:
 def planned_agent_steps(config: AnytimeConfig) -> int:
     """Agent-steps of `planned_budgets`: every agent's scored steps and the learners' training passes."""
     evaluation = config.evaluation
-    per_iteration = evaluation.group_size + learner_count(evaluation) * evaluation.q_training_passes
+    per_iteration = evaluation.group_size + evaluation.learner_count * evaluation.q_training_passes
     return sum(planned_budgets(config)) * per_iteration
 
 

@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from collective.behaviours import behaviour_names, get_behaviour, learns
+from collective.behaviours import behaviour_names, get_behaviour
 from collective.simulation.plugins import PluginError
 from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, parse_mix
 from collective.progress import Progress, announce_compilation
@@ -244,8 +244,7 @@ def check_work(parser: argparse.ArgumentParser, args: argparse.Namespace, steps:
 
 def agent_steps(config: EvaluationConfig) -> int:
     """Agent-steps of an evaluation: scored steps and the learners' training passes."""
-    learners = sum(map(learns, config.behaviours))
-    return config.episodes * config.iterations * (config.group_size + learners * config.q_training_passes)
+    return config.episodes * config.iterations * (config.group_size + config.learner_count * config.q_training_passes)
 
 
 def config_from_args(args: argparse.Namespace, behaviour: str | None) -> EvaluationConfig:

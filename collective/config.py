@@ -7,6 +7,7 @@ confounds of issue 12 taken out.
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
@@ -212,6 +213,11 @@ class EvaluationConfig:
     def behaviours(self) -> list[str]:
         """Each agent's behaviour, in agent order."""
         return parse_mix(self.mix) if self.mix else [self.behaviour] * self.group_size
+
+    @functools.cached_property
+    def learner_count(self) -> int:
+        """The group's learners, each behaviour name checked once (a group may have millions of agents)."""
+        return sum(count for name, count in Counter(self.behaviours).items() if learns(name))
 
     @property
     def protocol_values(self) -> tuple[float, ...]:
@@ -527,7 +533,7 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
     (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows.
     `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
     sweep's work unit may play more)."""
-    learners = sum(count for name, count in Counter(c.behaviours).items() if learns(name))  # names once: G may be 10^7
+    learners = c.learner_count
     steps = c.group_size * c.iterations * (1 + (c.q_training_passes if learners else 0))
     if batch is None:
         batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))  # played (a sham: half + shadows)

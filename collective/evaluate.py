@@ -13,14 +13,13 @@ import dataclasses
 import functools
 import math
 import time
-from collections import Counter
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
 
-from collective.behaviours import learns, load_behaviour
+from collective.behaviours import load_behaviour
 from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
 from collective.environments.ceiling import upsilon_best
 from collective.environments.complexity import alphabet_normalised
@@ -99,17 +98,11 @@ def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-@functools.lru_cache(maxsize=256)
-def learner_count(config: EvaluationConfig) -> int:
-    """The group's learners, counted once per configuration (a group may have millions of agents)."""
-    return sum(count for name, count in Counter(config.behaviours).items() if learns(name))
-
-
 def batch_episodes(config: EvaluationConfig) -> int:
     """Episodes per batch: enough work per kernel call to amortise its overhead, or fewer when a
     plug-in declares `batch_episodes` (a persistent learner learns from batch to batch)."""
     steps = config.group_size * config.iterations * (2 if config.sham else 1)  # a sham plays each episode's shadow
-    steps *= 1 + (config.q_training_passes if learner_count(config) else 0)
+    steps *= 1 + (config.q_training_passes if config.learner_count else 0)
     declared = [plugin.batch_episodes for plugin in config.plugins if plugin.batch_episodes]
     return int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps] + declared)))
 
@@ -143,8 +136,7 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_p
     batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
     batch = replace(batch, episode_index=np.asarray(episodes, np.int64))
     if config.k_normalisation == "log_alphabet":
-        batch = replace(batch, k_normalised=alphabet_normalised(batch.k_normalised,
-                                                                            config.rows * config.cols))
+        batch = replace(batch, k_normalised=alphabet_normalised(batch.k_normalised, config.rows * config.cols))
     if config.trains_on_held_out if training is None else training:
         batch = replace(batch, training=held_out_training(
             environment, config.seed, episodes, seed_prefix, batch, config.training_episodes, config.group_size))
@@ -213,10 +205,14 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
         group = group or plugin_group(config)
         if config.sham:
             return play_sham(config, environments, record, group)
-        run = play_group(group, environments, record)
-        return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
-                          run.positions, run.rewards, run.transfers, run.message_entropy)
+        return _episode_run(play_group(group, environments, record), environments)
     return _play(config, environments, record)
+
+
+def _episode_run(run, environments: EnvironmentBatch) -> EpisodeRun:
+    """A stepping-core `GroupRun` as the fused kernel's `EpisodeRun`."""
+    return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
+                      run.positions, run.rewards, run.transfers, run.message_entropy)
 
 
 SHADOW_BRANCH = 1  # spawn key of a shadow episode's SeedSequence under its scored episode's agent seed
@@ -237,10 +233,8 @@ def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: 
     the protocol tells the same members in the shadow (`play_overhearing`). The group keeps the
     protocol's messages, traffic and herding (real messages, of a real episode of the same cell), but
     no message tells it about its own episode. Traffic and message entropy are those of what it heard."""
-    run = play_overhearing(group, plugin_group(config), environments, shadow_environments(config, environments),
-                           record)
-    return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
-                      run.positions, run.rewards, run.transfers, run.message_entropy)
+    return _episode_run(play_overhearing(group, plugin_group(config), environments,
+                                         shadow_environments(config, environments), record), environments)
 
 
 def plugin_group(config: EvaluationConfig) -> Group:
@@ -437,7 +431,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         config=config, estimate=accumulator.estimate(), entropy_bits=config.environment().entropy_bits,
         wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, compile_seconds=compile_seconds,
         agent_steps=agent_steps,
-        training_steps=config.episodes * config.iterations * learner_count(config) * config.q_training_passes,
+        training_steps=config.episodes * config.iterations * config.learner_count * config.q_training_passes,
         messages=messages, bits=bits, transfers=transfers,
         message_entropy_bits=entropy_sum / entropy_episodes if entropy_episodes else math.nan,
         local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
