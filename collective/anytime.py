@@ -61,6 +61,7 @@ import math
 import os
 import platform
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Callable, Iterator
@@ -457,4 +458,10 @@ def write_trace(result: AnytimeResult, path: str) -> None:
                         ("exhausted", pa.bool_()), ("speed", pa.float64())])
     record = {k: v for k, v in result.as_record().items() if k != "trace"}
     table = pa.Table.from_pylist([dataclasses.asdict(step) for step in result.trace], schema=schema)
-    pq.write_table(table.replace_schema_metadata({"collective_anytime": json.dumps(record)}), path)
+    target = Path(path).resolve()  # a link's target is replaced, not the link
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:  # a failed write removes only the temporary file this wrote, never `path`
+        pq.write_table(table.replace_schema_metadata({"collective_anytime": json.dumps(record)}), temporary)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)

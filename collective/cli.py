@@ -316,12 +316,19 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
         usage("--start-seconds", "only with --time-based")
     if args.trace_out:
         trace = Path(args.trace_out)
-        if trace.is_dir():
+        try:
+            target = trace.resolve()
+        except (OSError, RuntimeError):  # a loop of symbolic links
+            usage("--trace-out", f"{args.trace_out!r} cannot be resolved (a loop of symbolic links?)")
+        if target.is_dir():
             usage("--trace-out", f"{args.trace_out!r} is a directory; give a file name")
-        if not trace.resolve().parent.is_dir():
+        if target.exists() and not target.is_file():
+            usage("--trace-out", f"{args.trace_out!r} is not a regular file (a device, pipe or socket); "
+                                 f"give a file name")
+        if not target.parent.is_dir():
             usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
-        if not os.access(trace if trace.exists() else trace.resolve().parent, os.W_OK):
-            usage("--trace-out", f"{args.trace_out!r} is not writable")
+        if not os.access(target.parent, os.W_OK):  # the trace is written beside it, then renamed into place
+            usage("--trace-out", f"the directory of {args.trace_out!r} is not writable")
     from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, planned_budgets,
                                     planned_agent_steps, run_anytime, write_trace)
 

@@ -109,6 +109,43 @@ def test_trace_out_refused_by_the_file_system_prints_the_result_then_one_line():
     assert len(lines) == 1 and "--trace-out" in lines[0] and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("kind", ["device", "fifo", "symlink loop"])
+def test_trace_out_that_is_no_regular_file_is_refused_and_left_in_place(tmp_path, kind):
+    """Issue 26 point 2: `--trace-out /dev/full` deleted the device node when the write failed."""
+    if kind == "device":
+        trace = Path("/dev/full")
+    elif kind == "fifo":
+        trace = tmp_path / "pipe"
+        os.mkfifo(trace)
+    else:
+        trace = tmp_path / "loop"
+        trace.symlink_to(tmp_path / "loop")
+    before = os.lstat(trace)
+    result = collective("anytime", "--behaviour", "oracle", "--max-environments", "3", "--trace-out", str(trace))
+    lines = [line for line in result.stderr.splitlines() if line != COMPILE_NOTICE]
+    assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr, result.stderr
+    assert len(lines) == 1 and "argument --trace-out:" in lines[0], result.stderr
+    after = os.lstat(trace)
+    assert (after.st_ino, after.st_mode, after.st_rdev) == (before.st_ino, before.st_mode, before.st_rdev)
+
+
+def test_the_trace_replaces_its_file_whole_and_leaves_no_temporary(tmp_path):
+    """The trace is written beside its target and renamed into place; a write that fails (here
+    /proc, which refuses new files even to root) raises and leaves nothing behind."""
+    from collective.anytime import AnytimeConfig, run_anytime, write_trace
+    from collective.config import EvaluationConfig
+
+    result = run_anytime(AnytimeConfig(EvaluationConfig(behaviour="oracle", group_size=1, profile="paper"),
+                                       max_environments=2))
+    with pytest.raises(OSError):
+        write_trace(result, "/proc/trace.parquet")
+    assert not list(Path("/proc").glob(".trace.parquet*"))
+    trace = tmp_path / "trace.parquet"
+    trace.write_text("an earlier trace")
+    write_trace(result, str(trace))
+    assert trace.read_bytes()[:4] == b"PAR1" and [p.name for p in tmp_path.iterdir()] == ["trace.parquet"]
+
+
 def test_ctrl_c_during_evaluate_is_one_line_and_status_130():
     process = start("evaluate", "--behaviour", "local_search", "--episodes", str(10**8))
     time.sleep(3)

@@ -211,18 +211,50 @@ def test_workers_are_capped_at_the_cpus_and_progress_prints_lines_off_a_terminal
     assert progress and "(100%)" in progress[-1] and "agent-steps/s" in progress[-1] and "ETA" in progress[-1]
 
 
-def test_recomputing_and_removing_files_is_announced(tmp_path):
+def test_recomputing_and_removing_chunks_is_announced(tmp_path):
     spec, out = write_spec(tmp_path, SMALL_SPEC), tmp_path / "out"
     first = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
     assert first.returncode == 0, first.stderr
     chunks = len(list((out / "dataset").glob("part-*.parquet")))
-    (out / "dataset" / "stray.txt").write_text("not a chunk")
-    again = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
-    assert again.returncode == 0 and "notice: removed 1 file(s)" in again.stderr and "stray.txt" in again.stderr
-    assert not (out / "dataset" / "stray.txt").exists() and f"resumed from {chunks} chunks" in again.stdout
     (out / "manifest.jsonl").unlink()
     redone = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
     assert redone.returncode == 0
-    assert "manifest.jsonl is missing" in redone.stderr and f"removed {chunks} file(s)" in redone.stderr
+    assert "manifest.jsonl is missing" in redone.stderr and f"removed {chunks} chunk file(s)" in redone.stderr
     assert f"new in {chunks} chunks" in redone.stdout
     shutil.rmtree(out)
+
+
+def _refused_leaving(result, reason: str, path: Path, text: str) -> None:
+    """One error line giving `reason`, and the user's file at `path` still holds `text`."""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("collective sweep: error:")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(lines) == 1 and reason in lines[0], result.stderr
+    assert path.read_text() == text
+
+
+def test_a_file_the_sweep_did_not_write_is_refused_and_kept(tmp_path):
+    """Issue 26 point 1: the user's files in OUT/dataset are never deleted, finished sweep or not."""
+    spec, out = write_spec(tmp_path, SMALL_SPEC), tmp_path / "out"
+    assert collective("sweep", str(spec), "--out", str(out), "--executor", "serial").returncode == 0
+    stray = out / "dataset" / "stray.txt"
+    stray.write_text("not a chunk")
+    _refused_leaving(collective("sweep", str(spec), "--out", str(out), "--executor", "serial"),
+                     "1 file(s) a sweep did not write (stray.txt)", stray, "not a chunk")
+    fresh = tmp_path / "fresh"
+    (fresh / "dataset").mkdir(parents=True)
+    mine = fresh / "dataset" / "my_results.csv"
+    mine.write_text("a,b\n1,2\n")
+    _refused_leaving(collective("sweep", str(spec), "--out", str(fresh), "--executor", "serial"),
+                     "(my_results.csv)", mine, "a,b\n1,2\n")
+    assert sorted(path.name for path in fresh.iterdir()) == ["dataset"]
+
+
+def test_a_symlinked_dataset_is_refused_and_its_target_untouched(tmp_path):
+    spec, precious, out = write_spec(tmp_path, SMALL_SPEC), tmp_path / "precious", tmp_path / "o"
+    precious.mkdir()
+    (precious / "a.txt").write_text("keep")
+    out.mkdir()
+    (out / "dataset").symlink_to(precious)
+    _refused_leaving(collective("sweep", str(spec), "--out", str(out), "--executor", "serial"),
+                     "is a symbolic link", precious / "a.txt", "keep")
+    assert sorted(path.name for path in precious.iterdir()) == ["a.txt"]

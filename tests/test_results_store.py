@@ -75,10 +75,11 @@ def test_resume_skips_finished_chunks_and_redoes_damaged_ones(spec, tmp_path):
     corrupt.write_bytes(bytes(data))
     (out / MANIFEST_FILE).write_text("\n".join(line for line in manifest if entries[2]["file"] not in line)
                                      + '\n{"unit": "cut sho')  # a line cut short by a killed driver
-    (out / "dataset" / ".part-x.parquet.tmp").write_bytes(b"half a chunk")
+    half = out / "dataset" / f".{entries[3]['file']}.tmp"  # a chunk's temporary, left by a killed driver
+    half.write_bytes(b"half a chunk")
     summary = run(spec, out)
     assert summary.chunks_written == 3 and summary.chunks_resumed == len(entries) - 3
-    assert unlisted.exists() and not (out / "dataset" / ".part-x.parquet.tmp").exists()
+    assert unlisted.exists() and not half.exists()
     assert rows(summary.dataset).equals(reference)
     again = run(spec, out)
     assert again.chunks_written == 0 and rows(again.dataset).equals(reference)

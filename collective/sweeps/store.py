@@ -13,12 +13,17 @@ only then recorded in the manifest, so a chunk is either whole and listed or abs
 manifest is checked against the files: a listed chunk whose size or checksum differs (truncated,
 corrupt, missing) is deleted and redone, and chunks not listed (the driver died between rename and
 manifest) are deleted, so a resumed sweep never holds a row twice.
+
+Only what a sweep wrote is ever deleted: a regular file named as a chunk or a chunk's temporary.
+A `dataset/` that is a symbolic link, or that holds anything else, is refused before anything is
+written, and the files are left where they are.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import socket
 import time
 import types
@@ -63,6 +68,8 @@ RESULT_FIELDS = (
     ("wall_seconds", pa.float64()), ("kernel_seconds", pa.float64()),  # the group's batch time / episodes
     ("version", pa.string()),
 )
+# The names a sweep gives the files it writes into dataset/ (see `plan._units` and `write_chunk`).
+CHUNK_NAME = re.compile(r"\.?part-c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}\.parquet(\.tmp)?")
 _ARROW_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 
 
@@ -107,6 +114,11 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _written_by_a_sweep(path: Path) -> bool:
+    """A regular file (not a link) named as a sweep names its chunks and their temporaries."""
+    return CHUNK_NAME.fullmatch(path.name) is not None and path.is_file() and not path.is_symlink()
 
 
 def _fsync_directory(path: Path) -> None:
@@ -207,6 +219,7 @@ class ResultsStore:
             raise StoreError(f"cannot write to {self.directory}: {error.strerror or error}") from None
         try:
             self._check_sweep_file()
+            self._check_dataset()
             self.dataset.mkdir(exist_ok=True)
             self._atomic_write_text(self.directory / SPEC_FILE,
                                     json.dumps(dict(self.description, sweep_id=self.sweep_id), indent=2))
@@ -236,6 +249,22 @@ class ResultsStore:
             raise StoreError(f"{self.directory} is not empty and holds no {SPEC_FILE}: choose an empty or new "
                              f"--out directory")
 
+    def _check_dataset(self) -> None:
+        """Refuse a dataset directory the sweep does not own whole: a symbolic link (its target is
+        not ours), not a directory, or holding files a sweep did not write. Nothing is removed."""
+        if self.dataset.is_symlink():
+            raise StoreError(f"{self.dataset} is a symbolic link: a sweep writes only into a dataset directory "
+                             f"of its own; remove the link or choose another --out")
+        if not self.dataset.exists():
+            return
+        if not self.dataset.is_dir():
+            raise StoreError(f"{self.dataset} is not a directory: move it away or choose another --out")
+        foreign = sorted(path.name for path in self.dataset.iterdir() if not _written_by_a_sweep(path))
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise StoreError(f"{self.dataset} holds {len(foreign)} file(s) a sweep did not write ({shown}): "
+                             f"move them out (nothing was changed) or choose another --out")
+
     def _verified_manifest(self) -> dict[str, ChunkRecord]:
         """Manifest entries of planned units whose chunk is intact; everything else in the dataset
         is removed (a unit planned differently by another package version is simply redone)."""
@@ -251,14 +280,14 @@ class ResultsStore:
         intact = {unit: record for unit, record in listed.items() if unit in self.planned and self._intact(record)}
         keep = {record.file for record in intact.values()}
         removed = sorted(path.name for path in self.dataset.iterdir() if path.name not in keep)
-        for name in removed:
-            (self.dataset / name).unlink()  # stray temporary file, unlisted or damaged chunk
+        for name in removed:  # all written by a sweep (`_check_dataset`): temporaries, unlisted or damaged chunks
+            (self.dataset / name).unlink()
         if not manifest.exists() and self.previous:
             self.notices.append(f"{manifest} is missing: no chunk can be verified, so every unit is computed again")
         if removed:
             shown = ", ".join(removed[:5]) + (f" and {len(removed) - 5} more" if len(removed) > 5 else "")
-            self.notices.append(f"removed {len(removed)} file(s) from {self.dataset} that no intact manifest entry "
-                                f"lists (unfinished, damaged or stray): {shown}")
+            self.notices.append(f"removed {len(removed)} chunk file(s) from {self.dataset} that no intact manifest "
+                                f"entry lists (unfinished or damaged): {shown}")
         if intact != listed or not manifest.exists():
             self._atomic_write_text(manifest, "".join(json.dumps(asdict(r)) + "\n" for r in intact.values()))
         return intact
