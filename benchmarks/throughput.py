@@ -72,6 +72,7 @@ _MEMORY_PROBE = """
 import sys, time
 from collective.config import LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
 from collective.evaluate import evaluate
+from collective.version import VERSION
 profile, behaviour, group_size, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 config = EvaluationConfig.from_profile(profile, behaviour=behaviour, group_size=group_size, episodes=episodes)
 started = time.perf_counter()
@@ -213,7 +214,7 @@ def main() -> None:
               else f"kernel calls replaying one evaluate-sized batch for ~{target_seconds} s")
 
     print(f"Machine: {cpu_model()}, numba {version('numba')}, single thread "
-          f"({os.cpu_count()} CPUs visible), collective {version('collective')}")
+          f"({os.cpu_count()} CPUs visible), collective {VERSION}")
     print(f"Setup: profile {PROFILE!r}, {GRID}x{GRID} torus, T={ITERATIONS}. Timed: the kernel time "
           f"collective.evaluate.play reports, on an environment batch generated beforehand (generation "
           f"excluded); per row one warm-up call, then best of {REPEATS} timings of {timing}.")

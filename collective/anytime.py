@@ -63,7 +63,6 @@ import platform
 import time
 from pathlib import Path
 from dataclasses import dataclass
-from importlib.metadata import version
 from typing import Callable, Iterator
 
 import numpy as np
@@ -75,6 +74,7 @@ from collective.evaluate import held_out_training, play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
 from collective.simulation.random_streams import episode_seed_table
+from collective.version import VERSION
 
 BUDGET_ROUNDINGS = ("ceiling", "floor")  # n ← ⌈n + n/2⌉ (paper 000 Definition 19), n ← n + ⌊n/2⌋ (spec §8)
 START_BUDGET = 10  # n₀ of the floor rule, which cannot grow from n = 1
@@ -225,7 +225,7 @@ class AnytimeResult:
             "machine_dependent": self.config.time_based, "machine": machine() if self.config.time_based else None,
             "seed": evaluation.seed, "behaviour": evaluation.behaviour, "mix": evaluation.mix,
             "group_size": evaluation.group_size, "protocol": evaluation.protocol, "profile": evaluation.profile,
-            "env": evaluation.env, "grid": evaluation.grid, "version": version("collective"),
+            "env": evaluation.env, "grid": evaluation.grid, "version": VERSION,
             "config": self.config.as_record(),
             "trace": [dataclasses.asdict(step) for step in self.trace],
         }

@@ -19,6 +19,7 @@ from collective.simulation.plugins import PluginError
 from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, parse_mix
 from collective.progress import Progress, announce_compilation
 from collective.sweeps.command import add_sweep_parser, run_sweep
+from collective.version import DISTRIBUTION, VERSION
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 from protocols import get_protocol, protocol_names
 
@@ -181,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collective", description=(
         "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."))
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failing plug-in")
+    parser.add_argument("--version", action="version", version=f"collective {VERSION} ({DISTRIBUTION})")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     evaluate = commands.add_parser("evaluate", help="score one agent group: Υ with a 95%% CI",
                                    description="Score one agent group on Λ*: Υ (paper 003 Definition 3) "
@@ -418,6 +420,9 @@ def describe_protocols() -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
+        if not (sys.argv[1:] if argv is None else argv):  # bare `collective`: what it can do, not an error
+            parser.print_help()
+            return 0
         args = parser.parse_args(argv)
     except KeyboardInterrupt:  # while plug-ins named on the command line load
         print("collective: interrupted", file=sys.stderr)

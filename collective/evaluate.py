@@ -14,7 +14,6 @@ import functools
 import math
 import time
 from dataclasses import dataclass, replace
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledPr
 from collective.simulation.kernel import (KernelSwitches, learner_workspace, separate_tables, simulate_batch,
                                          talk_workspace)
 from collective.simulation.stepping import Group, Member, play_group, play_overhearing
+from collective.version import VERSION
 from protocols import NONE, load_protocol
 from protocols.kernel_support import READS_AND_WRITES
 
@@ -88,7 +88,7 @@ class EvaluationResult:
             "communication_control": self.config.communication_control,
             "mix": self.config.mix, "protocol_params": dict(self.config.protocol_params), "env": self.config.env,
             "local_optima_mean": self.local_optima_mean, "correlation_length_mean": self.correlation_length_mean,
-            "version": version("collective"),
+            "version": VERSION,
             "config": self.config.as_record(),
         }
 

@@ -79,6 +79,16 @@ def test_help_explains_options():
         assert option in result.stdout
 
 
+def test_version_names_the_installed_distribution_and_bare_collective_shows_usage():
+    from importlib.metadata import version
+
+    shown = collective("--version")
+    assert shown.returncode == 0 and shown.stdout.strip() == \
+        f"collective {version('collective-intelligence')} (collective-intelligence)"
+    bare = collective()
+    assert bare.returncode == 0 and bare.stdout.startswith("usage: collective") and "evaluate" in bare.stdout
+
+
 def test_evaluate_with_protocol_reports_communication():
     result = collective("evaluate", "--profile", "paper", "--mix", "local_search:4,oracle:1", "--protocol", "broadcast",
                         "--protocol-param", "memory=true", "--iterations", "30", "--episodes", "10", "--json")

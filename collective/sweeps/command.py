@@ -20,9 +20,10 @@ from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_s
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
 from collective.simulation.plugins import PluginError
 from collective.evaluate import kernel_cached
-from collective.sweeps.plan import (PACKAGE_VERSION, SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
+from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
 from collective.progress import Progress, announce_compilation, announce_compiling, compilation_done, duration
+from collective.version import VERSION
 
 # The dry-run's estimate is built from what a run does: the driver loads and plans the spec (timed
 # in the dry run, which does the same), starts the executor, and its workers, each on a CPU of its
@@ -65,7 +66,7 @@ def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
     """sweep.json's content: the full spec, its groups and cells with their seed keys, the plan."""
     units = [unit for block in blocks for unit in block.units]
     return {
-        "name": spec.name, "description": spec.description, "version": PACKAGE_VERSION, "spec": spec.source,
+        "name": spec.name, "description": spec.description, "version": VERSION, "spec": spec.source,
         "plugins": spec.plugin_digests(),
         "groups": [{"key": g.key, "label": g.label, "behaviour": g.behaviour, "mix": g.mix, "protocol": g.protocol,
                     "protocol_params": dict(g.protocol_params)} for g in spec.groups],

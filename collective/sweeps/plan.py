@@ -16,7 +16,6 @@ import json
 import math
 import time
 from dataclasses import dataclass, fields, replace
-from importlib.metadata import version
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +29,7 @@ from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.sweeps.store import config_column_value, row_schema
 from collective.sweeps.spec import SweepSpec
+from collective.version import VERSION
 
 TARGET_UNIT_AGENT_STEPS = 20_000_000  # agent-steps (training passes included) per work unit
 TAIL_UNIT_AGENT_STEPS = 4_000_000  # the smallest units, cut at the end of a sweep (see _taper)
@@ -37,7 +37,6 @@ MAX_BLOCK_BYTES = 64 << 20  # environment arrays held per block
 SUMMARY_BLOCKS = 2_000  # `plan_size` enumerates plans of at most this many blocks
 SAMPLE_AGENT_STEPS = 100_000  # `time_sample` plays each (cell, group) for this many agent-steps ...
 SAMPLE_EPISODES = 200  # ... in at most this many episodes
-PACKAGE_VERSION = version("collective")
 
 
 @dataclass(frozen=True)
@@ -327,7 +326,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "information_bits_per_iteration": information_per_iteration(run, n, config.iterations),
             "score_by_behaviour": by_behaviour, "plugin_digests": [digests] * n,
             "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
-            "version": [PACKAGE_VERSION] * n,
+            "version": [VERSION] * n,
         }
         columns.update({name: [config_column_value(value)] * n for name, value in config.as_record().items()})
         tables.append(pa.table(columns, schema=row_schema()))
