@@ -438,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"collective {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 128 + signal.SIGPIPE
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -94,6 +94,8 @@ def run_analysis_command(args: argparse.Namespace) -> int:
     except DatasetError as error:
         print(f"collective {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # the reader of stdout left (`| head`): `collective.cli.main` ends quietly
     except OSError as error:
         print(f"collective {args.command}: error: {error.filename}: {error.strerror}",
               file=sys.stderr)

@@ -2,6 +2,8 @@
 from a fresh tiny sweep, and one-line errors with status 2 for bad input."""
 import io
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -136,6 +138,15 @@ def test_cli_formats(tiny):
         assert title in as_text.stdout
     markdown = collective("analyze", tiny, "--format", "markdown", "--tables", "pgi").stdout
     assert "### PGI index" in markdown and "| group | group_size |" in markdown
+
+
+def test_a_reader_that_leaves_early_ends_analyze_quietly(tiny):
+    """`collective analyze RUN | head`: exit 141 (128 + SIGPIPE) and nothing on stderr."""
+    process = subprocess.Popen([sys.executable, "-m", "collective", "analyze", str(tiny)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # the reader leaves before the first line (loading takes seconds)
+    stderr = process.stderr.read()
+    assert process.wait(timeout=300) == 141 and stderr == "", stderr
 
 
 @pytest.mark.parametrize("args, message", [
