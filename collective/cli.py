@@ -201,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_parser(commands)
     add_analysis_commands(commands)
     _add_anytime_parser(commands)
+    for command in commands.choices.values():  # `collective sweep s.toml --debug` as well as before the command
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show the traceback of a failing plug-in")
     return parser
 
 

@@ -166,10 +166,13 @@ def test_plugin_errors_are_one_line_with_status_2(tmp_path, args, message):
     assert "Traceback" not in result.stderr
 
 
-def test_debug_shows_the_plugins_traceback(tmp_path):
+@pytest.mark.parametrize("where", ["before the command", "after it"])
+def test_debug_shows_the_plugins_traceback(tmp_path, where):
     (tmp_path / "plugins.py").write_text(PLUGINS)
-    result = subprocess.run([sys.executable, "-m", "collective", "--debug", "evaluate", "--behaviour",
-                             "plugins.py:Raises", "--profile", "paper", "--grid", "6", "--iterations", "5", "--episodes", "3"],
+    command = ["evaluate", "--behaviour", "plugins.py:Raises", "--profile", "paper", "--grid", "6", "--iterations",
+               "5", "--episodes", "3"]
+    command = ["--debug", *command] if where == "before the command" else [*command, "--debug"]
+    result = subprocess.run([sys.executable, "-m", "collective", *command],
                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode != 0 and "Traceback" in result.stderr and "boom at t=0" in result.stderr
 
