@@ -35,19 +35,19 @@ def test_spaces_and_shapes():
     assert isinstance(env.action_space, spaces.MultiDiscrete) and env.action_space.nvec.tolist() == [9] * 6
     observations, infos = env.reset(seed=0)
     assert observations.dtype == np.float32 and observations in env.observation_space
-    assert infos["episode"].tolist() == [0, 0, 1, 1, 2, 2]  # episode-major: e * A + i
+    assert infos["episode_index"].tolist() == [0, 0, 1, 1, 2, 2]  # episode-major: e * A + i
     assert infos["cell"].dtype == np.int64 and infos["cell"].shape == (6,) and infos["_cell"].all()
     observations, rewards, terminations, truncations, infos = env.step(env.action_space.sample())
     assert observations in env.observation_space and rewards.shape == (6,) and rewards.dtype == np.float64
     assert terminations.dtype == truncations.dtype == np.bool_ and not terminations.any() and not truncations.any()
-    assert set(infos) == {"cell", "_cell"}  # "episode" only when a batch starts
+    assert set(infos) == {"cell", "_cell"}  # "episode_index" only when a batch starts
 
     batched = LambdaStarBatchedParallelEnv(profile="paper", episodes=3, group_size=2, observation_range=2, rows=7, cols=7, iterations=5)
     observations, infos = batched.reset(seed=0)
     assert batched.agents == ["agent_0", "agent_1"]
     assert all(observations[a] in batched.observation_space(a) and observations[a].shape == (3, 25)
                for a in batched.agents)
-    assert infos["agent_1"]["cell"].shape == (3,) and infos["agent_1"]["episode"].tolist() == [0, 1, 2]
+    assert infos["agent_1"]["cell"].shape == (3,) and infos["agent_1"]["episode_index"].tolist() == [0, 1, 2]
     _, rewards, terminations, truncations, infos = batched.step({a: batched.action_space(a).sample()
                                                                   for a in batched.agents})
     assert rewards["agent_0"].shape == (3,) and infos["agent_0"]["cell"].dtype == np.int64
@@ -74,7 +74,23 @@ def test_gymnasium_vector_wrappers_read_the_autoreset_convention():
     assert [info["episode"]["l"] for info in infos] == [SMALL["iterations"]] * env.num_envs
     assert np.allclose([info["episode"]["r"] for info in infos], returns)
     _, rewards, _, truncations, infos = env.step(random_actions(rng, env, 1)[0])  # the autoreset step
-    assert not rewards.any() and not truncations.any() and [info["episode"] for info in infos] == [2, 2, 3, 3]
+    assert not rewards.any() and not truncations.any() and [info["episode_index"] for info in infos] == [2, 2, 3, 3]
+
+
+def test_cleanrl_logging_loop_reads_record_episode_statistics():
+    """CleanRL's loop over Gymnasium 1.x vector infos: `infos["episode"]` is the wrapper's
+    {"r", "l", "t"}, masked by `infos["_episode"]` (it used to hold episode indices: IndexError)."""
+    env = RecordEpisodeStatistics(LambdaStarVectorEnv(episodes=2, **SMALL))
+    rng = np.random.default_rng(3)
+    env.reset(seed=5)
+    returns, logged = np.zeros(env.num_envs), []
+    for _ in range(2 * SMALL["iterations"] + 1):  # two batches and the autoreset step between them
+        _, rewards, _, _, infos = env.step(random_actions(rng, env, 1)[0])
+        returns += rewards
+        if "episode" in infos:
+            logged += [(infos["episode"]["r"][i], infos["episode"]["l"][i]) for i in np.where(infos["_episode"])[0]]
+    assert len(logged) == 2 * env.num_envs and {length for _, length in logged} == {SMALL["iterations"]}
+    assert np.isclose(sum(r for r, _ in logged), returns.sum())
 
 
 def rollout(env, seed, steps, action_seed=0):
@@ -109,10 +125,10 @@ def test_autoreset_plays_the_next_episode_indices(env):
     vector.reset(seed=9)
     for t in range(T):
         _, _, terminations, truncations, infos = vector.step(random_actions(rng, vector, 1)[0])
-        assert not terminations.any() and truncations.all() == (t == T - 1) and "episode" not in infos
+        assert not terminations.any() and truncations.all() == (t == T - 1) and "episode_index" not in infos
     observations, rewards, terminations, truncations, infos = vector.step(random_actions(rng, vector, 1)[0])
     assert not rewards.any() and not truncations.any() and not terminations.any()
-    assert infos["episode"].tolist() == np.repeat(np.arange(episodes, 2 * episodes), SMALL["group_size"]).tolist()
+    assert infos["episode_index"].tolist() == np.repeat(np.arange(episodes, 2 * episodes), SMALL["group_size"]).tolist()
     core = SteppingCore(generate_environments(config, np.arange(episodes, 2 * episodes)), SMALL["group_size"],
                         config.rows, config.cols, T, config.observation_range, config.reward_radius,
                         config.coordination_threshold)

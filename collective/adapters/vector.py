@@ -95,8 +95,10 @@ class LambdaStarVectorEnv(VectorEnv):
     observations and rewards; the next `step` ignores its actions, starts the next batch of
     episodes and returns its first observations with rewards 0 and no truncation. All
     sub-environments end together, so the whole batch is replaced. Infos hold "cell" (num_envs,)
-    int64 (row * cols + col) and, whenever a batch starts (reset or autoreset), "episode"
-    (num_envs,) int64 episode indices; each with its all-True "_key" mask.
+    int64 (row * cols + col) and, whenever a batch starts (reset or autoreset), "episode_index"
+    (num_envs,) int64 episode indices; each with its all-True "_key" mask. The key "episode" is left
+    to Gymnasium's `RecordEpisodeStatistics`, which fills it with each finished episode's return,
+    length and time ({"r", "l", "t"}), as CleanRL's logging loop reads it.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -140,8 +142,8 @@ class LambdaStarVectorEnv(VectorEnv):
     def _infos(self, started: bool) -> dict:
         infos = {"cell": self._batches.core.cells.reshape(self.num_envs).copy(), "_cell": self._mask.copy()}
         if started:
-            infos["episode"] = np.repeat(self._batches.indices, self.group_size)
-            infos["_episode"] = self._mask.copy()
+            infos["episode_index"] = np.repeat(self._batches.indices, self.group_size)
+            infos["_episode_index"] = self._mask.copy()
         return infos
 
 
@@ -150,7 +152,7 @@ class LambdaStarBatchedParallelEnv:
 
     Agents "agent_0" .. "agent_{A-1}"; every value is an array over the batch's E episodes:
     `reset(seed=None)` -> (observations {agent: (E, S*S) float32}, infos {agent: {"cell": (E,)
-    int64, "episode": (E,) int64}}); `step({agent: (E,) ints 0..8})` -> (observations, rewards
+    int64, "episode_index": (E,) int64}}); `step({agent: (E,) ints 0..8})` -> (observations, rewards
     {agent: (E,) float64}, terminations {agent: False}, truncations {agent: True after T
     iterations}, infos {agent: {"cell": (E,)}}). As in PettingZoo, `agents` empties when the batch
     is truncated and `reset()` then plays the next E episodes. Not a `pettingzoo.ParallelEnv`
@@ -181,7 +183,7 @@ class LambdaStarBatchedParallelEnv:
         self.agents = list(self.possible_agents)
         windows, cells = self._batches.windows(), self._batches.core.cells.copy()  # (E, A, S*S), (E, A)
         return ({a: windows[:, i] for i, a in enumerate(self.agents)},
-                {a: {"cell": cells[:, i], "episode": self._batches.indices.copy()} for i, a in enumerate(self.agents)})
+                {a: {"cell": cells[:, i], "episode_index": self._batches.indices.copy()} for i, a in enumerate(self.agents)})
 
     def step(self, actions: dict):
         if not self.agents:
