@@ -56,7 +56,7 @@ from pathlib import Path
 
 from collective.behaviours import load_behaviour
 from collective.config import (COMMUNICATION_CONTROLS, CPP_SWITCHES, ENVIRONMENT_CLASSES, RENAMED_FIELDS,
-                               ConfigError, EvaluationConfig, parse_mix)
+                               ConfigError, EvaluationConfig, mix_counts)
 from collective.simulation.plugins import PluginError
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
@@ -365,7 +365,7 @@ def _declared(group: GroupType) -> set[str]:
     """The parameters the group's plug-in behaviours declare ([settings] behaviour_params apply to
     the groups whose plug-ins declare them); an unloadable plug-in is reported by the config."""
     try:
-        return {p.name for name in (parse_mix(group.mix) if group.mix else [group.behaviour])
+        return {p.name for name in ([name for name, _ in mix_counts(group.mix)] if group.mix else [group.behaviour])
                 for p in load_behaviour(name).parameters}
     except (PluginError, ValueError):
         return set()
