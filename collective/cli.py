@@ -19,7 +19,7 @@ from pathlib import Path
 from collective.behaviours import behaviour_names, get_behaviour
 from collective.simulation.plugins import PluginError, on_ctrl_c
 from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, mix_counts
-from collective.progress import Progress, announce_compilation
+from collective.progress import CONFIRM_AGENT_STEPS, Progress, announce_compilation, unconfirmed_work
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 from protocols import get_protocol, protocol_names
@@ -49,8 +49,6 @@ LANDSCAPE_OPTIONS = {"peaks": "--peaks", "peak_width": "--peak-width", "deceptio
 RENAMED_OPTIONS = {"ruggedness": ("--ruggedness", "renamed --deception: it sets how close the secondary optima "
                                   "stand to the global one, not the ruggedness; for ruggedness (shorter correlation "
                                   "length, more local optima) use --noise")}
-CONFIRM_AGENT_STEPS = 10**12  # a larger run needs --yes
-AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -238,10 +236,8 @@ def check_config(parser: argparse.ArgumentParser, args: argparse.Namespace, conf
 
 def check_work(parser: argparse.ArgumentParser, args: argparse.Namespace, steps: int, scope: str = "") -> None:
     """Require --yes for more than CONFIRM_AGENT_STEPS agent-steps (training passes included)."""
-    if steps > CONFIRM_AGENT_STEPS and not args.yes:
-        hours = steps / AGENT_STEPS_PER_SECOND / 3600
-        parser.exit(2, f"collective {args.command}: error: argument --yes: required for {steps:.2e} agent-steps"
-                       f"{scope} (above {CONFIRM_AGENT_STEPS:.0e}; ~{hours:,.0f} h at ~10 M agent-steps/s)\n")
+    if message := unconfirmed_work(steps, args.yes, scope):
+        parser.exit(2, f"collective {args.command}: error: {message}\n")
 
 
 def agent_steps(config: EvaluationConfig) -> int:
@@ -318,11 +314,15 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
         usage("--start-seconds", "only with --time-based")
     if args.trace_out:
         trace = Path(args.trace_out)
+        try:
+            directory = trace.resolve().parent
+        except (OSError, RuntimeError) as error:  # a symlink loop
+            usage("--trace-out", f"cannot resolve {args.trace_out!r}: {getattr(error, 'strerror', None) or error}")
         if trace.is_dir():
             usage("--trace-out", f"{args.trace_out!r} is a directory; give a file name")
-        if not trace.resolve().parent.is_dir():
+        if not directory.is_dir():
             usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
-        if not os.access(trace if trace.exists() else trace.resolve().parent, os.W_OK):
+        if not os.access(trace if trace.exists() else directory, os.W_OK):
             usage("--trace-out", f"{args.trace_out!r} is not writable")
     from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, planned_budgets,
                                     planned_agent_steps, run_anytime, write_trace)
