@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from collective.behaviours import behaviour_names, get_behaviour
-from collective.simulation.plugins import PluginError
-from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, parse_mix
-from collective.progress import Progress, announce_compilation
+from collective.simulation.plugins import PluginError, on_ctrl_c
+from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, mix_counts
+from collective.progress import CONFIRM_AGENT_STEPS, Progress, announce_compilation, unconfirmed_work
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from collective.version import DISTRIBUTION, VERSION
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
@@ -48,8 +50,6 @@ LANDSCAPE_OPTIONS = {"peaks": "--peaks", "peak_width": "--peak-width", "deceptio
 RENAMED_OPTIONS = {"ruggedness": ("--ruggedness", "renamed --deception: it sets how close the secondary optima "
                                   "stand to the global one, not the ruggedness; for ruggedness (shorter correlation "
                                   "length, more local optima) use --noise")}
-CONFIRM_AGENT_STEPS = 10**12  # a larger run needs --yes
-AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -217,7 +217,7 @@ def check_group_args(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         usage("--behaviour", "not with --mix (the mix names each agent's behaviour)")
     if args.mix and args.group_size is not None:
         try:
-            size = len(parse_mix(args.mix))
+            size = sum(count for _, count in mix_counts(args.mix))
         except ValueError:
             size = None  # the config names the malformed mix
         if size is not None and args.group_size != size:
@@ -241,10 +241,8 @@ def check_config(parser: argparse.ArgumentParser, args: argparse.Namespace, conf
 
 def check_work(parser: argparse.ArgumentParser, args: argparse.Namespace, steps: int, scope: str = "") -> None:
     """Require --yes for more than CONFIRM_AGENT_STEPS agent-steps (training passes included)."""
-    if steps > CONFIRM_AGENT_STEPS and not args.yes:
-        hours = steps / AGENT_STEPS_PER_SECOND / 3600
-        parser.exit(2, f"collective {args.command}: error: argument --yes: required for {steps:.2e} agent-steps"
-                       f"{scope} (above {CONFIRM_AGENT_STEPS:.0e}; ~{hours:,.0f} h at ~10 M agent-steps/s)\n")
+    if message := unconfirmed_work(steps, args.yes, scope):
+        parser.exit(2, f"collective {args.command}: error: {message}\n")
 
 
 def agent_steps(config: EvaluationConfig) -> int:
@@ -363,12 +361,12 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
             print(format_step(step), flush=True)
         progress.update(step.budget, f"{step.environment + 1} environments, ξ {step.xi_next:.3g}, Υ {step.upsilon:+.4f}")
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even in the background
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)  # Ctrl-C stops it, even in the background
     try:
         with progress:
             result = run_anytime(config, on_step=on_step)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: the results are written whole
-        print(json.dumps(result.as_record()) if args.json else format_summary(result), flush=True)
+        print(strict_json(result.as_record()) if args.json else format_summary(result), flush=True)
         if args.trace_out:
             try:
                 write_trace(result, args.trace_out)
@@ -379,6 +377,20 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
     finally:
         signal.signal(signal.SIGINT, previous)
     return 0
+
+
+def strict_json(value) -> str:
+    """JSON that strict parsers read: NaN and infinities (a value not estimated) become null."""
+    def finite(item):
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {key: finite(inner) for key, inner in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [finite(inner) for inner in item]
+        return item
+
+    return json.dumps(finite(value), allow_nan=False)
 
 
 def _protocol_label(record: dict) -> str:
@@ -393,7 +405,7 @@ def format_table(records: list[dict]) -> str:
               f"{'H bits':>8}{'msgs/it':>9}{'M steps/s':>11}{'wall s':>8}")
     lines = [header, "-" * len(header)]
     for r in records:
-        ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]"
+        ci = f"[{r['ci95_low']:+.4f}, {r['ci95_high']:+.4f}]" if math.isfinite(r["ci95_low"]) else "none: 1 episode"
         rate = (r["agent_steps_per_second"] or 0) / 1e6
         lines.append(f"{r['mix'] or r['behaviour']:<{group_width}}{r['group_size']:>4}"
                      f"{_protocol_label(r):>{protocol_width}}"
@@ -421,6 +433,18 @@ def describe_protocols() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; Ctrl-C raises `CtrlC` while it runs (so a plug-in's own KeyboardInterrupt is its error)."""
+    ours = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler  # left alone where SIGINT is ignored
+    previous = signal.signal(signal.SIGINT, on_ctrl_c) if ours else None
+    try:
+        return _main(argv)
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
         if not (sys.argv[1:] if argv is None else argv):  # bare `collective`: what it can do, not an error
@@ -472,7 +496,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         configs = [config_from_args(args, b) for b in behaviours]
     except ConfigError as error:
-        option = FIELD_OPTIONS.get(error.field, error.field)
+        option = "--mix" if error.field == "group_size" and args.mix else FIELD_OPTIONS.get(error.field, error.field)
         parser.exit(2, f"collective {args.command}: error: argument {option}: {error.message}\n")
     for config in configs:
         check_config(parser, args, config)
@@ -481,7 +505,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     records = [evaluate(config, progress=True).as_record() for config in configs]
     if args.json:
-        print(json.dumps(records[0] if len(records) == 1 else records))
+        print(strict_json(records[0] if len(records) == 1 else records))
     else:
         print(format_table(records))
     return 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
@@ -185,6 +184,9 @@ class EvaluationConfig:
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise ConfigError(sorted(unknown)[0], f"not a setting; allowed: {', '.join(f.name for f in fields(cls))}")
+        for name in ("protocol_params", "behaviour_params"):  # a dict cannot repeat a key; pairs can
+            if overrides.get(name) is not None and not isinstance(overrides[name], dict):
+                _refuse_repeated_keys(name, overrides[name])
         settings = {**PROFILES[profile], **{k: v for k, v in overrides.items() if v is not None}}
         protocol_defaults = settings.pop("protocol_defaults")
         settings.pop("anytime_defaults", None)  # the anytime test's, read by `collective.anytime`
@@ -196,10 +198,10 @@ class EvaluationConfig:
                                                         for key, value in dict(settings["behaviour_params"]).items()))
         if settings.get("mix"):
             try:
-                members = parse_mix(settings["mix"])
+                counts = mix_counts(settings["mix"])
             except ValueError as error:
                 raise ConfigError("mix", str(error)) from None
-            settings["behaviour"], settings["group_size"] = "mix", len(members)
+            settings["behaviour"], settings["group_size"] = "mix", sum(count for _, count in counts)
         return cls(profile=profile, **settings)
 
     def __post_init__(self) -> None:
@@ -215,9 +217,20 @@ class EvaluationConfig:
         return parse_mix(self.mix) if self.mix else [self.behaviour] * self.group_size
 
     @functools.cached_property
+    def behaviour_counts(self) -> dict[str, int]:
+        """Each distinct behaviour, in agent order, and its agents: what validation reads, so that a
+        group of millions of agents is never listed before its memory is checked."""
+        if not self.mix:
+            return {self.behaviour: self.group_size}
+        counts: dict[str, int] = {}
+        for name, count in mix_counts(self.mix):
+            counts[name] = counts.get(name, 0) + count
+        return counts
+
+    @functools.cached_property
     def learner_count(self) -> int:
         """The group's learners, each behaviour name checked once (a group may have millions of agents)."""
-        return sum(count for name, count in Counter(self.behaviours).items() if learns(name))
+        return sum(count for name, count in self.behaviour_counts.items() if learns(name))
 
     @property
     def protocol_values(self) -> tuple[float, ...]:
@@ -244,7 +257,7 @@ class EvaluationConfig:
     def uses_plugins(self) -> bool:
         """Whether a behaviour or the protocol is a plug-in: the group then plays on the stepping core."""
         return not load_protocol(self.protocol).builtin or \
-            not all(load_behaviour(name).builtin for name in set(self.behaviours))
+            not all(load_behaviour(name).builtin for name in self.behaviour_counts)
 
     @property
     def sham(self) -> bool:
@@ -263,7 +276,7 @@ class EvaluationConfig:
     @property
     def plugins(self) -> tuple[PluginClass, ...]:
         """The group's plug-ins (behaviours, then the protocol), built-ins left out."""
-        loaded = [load_behaviour(name) for name in dict.fromkeys(self.behaviours)] + [load_protocol(self.protocol)]
+        loaded = [load_behaviour(name) for name in self.behaviour_counts] + [load_protocol(self.protocol)]
         return tuple(plugin for plugin in loaded if not plugin.builtin)
 
     @property
@@ -316,16 +329,30 @@ class EvaluationConfig:
         return replace(self, **changes)
 
 
-def parse_mix(text: str) -> list[str]:
-    """'local_search:3,my_pkg.agents:Homing:2' -> 3 local searchers then 2 Homing agents (the
-    count follows the last colon); ValueError when malformed. Names are not resolved here."""
-    members: list[str] = []
+def mix_counts(text: str) -> list[tuple[str, int]]:
+    """'local_search:3,my_pkg.agents:Homing:2' -> [('local_search', 3), ('my_pkg.agents:Homing', 2)]
+    (the count follows the last colon); ValueError when malformed. Names are not resolved here."""
+    counts = []
     for part in text.split(","):
         name, _, count = part.strip().rpartition(":")
-        if not name or not count.isdigit() or int(count) < 1:
+        if not name or not count.isascii() or not count.isdigit() or int(count) < 1:
             raise ValueError(f"expected NAME:COUNT with a count >= 1 (got {part.strip()!r})")
-        members += [name] * int(count)
-    return members
+        counts.append((name, int(count)))
+    return counts
+
+
+def parse_mix(text: str) -> list[str]:
+    """The mix's agents in order: 3 local searchers then 2 Homing agents (see `mix_counts`)."""
+    return [name for name, count in mix_counts(text) for _ in range(count)]
+
+
+def _refuse_repeated_keys(field: str, pairs) -> None:
+    """ConfigError when (key, value) pairs give a key twice (the last would silently win)."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ConfigError(field, f"{key!r} is given twice; give each parameter once")
+        seen.add(key)
 
 
 def _require_int(config, name: str, minimum: int, what: str = "") -> int:
@@ -355,16 +382,16 @@ def _require_range(config, name: str, low: float, high: float, low_open: bool = 
 def _validate(c: EvaluationConfig) -> None:
     if c.mix:
         try:
-            members = parse_mix(c.mix)
+            size = sum(count for _, count in mix_counts(c.mix))
         except ValueError as error:
             raise ConfigError("mix", str(error)) from None
-        if c.behaviour != "mix" or c.group_size != len(members):
-            raise ConfigError("mix", f"a mix sets behaviour 'mix' and group_size {len(members)}")
+        if c.behaviour != "mix" or c.group_size != size:
+            raise ConfigError("mix", f"a mix sets behaviour 'mix' and group_size {size}")
     _require_choice(c, "profile", tuple(PROFILES))
     _require_choice(c, "env", ENVIRONMENT_CLASSES)
+    _refuse_repeated_keys("protocol_params", c.protocol_params)
+    _refuse_repeated_keys("behaviour_params", c.behaviour_params)
     _validate_plugins(c)
-    _validate_protocol(c)
-    _validate_communication(c)
     _require_choice(c, "pattern_generator", tuple(PATTERN_GENERATORS))
     _require_choice(c, "segment_cap", SEGMENT_CAPS)
     _require_choice(c, "evil_pairing", EVIL_PAIRINGS)
@@ -400,8 +427,10 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
     _validate_learning_protocol(c)
+    _validate_memory(c)  # before anything that lists the agents
+    _validate_protocol(c)
+    _validate_communication(c)
     _validate_cpp_switches(c)
-    _validate_memory(c)
     _validate_landscape(c)
     _validate_k_range(c)
     _validate_legg_hutter(c)
@@ -413,7 +442,7 @@ def _validate_plugins(c: EvaluationConfig) -> None:
     sarsa train in passes inside the fused kernel and have no stepping-core form yet."""
     field = "mix" if c.mix else "behaviour"
     plugins = {}
-    for name in dict.fromkeys(c.behaviours):
+    for name in c.behaviour_counts:
         try:
             plugins[name] = load_behaviour(name)
         except PluginError as error:
@@ -500,7 +529,7 @@ def _validate_communication(c: EvaluationConfig) -> None:
         raise ConfigError("communication_control", "shared_q cannot be shammed: its learners read and write the "
                                                    "table while they train inside the fused kernel, with no message "
                                                    "that could be exchanged between episodes")
-    learners = sorted({name for name in c.behaviours if learns(name)})
+    learners = sorted(name for name in c.behaviour_counts if learns(name))
     if learners:
         raise ConfigError("communication_control", f"sham plays on the stepping core, where {', '.join(learners)} "
                                                    "cannot play (it trains inside the fused kernel)")

@@ -69,7 +69,7 @@ class EvaluationResult:
             "upsilon": e.upsilon, "ci95_low": e.ci95_low, "ci95_high": e.ci95_high, "std": e.std,
             "upsilon_legg_hutter": e.upsilon_legg_hutter, "legg_hutter_ci95_low": e.legg_hutter_ci95_low,
             "legg_hutter_ci95_high": e.legg_hutter_ci95_high,
-            "legg_hutter_effective_episodes": e.legg_hutter_effective_episodes,
+            "legg_hutter_effective_episodes": e.legg_hutter_effective_episodes, **e.interval_notes(),
             "episodes": e.episodes, "iterations": self.config.iterations,
             "group_size": self.config.group_size, "grid": self.config.grid,
             "behaviour": self.config.behaviour, "protocol": self.config.protocol,

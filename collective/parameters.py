@@ -3,6 +3,7 @@ means and what values it allows, so `--protocol-param`/`--behaviour-param` are c
 any work starts."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -27,9 +28,11 @@ class Parameter:
         try:
             value = float(text)
         except ValueError:
-            raise ValueError(f"{self.name} must be a number in [{self.low}, {self.high}] (got {text!r})") from None
-        if not self.low <= value <= self.high:
-            raise ValueError(f"{self.name} must be a number in [{self.low}, {self.high}] (got {text!r})")
+            value = math.nan
+        low = -math.inf if self.low is None else self.low  # a bound left out: no limit on that side
+        high = math.inf if self.high is None else self.high
+        if not low <= value <= high or not math.isfinite(value):
+            raise ValueError(f"{self.name} must be a number in {self.allowed} (got {text!r})")
         return value
 
     def typed(self, text: str) -> str | int | float:
@@ -42,4 +45,6 @@ class Parameter:
 
     @property
     def allowed(self) -> str:
-        return "|".join(self.choices) if self.choices else f"[{self.low}, {self.high}]"
+        if self.choices:
+            return "|".join(self.choices)
+        return f"[{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}]"

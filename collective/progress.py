@@ -16,6 +16,17 @@ from tqdm import tqdm
 
 PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
 COMPILE_NOTICE = "collective: compiling kernels (first run only; ~1 min) ..."
+CONFIRM_AGENT_STEPS = 10**12  # a larger evaluate, demo, anytime or sweep needs --yes
+AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
+
+
+def unconfirmed_work(steps: int, yes: bool, scope: str = "") -> str | None:
+    """The `--yes` error for more than CONFIRM_AGENT_STEPS agent-steps without it, else None."""
+    if steps <= CONFIRM_AGENT_STEPS or yes:
+        return None
+    hours = steps / AGENT_STEPS_PER_SECOND / 3600
+    return (f"argument --yes: required for {steps:.2e} agent-steps{scope} (above {CONFIRM_AGENT_STEPS:.0e}; "
+            f"~{hours:,.0f} h at ~10 M agent-steps/s)")
 
 
 def duration(seconds: float) -> str:

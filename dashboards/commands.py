@@ -10,6 +10,7 @@ import sys
 
 COMMANDS = ("analyze", "figures", "dashboard")
 FORMATS = ("table", "csv", "json", "markdown")
+MAX_K_BIN_WIDTH = 10**6  # K is at most T + 1 phrases; wider bins are one bin
 TABLES = ("upsilon", "legg_hutter", "gains", "protocols", "communication", "communication_entropy", "sham", "focal",
           "regression", "regression_fit", "pgi", "learning", "replay_learning")
 
@@ -19,6 +20,13 @@ def _comma_list(text: str) -> list[str]:
     if not values:
         raise argparse.ArgumentTypeError(f"expected a comma-separated list (got {text!r})")
     return values
+
+
+def _bin_width(text: str) -> int:
+    """A K bin width: a whole number of LZ76 phrases, 1..MAX_K_BIN_WIDTH."""
+    if not text.strip().isascii() or not text.strip().isdigit() or not 1 <= int(text) <= MAX_K_BIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"expected a whole number 1..{MAX_K_BIN_WIDTH:,} (got {text!r})")
+    return int(text)
 
 
 def _table_list(text: str) -> list[str]:
@@ -37,7 +45,7 @@ def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
                         help="factors of the Υ table: any column, or k (K binned), H (entropy_bits), G "
                              "(group_size); default group,group_size. Paired comparisons are made within the "
                              "levels of the factors that are not group types")
-    parser.add_argument("--k-bin-width", type=int, default=4, metavar="W",
+    parser.add_argument("--k-bin-width", type=_bin_width, default=4, metavar="W",
                         help="width of the K bins, in LZ76 phrases (default 4: 1-4, 5-8, ...)")
 
 
@@ -76,6 +84,8 @@ def run_analysis_command(args: argparse.Namespace) -> int:
 
     try:
         dataset = load_dataset(args.dataset)
+        for notice in dataset.notices:
+            print(f"collective {args.command}: notice: {notice}", file=sys.stderr)
         analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width)
         if args.command == "analyze":
             if args.tables:

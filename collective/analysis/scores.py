@@ -29,6 +29,10 @@ import numpy as np
 from scipy import stats
 
 LEGG_HUTTER_ESTIMATORS = ("sampled_phrases", "importance_bits")
+# An interval needs one degree of freedom of Student's t at least: n >= 2 episodes for Υ (n - 1), a
+# Kish effective sample size >= 2 for Legg-Hutter Υ (ESS - 1). Below, the t quantile grows without
+# bound as the degrees of freedom go to 0 (ESS 1.0005: ±4.9e147), so no interval is reported.
+MIN_EFFECTIVE_EPISODES = 2.0
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,20 @@ class UpsilonEstimate:
     upsilon_legg_hutter: float  # Σ w R̄ / Σ w (Legg & Hutter, paper 001; w per `legg_hutter_estimator`)
     k_mean: float
     k_normalised_mean: float
-    legg_hutter_ci95_low: float = math.nan  # delta-method interval of upsilon_legg_hutter
+    legg_hutter_ci95_low: float = math.nan  # delta-method interval of upsilon_legg_hutter (NaN: see interval_notes)
     legg_hutter_ci95_high: float = math.nan
     legg_hutter_effective_episodes: float = math.nan  # Kish (Σw)²/Σw²
+
+
+    def interval_notes(self) -> dict[str, str | None]:
+        """Why an interval is blank (None where it was estimated): `MIN_EFFECTIVE_EPISODES`."""
+        return {
+            "ci95_note": None if math.isfinite(self.ci95_low) else
+            f"no interval: needs {MIN_EFFECTIVE_EPISODES:.0f} episodes or more (got {self.episodes})",
+            "legg_hutter_ci95_note": None if math.isfinite(self.legg_hutter_ci95_low) else
+            f"no interval: needs an effective sample size of {MIN_EFFECTIVE_EPISODES:.0f} or more "
+            f"(Kish ESS {self.legg_hutter_effective_episodes:.4g})",
+        }
 
 
 def lz_code_length_bits(phrases: np.ndarray, alphabet: int) -> np.ndarray:
@@ -81,7 +96,7 @@ class WeightedEstimate:
 
 def _weighted_interval(estimate: float, weight: float, spread: float, effective: float) -> tuple[float, float]:
     """Ŷ ± t(ESS - 1) · sqrt(spread) / Σw, spread = Σ w² (R̄ - Ŷ)²."""
-    if effective <= 1 or not math.isfinite(effective):
+    if not MIN_EFFECTIVE_EPISODES <= effective < math.inf:
         return math.nan, math.nan
     half = stats.t.ppf(0.975, effective - 1) * math.sqrt(max(spread, 0.0)) / weight
     return estimate - half, estimate + half
@@ -186,7 +201,7 @@ class ScoreAccumulator:
         mean = self.reward_sum.value / n
         variance = max(0.0, (self.reward_square_sum.value - self.reward_sum.value * mean) / (n - 1)) if n > 1 else 0.0
         std = math.sqrt(variance)
-        half_width = stats.t.ppf(0.975, n - 1) * std / math.sqrt(n) if n > 1 else math.inf
+        half_width = stats.t.ppf(0.975, n - 1) * std / math.sqrt(n) if n >= MIN_EFFECTIVE_EPISODES else math.nan
         weight = self.weight_sum.value
         legg_hutter = self.weighted_reward_sum.value / weight
         squares, square_rewards, square_rewards_squared = (total.value for total in self.square_weight_sums)

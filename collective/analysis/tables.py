@@ -31,6 +31,8 @@ K_BIN = "k_bin"  # derived column: K (raw LZ76 phrases) in bins of `k_bin_width`
 K_MID = "k_mid"  # the bin's midpoint, for plotting
 FACTOR_ALIASES = {"k": K_BIN, "K": K_BIN, "h": "entropy_bits", "H": "entropy_bits", "G": "group_size"}
 DEFAULT_BY = ("group", "group_size")
+ROW_KEY = ("sweep_id", "cell", "group_key", "episode")  # one row per key: more are duplicates
+MEASURED_COLUMNS = ("score",)  # what the tables measure, never a factor
 CONFIDENCE = 0.95
 REFERENCE_BEHAVIOURS = ("random", "oracle")  # accuracy 0 and 1 (paper 004, Step 1)
 # PGI resource scales (paper 004, "PGI Index", Step 2). Computation: the paper's "computations performed"
@@ -62,6 +64,7 @@ class Dataset:
 
     rows: pd.DataFrame
     sources: list[SweepSource]
+    notices: list[str] = field(default_factory=list)  # what loading found that changes what is counted
 
 
 @dataclass
@@ -86,12 +89,21 @@ class Analysis:
 
 
 def load_dataset(paths: list[str | Path]) -> Dataset:
-    """Read sweep directories (or their dataset/ folders); raises DatasetError naming a bad path."""
-    frames, sources = [], []
+    """Read sweep directories (or their dataset/ folders); raises DatasetError naming a bad path or a
+    damaged sweep.json, or a dataset given twice. Notices say what is not as planned: a sweep that did
+    not finish, rows without a score (left out) and duplicate rows (counted once)."""
+    frames, sources, notices, seen = [], [], [], {}
     for path in map(Path, paths):
-        if not path.is_dir():
-            raise DatasetError(f"{path}: no such directory")
-        data_dir = path / DATASET_DIR if (path / DATASET_DIR).is_dir() else path
+        try:
+            if not path.is_dir():
+                raise DatasetError(f"{path}: no such directory")
+            data_dir = path / DATASET_DIR if (path / DATASET_DIR).is_dir() else path
+            resolved = data_dir.resolve()
+        except OSError as error:  # a symlink loop
+            raise DatasetError(f"{path}: {error.strerror}") from None
+        if resolved in seen:
+            raise DatasetError(f"{path}: the same dataset as {seen[resolved]}, given twice (its rows would count twice)")
+        seen[resolved] = path
         parts = sorted(data_dir.glob("part-*.parquet"))
         if not parts:
             raise DatasetError(f"{path} is not a sweep dataset: no {DATASET_DIR}/part-*.parquet files "
@@ -105,14 +117,49 @@ def load_dataset(paths: list[str | Path]) -> Dataset:
         if missing:
             raise DatasetError(f"{data_dir} is not a sweep dataset: missing columns {', '.join(missing)}")
         frames.append(table.drop_columns([c for c in ("spawn_key",) if c in table.column_names]).to_pandas())
-        spec_file = data_dir.parent / SPEC_FILE
-        description = json.loads(spec_file.read_text()) if spec_file.is_file() else None
+        description = _sweep_description(data_dir.parent / SPEC_FILE)
+        if description:
+            notices += _incomplete(data_dir, description, len(parts), table.num_rows)
         sources.append(SweepSource(dataset=data_dir.resolve(), description=description, files=len(parts),
                                    bytes=sum(part.stat().st_size for part in parts)))
     rows = pd.concat(frames, ignore_index=True)
+    unscored = rows["score"].isna()
+    if unscored.any():
+        notices.append(f"{int(unscored.sum())} of {len(rows)} rows have no score (NaN; groups "
+                       f"{', '.join(sorted(map(str, rows.loc[unscored, 'group'].unique())))}): left out")
+        rows = rows[~unscored].reset_index(drop=True)
+    key = [column for column in ROW_KEY if column in rows]
+    repeated = rows.duplicated(key)
+    if repeated.any():
+        notices.append(f"{int(repeated.sum())} duplicate rows (same {', '.join(key)}): counted once")
+        rows = rows[~repeated].reset_index(drop=True)
     if rows.empty:
         raise DatasetError(f"{', '.join(map(str, paths))}: the dataset has no rows")
-    return Dataset(rows=rows, sources=sources)
+    return Dataset(rows=rows, sources=sources, notices=notices)
+
+
+def _sweep_description(spec_file: Path) -> dict | None:
+    """A sweep directory's sweep.json (None where there is none); DatasetError when it is damaged."""
+    if not spec_file.is_file():
+        return None
+    try:
+        description = json.loads(spec_file.read_bytes())
+    except (OSError, ValueError) as error:
+        description = error
+    if not isinstance(description, dict) or not isinstance(description.get("plan", {}), dict):
+        raise DatasetError(f"{spec_file}: damaged (not the JSON object `collective sweep` writes); rerun the sweep "
+                           f"command to rewrite it, or analyse {spec_file.parent / DATASET_DIR} alone")
+    return description
+
+
+def _incomplete(data_dir: Path, description: dict, chunks: int, rows: int) -> list[str]:
+    """A notice when the dataset holds fewer rows than its sweep planned."""
+    plan = description.get("plan", {})
+    planned_rows, planned_units = plan.get("rows"), plan.get("units")
+    if not isinstance(planned_rows, int) or rows >= planned_rows:
+        return []
+    return [f"{data_dir.parent} is an unfinished sweep: {rows:,} of {planned_rows:,} planned rows in {chunks} of "
+            f"{planned_units} chunks; its tables cover the finished part only (rerun the sweep to complete it)"]
 
 
 def add_k_bins(rows: pd.DataFrame, width: int) -> pd.DataFrame:
@@ -134,6 +181,8 @@ def resolve_factors(rows: pd.DataFrame, names: list[str]) -> list[str]:
     columns = []
     for name in names:
         column = FACTOR_ALIASES.get(name, name)
+        if column in MEASURED_COLUMNS:
+            raise DatasetError(f"argument --by: {name!r} is what the tables measure, not a factor")
         if column not in rows.columns:
             allowed = ", ".join(list(FACTOR_ALIASES) + [c for c in rows.columns if c not in (K_MID,)])
             raise DatasetError(f"argument --by: {name!r} is not a column of the dataset; allowed: {allowed}")

@@ -13,11 +13,13 @@ action order is up-left, up, up-right, left, stay, right, down-left, down, down-
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import json
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,38 @@ class PluginError(ValueError):
 
     def __reduce__(self):  # crosses process boundaries (Ray) whole
         return type(self), (self.plugin, self.method, self.message)
+
+
+class CtrlC(KeyboardInterrupt):
+    """The KeyboardInterrupt of a real Ctrl-C (SIGINT), raised by `on_ctrl_c`: a plug-in that raises
+    KeyboardInterrupt itself is a failing plug-in, not a user who stops the run."""
+
+
+def on_ctrl_c(signum, frame) -> None:
+    """SIGINT handler of the command line: Ctrl-C raises `CtrlC`."""
+    raise CtrlC()
+
+
+def is_ctrl_c(error: BaseException) -> bool:
+    """Whether `error` is a user's Ctrl-C: a `CtrlC`, or any KeyboardInterrupt where `on_ctrl_c` is
+    not installed (Python's own handler cannot tell it from one a plug-in raised)."""
+    return isinstance(error, KeyboardInterrupt) and \
+        (isinstance(error, CtrlC) or signal.getsignal(signal.SIGINT) is not on_ctrl_c)
+
+
+@contextlib.contextmanager
+def plugin_code(plugin: str, method: str, verb: str = "raised"):
+    """Run the user's code: whatever it raises, SystemExit and GeneratorExit included (a plug-in's
+    `sys.exit(0)` must not end a run as a success), becomes a PluginError naming it and the method;
+    only a real Ctrl-C passes (`is_ctrl_c`)."""
+    try:
+        yield
+    except PluginError:
+        raise
+    except BaseException as error:  # noqa: BLE001 - the user's code: say where it failed, never hide it
+        if is_ctrl_c(error):
+            raise
+        raise PluginError(plugin, method, f"{verb} {type(error).__name__}: {error}") from error
 
 
 @dataclass(frozen=True)
@@ -131,6 +165,12 @@ class PluginClass:
     def parameters(self) -> tuple[Parameter, ...]:
         return tuple(getattr(self.cls, "parameters", ()))
 
+    def check_parameters(self) -> None:
+        """PluginError unless `parameters` is a tuple or list of collective.Parameter."""
+        declared = getattr(self.cls, "parameters", ())
+        if not isinstance(declared, (tuple, list)) or not all(isinstance(p, Parameter) for p in declared):
+            raise PluginError(self.spec, "parameters", f"must be a tuple of collective.Parameter (got {declared!r:.80})")
+
     @property
     def persistent(self) -> bool:
         return bool(getattr(self.cls, "persistent", False))
@@ -170,10 +210,8 @@ class PluginClass:
 
     def instantiate(self, params: dict[str, str]):
         kwargs = self.typed_params(params)
-        try:
+        with plugin_code(self.spec, "__init__"):
             return self.cls(**kwargs)
-        except Exception as error:  # noqa: BLE001 - the user's constructor: report, never hide
-            raise PluginError(self.spec, "__init__", f"{type(error).__name__}: {error}") from error
 
 
 def is_import_path(text: str) -> bool:
@@ -182,22 +220,20 @@ def is_import_path(text: str) -> bool:
 
 
 def import_class(path: str, kind: str) -> type:
-    """The class an import path names; PluginError when the module or the class is missing. A
-    module path is imported with the working directory on sys.path (as `python -m` does)."""
+    """The class an import path names; PluginError when the module or the class is missing, or
+    when importing it raises anything (SystemExit included). A module path is looked up in the
+    working directory after the installed packages (appended to sys.path): a file there named like
+    an installed package (a `ray.py`) never shadows it."""
     module_name, _, class_name = path.rpartition(":")
     if not module_name or not class_name.isidentifier():
         raise PluginError(path, "", f"expected MODULE:CLASS or FILE.py:CLASS for a {kind}")
-    try:
+    with plugin_code(path, "", verb=f"cannot import {module_name!r}:"):
         if module_name.endswith(".py"):
             module = _import_file(Path(module_name))
         else:
             if "" not in sys.path and str(Path.cwd()) not in sys.path:
-                sys.path.insert(0, str(Path.cwd()))
+                sys.path.append(str(Path.cwd()))
             module = importlib.import_module(module_name)
-    except PluginError:
-        raise
-    except Exception as error:  # noqa: BLE001 - an import failure of the user's module, reported as such
-        raise PluginError(path, "", f"cannot import {module_name!r}: {type(error).__name__}: {error}") from None
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         raise PluginError(path, "", f"module {module_name!r} has no class {class_name!r}")
@@ -238,7 +274,9 @@ def load_plugin(text: str, registry, kind: str, method: str) -> PluginClass:
     if is_import_path(text):
         cls = import_class(text, kind)
         require_method(cls, text, method, kind)
-        return PluginClass(text, cls, builtin=False)
+        plugin = PluginClass(text, cls, builtin=False)
+        plugin.check_parameters()
+        return plugin
     try:
         cls = registry.get(text)
     except KeyError as error:

@@ -25,7 +25,7 @@ from numba import njit
 from collective.environments.scene import Scene, reset_scene, scene_reward
 from collective.environments.torus import chebyshev, proximity, wrap
 from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, episode_row
-from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError
+from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError, plugin_code
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
 from protocols.kernel_support import READS_AND_WRITES, episode_entropies, list_logs, log_deliveries
 
@@ -156,13 +156,9 @@ class SteppingCore:
 
 
 def _call(instance, spec: str, method: str, *args):
-    """A plug-in's method; any exception it raises becomes a PluginError naming it and the method."""
-    try:
+    """A plug-in's method; anything it raises becomes a PluginError naming it and the method (`plugin_code`)."""
+    with plugin_code(spec, method):
         return getattr(instance, method)(*args)
-    except PluginError:
-        raise
-    except Exception as error:  # noqa: BLE001 - the user's code: say where it failed, never hide it
-        raise PluginError(spec, method, f"raised {type(error).__name__}: {error}") from error
 
 
 def checked_actions(actions, spec: str, shape: tuple[int, int]) -> np.ndarray:

@@ -22,7 +22,8 @@ from collective.simulation.plugins import PluginError
 from collective.evaluate import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
-from collective.progress import Progress, announce_compilation, announce_compiling, compilation_done, duration
+from collective.progress import (CONFIRM_AGENT_STEPS, Progress, announce_compilation, announce_compiling,
+                                 compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
 
 # The dry-run's estimate is built from what a run does: the driver loads and plans the spec (timed
@@ -33,6 +34,10 @@ from collective.version import VERSION
 ROW_SECONDS = 30e-6  # a worker builds a row: agent seeds, columns, Arrow (26-34 µs, 2 busy cores)
 RAY_INIT_SECONDS = 3.0  # ray.init of an embedded Ray: ~2.5 s quiet, 7.7-8 s on 2 busy cores
 RAY_STOP_SECONDS = 1.5  # the actors' exit and ray.shutdown: 1.2-1.6 s
+
+
+class IncompleteSweep(RuntimeError):
+    """The executor stopped without reporting every planned unit, or reported a unit's rows wrong."""
 
 
 @dataclass(frozen=True)
@@ -179,13 +184,17 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False)
                     compilation_done()  # the workers are warm
                     for unit, rows in executor.run(todo):
                         if rows.num_rows != unit.rows:
-                            raise RuntimeError(f"unit {unit.id} returned {rows.num_rows} rows, expected {unit.rows}")
+                            raise IncompleteSweep(f"unit {unit.id} returned {rows.num_rows} rows, expected {unit.rows}")
                         store.write_chunk(unit.id, rows)
                         written += 1
                         rows_done += unit.rows
                         units_left[unit.cell] -= 1
                         cells_done += not units_left[unit.cell]
                         bar.update(unit.cost, status())
+        missing = len(planned) - len(store.finished)
+        if missing:  # never a success line for a sweep that did not finish
+            raise IncompleteSweep(f"the {executor.name} executor stopped with {missing} of {len(planned)} work units "
+                                  "unreported; rerun the same command to resume")
     return SweepSummary(sweep_id=spec.sweep_id, dataset=Path(out).resolve() / DATASET_DIR, cells=len(spec.cells),
                         groups=len(spec.groups), rows=rows_total,
                         rows_resumed=sum(planned[unit].rows for unit in resumed), chunks_written=written,
@@ -227,6 +236,8 @@ def add_sweep_parser(commands) -> None:
     sweep.add_argument("--executor", choices=("ray", "serial"), default="ray",
                        help="ray (default) or serial: the same code in this process, for debugging")
     sweep.add_argument("--dry-run", action="store_true", help="print the plan and an estimated time, then exit")
+    sweep.add_argument("--yes", action="store_true",
+                       help=f"run even above {CONFIRM_AGENT_STEPS:.0e} agent-steps (training passes included)")
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -244,8 +255,8 @@ def run_sweep(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
     except SpecError as error:  # the spec's path once: file errors carry it already
         return _error(str(error) if error.path == str(args.spec) else f"{args.spec}: {error}")
-    from collective.sweeps.runtime import (RayExecutor, ResourceError, SerialExecutor, cap_workers,  # Ray loads slowly
-                                           unreachable)
+    from collective.sweeps.runtime import (RayExecutor, ResourceError, SerialExecutor, WorkerLost,  # Ray loads slowly
+                                           cap_workers, unreachable)
     if args.dry_run:
         if args.executor == "serial":
             workers = 1
@@ -265,8 +276,11 @@ def run_sweep(args: argparse.Namespace) -> int:
             print(f"  (load average {load:.1f}: other work shares the CPUs, so the workers will run slower than "
                   "sampled and the sweep take longer)")
         return 0
+    if message := unconfirmed_work(plan_size(spec).agent_steps, args.yes):
+        return _error(message)
     if args.executor == "ray" and address and (why := unreachable(address)):
-        return _error(f"argument --address: no Ray cluster answers at {address} ({why}); start one with "
+        option = "argument --address" if args.address else "$RAY_ADDRESS"
+        return _error(f"{option}: no Ray cluster answers at {address!r} ({why}); start one with "
                       f"`ray start --head` or fix the address")
     executor = SerialExecutor(spec) if args.executor == "serial" else \
         RayExecutor(spec, address=address, workers=args.workers)
@@ -278,6 +292,8 @@ def run_sweep(args: argparse.Namespace) -> int:
         return _error(f"argument --out: {error}")
     except ResourceError as error:
         return _error(str(error))
+    except (IncompleteSweep, WorkerLost) as error:
+        return _error(str(error), status=1)
     except PluginError as error:
         return _error(f"{error}; the rows written so far are kept: fix the plug-in and rerun to resume")
     except OSError as error:

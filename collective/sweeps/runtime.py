@@ -59,6 +59,10 @@ class ResourceError(RuntimeError):
     """The cluster cannot hold even one worker of the spec."""
 
 
+class WorkerLost(RuntimeError):
+    """A worker died more often than Ray restarts it, playing a unit of built-in groups only."""
+
+
 def memory_capped_workers(workers: int, nodes: list[dict[str, float]], host_bytes: int) -> int:
     """How many of `workers` GroupHosts (1 CPU and `host_bytes` of Ray's memory resource each) the
     nodes' resources hold next to the EnvironmentMaker (MAKER_BYTES, on the node with most memory)."""
@@ -87,11 +91,13 @@ def _is_loopback(address: str) -> bool:
 
 
 def unreachable(address: str) -> str | None:
-    """Why nothing answers at a "host:port" Ray address, probed with a short TCP connect (ray.init
-    would retry for ~25 s); None when it answers or the address is not host:port (e.g. "auto")."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
+    """Why nothing answers at a "[ray://]host:port" Ray address, probed with a short TCP connect
+    (ray.init would retry for ~25 s), or why it is no address; None when it answers or is "auto"."""
+    if address == "auto":
         return None
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        return "not an address: expected HOST:PORT, ray://HOST:PORT or auto"
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
     except OSError as error:
@@ -299,9 +305,25 @@ class RayExecutor:
             [finished], _ = ray.wait(list(running), num_returns=1)
             host, unit = running.pop(finished)
             idle.append(host)
-            rows = _raise_plugin_errors(lambda: ray.get(finished))
+            try:
+                rows = _raise_plugin_errors(lambda: ray.get(finished))
+            except ray.exceptions.RayActorError:
+                raise self._worker_died(unit) from None
             submit()
             yield unit, rows
+
+    def _worker_died(self, unit: WorkUnit) -> Exception:
+        """The error for a GroupHost that died playing `unit` with its restarts used up: a PluginError
+        naming the unit's plug-ins (their code runs in that process), else a WorkerLost."""
+        configs = [self.spec.cells[unit.cell].configs[g] for g in unit.groups]
+        labels = ", ".join(self.spec.groups[g].label for g in unit.groups)
+        plugins = sorted({plugin.spec for config in configs for plugin in config.plugins})
+        message = (f"the Ray worker playing groups {labels} (unit {unit.id}) died {ACTOR_RESTARTS + 1} times, "
+                   "more than Ray restarts it")
+        if plugins:
+            return PluginError(", ".join(plugins), "", f"{message}: a plug-in that ends its process (os._exit, "
+                                                       "a crash in native code) or exhausts its memory does this")
+        return WorkerLost(f"{message}: out of memory, or killed from outside")
 
 
 def _raise_plugin_errors(call):

@@ -50,13 +50,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from collective.behaviours import load_behaviour
 from collective.config import (COMMUNICATION_CONTROLS, CPP_SWITCHES, ENVIRONMENT_CLASSES, RENAMED_FIELDS,
-                               ConfigError, EvaluationConfig, parse_mix)
+                               ConfigError, EvaluationConfig, mix_counts)
 from collective.simulation.plugins import PluginError
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
@@ -77,6 +78,10 @@ SPEC_OWNED_FIELDS = {"seed": "seed", "profile": "profile", "episodes": "episodes
                      "protocol": "groups.protocols", "protocol_params": "groups.protocols", "mix": "groups.mixes",
                      "communication_control": "groups.protocols"}
 KEY_BITS = 60  # cell and group keys: SeedSequence spawn-key words, stored as int64 columns
+# Sizes refused before reading or expanding a spec: the largest spec in experiments/ is 2 KB and
+# 120 cells x 13 groups; every (cell, group) is validated while loading (~0.2 ms each, 100 000 in ~20 s).
+MAX_SPEC_BYTES = 1 << 20
+MAX_CELL_GROUPS = 100_000
 
 
 class SpecError(ValueError):
@@ -163,7 +168,11 @@ def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a TOML sweep spec; raises `SpecError` naming the offending key."""
     path = Path(path)
     try:
-        source = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SPEC_BYTES + 1)
+        if len(data) > MAX_SPEC_BYTES:
+            raise SpecError(str(path), f"larger than {MAX_SPEC_BYTES >> 20} MiB: not a sweep spec")
+        source = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise SpecError(str(path), "no such file") from None
     except IsADirectoryError:
@@ -174,6 +183,8 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise SpecError(str(path), f"cannot read: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise SpecError(str(path), f"not valid TOML: {error}") from None
+    except RecursionError:
+        raise SpecError(str(path), "not a sweep spec: arrays or tables nested too deeply") from None
     return parse_spec(source, default_name=path.stem)
 
 
@@ -199,7 +210,7 @@ def parse_spec(source: dict, default_name: str = "sweep") -> SweepSpec:
             if size not in group_sizes:
                 raise SpecError(dict(group.paths)["group_sizes"],
                                 f"{size!r} is not a group size of the sweep; allowed: {group_sizes}")
-    cells = tuple(_cell(profile, base, choice, groups) for choice in _factor_choices(factors))
+    cells = tuple(_cell(profile, base, choice, groups) for choice in _factor_choices(factors, len(groups)))
     _require_distinct([c.key for c in cells], "factors", "two cells have the same settings")
     for g, group in enumerate(groups):
         if all(cell.configs[g] is None for cell in cells):
@@ -286,12 +297,17 @@ def parse_complexity(value: object, path: str) -> tuple[int, int]:
     return parts[0], parts[-1]
 
 
-def _factor_choices(factors: dict) -> list[dict[str, tuple[int | None, object]]]:
+def _factor_choices(factors: dict, groups: int) -> list[dict[str, tuple[int | None, object]]]:
     """Every combination of factor values, as factor -> (index in its list, or None when the
-    factor is not in the spec and takes its default, value)."""
+    factor is not in the spec and takes its default, value); SpecError before listing them when
+    they and the `groups` group types make more than MAX_CELL_GROUPS (cell, group) pairs."""
     lists = {name: _list(factors.get(name, default), f"factors.{name}") for name, default in
              (("grid", None), ("group_size", None), ("complexity", [None]), ("observation_range", [1]),
               ("environment", [ENVIRONMENT_CLASSES[0]]), ("cpp_switch_off", [None]))}
+    cells = math.prod(map(len, lists.values()))
+    if cells * groups > MAX_CELL_GROUPS:
+        raise SpecError("factors", f"{cells:,} cells x {groups} group types = {cells * groups:,} (cell, group) pairs; "
+                                   f"the limit is {MAX_CELL_GROUPS:,}: split the sweep")
     for index, value in enumerate(lists["cpp_switch_off"]):
         if value not in (None, "none", "all") and value not in CPP_SWITCHES:
             raise SpecError(f"factors.cpp_switch_off[{index}]",
@@ -365,7 +381,7 @@ def _declared(group: GroupType) -> set[str]:
     """The parameters the group's plug-in behaviours declare ([settings] behaviour_params apply to
     the groups whose plug-ins declare them); an unloadable plug-in is reported by the config."""
     try:
-        return {p.name for name in (parse_mix(group.mix) if group.mix else [group.behaviour])
+        return {p.name for name in ([name for name, _ in mix_counts(group.mix)] if group.mix else [group.behaviour])
                 for p in load_behaviour(name).parameters}
     except (PluginError, ValueError):
         return set()

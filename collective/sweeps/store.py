@@ -5,6 +5,7 @@ Layout of a sweep directory:
     DIR/sweep.json      the full spec, sweep id, package version and plan (written once)
     DIR/manifest.jsonl  one line per finished chunk: unit id, file, rows, bytes, sha256
     DIR/sweep.lock      the PID holding the directory while a sweep runs
+    DIR/.sweep.lock.guard  empty; flocked while sweep.lock is checked and taken
     DIR/dataset/        part-<unit>.parquet chunks only: open it with pandas.read_parquet,
                         pyarrow.dataset.dataset or duckdb's read_parquet('DIR/dataset/*.parquet')
 
@@ -20,6 +21,7 @@ written, and the files are left where they are.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -40,6 +42,7 @@ DATASET_DIR = "dataset"
 SPEC_FILE = "sweep.json"
 MANIFEST_FILE = "manifest.jsonl"
 LOCK_FILE = "sweep.lock"
+GUARD_FILE = ".sweep.lock.guard"  # flocked while a lock is checked and taken (never removed: see DirectoryLock)
 # Columns that hold timings: the only ones allowed to differ between runs of the same spec.
 TIMING_COLUMNS = ("wall_seconds", "kernel_seconds")
 # Per-row columns besides the config fields, in dataset order.
@@ -151,40 +154,46 @@ def _process_alive(pid: int, start_ticks: int | None) -> bool:
 class DirectoryLock:
     """An exclusive claim on a sweep directory: a lock file naming the host and PID that holds it.
 
-    A lock left by a process that is gone (killed driver) is stale and taken over; a live holder's
-    lock, or one from another host that cannot be checked, refuses the second sweep."""
+    A lock left by a process that is gone (killed driver), or one whose content is not a lock's, is
+    stale and taken over; a live holder's lock, or one from another host that cannot be checked,
+    refuses the second sweep. Checking a lock and taking it over happen under an flock on the
+    directory's GUARD_FILE, so sweeps started together on one host take it one at a time: exactly
+    one wins, the others see its live lock."""
 
     def __init__(self, directory: Path):
         self.path = directory / LOCK_FILE
+        self.guard = directory / GUARD_FILE
         self.held = False
 
     def acquire(self) -> None:
-        for _ in range(2):  # at most one stale lock to clear
-            try:
-                descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                self._clear_if_stale()
-                continue
-            with os.fdopen(descriptor, "w") as handle:
+        guard = os.open(self.guard, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(guard, fcntl.LOCK_EX)
+            self._refuse_if_held()
+            with open(self.path, "w") as handle:
                 json.dump({"pid": os.getpid(), "host": socket.gethostname(),
                            "start_ticks": _process_start_ticks(os.getpid()), "since": time.time()}, handle)
             self.held = True
-            return
-        raise StoreError(f"{self.path.parent} is in use by another sweep (lock {self.path})")
+        finally:
+            os.close(guard)  # releases the flock
 
-    def _clear_if_stale(self) -> None:
+    def _refuse_if_held(self) -> None:
+        """StoreError when a live sweep (or one on another host) holds the lock; else it is stale."""
         try:
-            holder = json.loads(self.path.read_text())
+            holder = json.loads(self.path.read_bytes())
+        except FileNotFoundError:
+            return
         except (OSError, ValueError):
-            holder = None  # a lock cut short while being written: its writer died
-        if holder is not None:
-            if holder.get("host") != socket.gethostname():
-                raise StoreError(f"{self.path.parent} is in use by a sweep on host {holder.get('host')} "
-                                 f"(PID {holder.get('pid')}); delete {self.path} if that sweep is gone")
-            if _process_alive(int(holder["pid"]), holder.get("start_ticks")):
-                raise StoreError(f"{self.path.parent} is in use by another sweep (PID {holder['pid']}); "
-                                 f"wait for it or choose another --out")
-        self.path.unlink(missing_ok=True)
+            return  # cut short while being written (its writer died) or damaged: stale
+        if not isinstance(holder, dict):
+            return
+        if holder.get("host") != socket.gethostname():
+            raise StoreError(f"{self.path.parent} is in use by a sweep on host {holder.get('host')} "
+                             f"(PID {holder.get('pid')}); delete {self.path} if that sweep is gone")
+        pid, ticks = holder.get("pid"), holder.get("start_ticks")
+        if isinstance(pid, int) and pid > 0 and (ticks is None or isinstance(ticks, int)) and _process_alive(pid, ticks):
+            raise StoreError(f"{self.path.parent} is in use by another sweep (PID {pid}); "
+                             f"wait for it or choose another --out")
 
     def release(self) -> None:
         if self.held:
