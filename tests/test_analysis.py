@@ -74,20 +74,20 @@ def test_protocol_comparison_names_a_winner_only_when_significant(analysis):
 
 
 def test_regression_drops_unidentifiable_terms_and_blanks_errors_without_spare_cells(analysis):
-    """2 grids x 2 group sizes = 4 cells: the intercept, H, G and D = G/N use them all (H x G is not
-    identifiable), so no cell-level error is left; K varies within cells and keeps its error."""
+    """2 grids x 2 group sizes = 4 cells: the intercept, the grid contrast and G leave one cell-level df;
+    no two grids share a density G/N (1/16, 3/16, 1/36, 3/36), so D is not identified; K varies within
+    cells and keeps its error."""
     coefficients = analysis.tables["regression"].frame
     fits = analysis.tables["regression_fit"].frame.set_index("group")
     local = coefficients[coefficients["group"] == "local_search"].set_index("term")
-    assert set(local.index) == {"Intercept", "K", "H", "G", "D", "K x H", "K x G"}
-    assert fits.loc["local_search", "dropped"] == "H x G"
-    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 0
-    assert local.loc[["Intercept", "H", "G", "D"], "std_error"].isna().all()
-    assert (local.loc[["K", "K x H", "K x G"], "std_error"] > 0).all()
-    assert (local.loc[["K", "K x H", "K x G"], "ci95_low"] < local.loc[["K", "K x H", "K x G"], "estimate"]).all()
+    assert set(local.index) == {"Intercept", "K", "grid 6x6", "G", "K x G"}
+    assert fits.loc["local_search", "not_identified"] == "D" and fits.loc["local_search", "dropped"] == ""
+    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 1
+    assert (local.loc[["K", "K x G"], "std_error"] > 0).all()
+    assert (local.loc[["K", "K x G"], "ci95_low"] < local.loc[["K", "K x G"], "estimate"]).all()
     assert set(local["level"]) == {"cell", "episode"} and local["errors"].str.startswith("CR2 clustered by cell").all()
     protocol = set(coefficients[coefficients["group"] == "local_search+stigmergy"]["term"])
-    assert protocol == {"Intercept", "K", "H", "K x H"}  # one group size: G constant, D = 3/N a function of H
+    assert protocol == {"Intercept", "K", "grid 6x6"}  # one group size: G constant
     assert fits["r_squared"].between(0, 1).all()
     assert fits["lack_of_fit_p"].isna().all() and (fits["lack_of_fit_df1"] == 0).all()  # two grids only
 
