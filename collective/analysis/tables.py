@@ -30,7 +30,7 @@ GROUP_COLUMNS = ("group", "group_key", "behaviour", "mix", "protocol", "protocol
 K_BIN = "k_bin"  # derived column: K (raw LZ76 phrases) in bins of `k_bin_width`
 K_MID = "k_mid"  # the bin's midpoint, for plotting
 FACTOR_ALIASES = {"k": K_BIN, "K": K_BIN, "h": "entropy_bits", "H": "entropy_bits", "G": "group_size"}
-DEFAULT_BY = ("group", "group_size")
+DEFAULT_BY = ("group", "grid", "group_size")
 CONFIDENCE = 0.95
 REFERENCE_BEHAVIOURS = ("random", "oracle")  # accuracy 0 and 1 (paper 004, Step 1)
 # PGI resource scales (paper 004, "PGI Index", Step 2). Computation: the paper's "computations performed"
@@ -85,8 +85,35 @@ class Analysis:
         self.tables[table.name] = table
 
 
-def load_dataset(paths: list[str | Path]) -> Dataset:
-    """Read sweep directories (or their dataset/ folders); raises DatasetError naming a bad path."""
+# Config columns a sweep's factors and groups vary by design (sweeps.spec FACTOR_KEYS, [groups]); any other
+# config column (the profile, T, learning and environment settings) that differs between datasets makes
+# them different experiments, which `load_dataset` pools only when told (issue 22 point 5).
+DESIGN_COLUMNS = ("behaviour", "group_size", "mix", "rows", "cols", "episodes", "seed", "protocol", "protocol_params",
+                  "behaviour_params", "communication_control", "k_min", "k_max", "observation_range", "env")
+
+
+def _check_poolable(frames: list[pd.DataFrame], paths: list[Path]) -> None:
+    """Raise DatasetError naming the first setting whose values differ between two datasets."""
+    from dataclasses import fields
+
+    from collective.config import EvaluationConfig
+
+    settings = [f.name for f in fields(EvaluationConfig) if f.name not in DESIGN_COLUMNS
+                and not f.name.startswith("cpp_")]
+    first = frames[0]
+    for frame, path in zip(frames[1:], paths[1:]):
+        for name in settings:
+            if name not in first or name not in frame:
+                continue
+            a, b = sorted(map(str, first[name].unique())), sorted(map(str, frame[name].unique()))
+            if a != b:
+                raise DatasetError(f"{paths[0]} and {path} differ in {name} ({', '.join(a)} vs {', '.join(b)}): "
+                                   "they are different experiments; pass --pool to analyse them together")
+
+
+def load_dataset(paths: list[str | Path], pool: bool = False) -> Dataset:
+    """Read sweep directories (or their dataset/ folders); raises DatasetError naming a bad path, or two
+    datasets whose profile or settings differ unless `pool`."""
     frames, sources = [], []
     for path in map(Path, paths):
         if not path.is_dir():
@@ -109,6 +136,8 @@ def load_dataset(paths: list[str | Path]) -> Dataset:
         description = json.loads(spec_file.read_text()) if spec_file.is_file() else None
         sources.append(SweepSource(dataset=data_dir.resolve(), description=description, files=len(parts),
                                    bytes=sum(part.stat().st_size for part in parts)))
+    if not pool:
+        _check_poolable(frames, list(map(Path, paths)))
     rows = pd.concat(frames, ignore_index=True)
     if rows.empty:
         raise DatasetError(f"{', '.join(map(str, paths))}: the dataset has no rows")
@@ -375,6 +404,63 @@ def normalised_accuracy(rows: pd.DataFrame) -> pd.DataFrame:
     return per_cell
 
 
+ACCURACY_NOTE = (
+    "accuracy = (Υ - Υ_random) / (Υ_best - Υ_random): 0 for the random agent, 1 at the ceiling (issue 22 point 4; "
+    "paper 004 Step 1 with the ceiling in place of the oracle). Υ_best = the mean ceiling of R̄ of the level's "
+    "episodes (upsilon_best: the best each agent could earn from its start, by dynamic programming over the known "
+    "⊕/⊖ paths; an upper bound when coordination_threshold > 1); Υ_random = the random group's Υ on the same "
+    "grid (and environment class), over all its group sizes (its expectation does not depend on G). Always per "
+    "grid: Υ is defined for one H (paper 003 Definition 3). 95% CI: delta method for a ratio of means (Cochran "
+    "1977, Sampling Techniques §6.3), Var = [Var(mean(R̄ - A·best)) + (A - 1)² Var(Υ_random)] / (Υ_best - "
+    "Υ_random)², the random group's mean an independent sample; Student-t on episodes - 1 df. Blank without a "
+    "random group on the grid, or a ceiling not above Υ_random.")
+
+
+def reference_keys(rows: pd.DataFrame) -> list[str]:
+    """The grid and the environment-class columns that vary: the levels a random reference is matched on."""
+    return ["grid"] + [c for c in ENVIRONMENT_CLASS_COLUMNS
+                       if c != "grid" and c in rows and rows[c].nunique(dropna=False) > 1]
+
+
+def ceiling_accuracy(scores: np.ndarray, ceilings: np.ndarray, random: np.ndarray) -> tuple[float, float, float]:
+    """(accuracy, low, high) of ACCURACY_NOTE from a level's scores and ceilings (paired by episode) and the
+    random group's scores on the same grid; NaN where not defined."""
+    n = len(scores)
+    if n == 0 or len(random) == 0 or not np.isfinite(ceilings).all():
+        return math.nan, math.nan, math.nan
+    base = float(np.mean(random))
+    span = float(np.mean(ceilings)) - base
+    if not span > 0:
+        return math.nan, math.nan, math.nan
+    accuracy = (float(np.mean(scores)) - base) / span
+    if n < 2:
+        return accuracy, math.nan, math.nan
+    variance = float(np.var(scores - accuracy * ceilings, ddof=1)) / n
+    if len(random) > 1:
+        variance += (accuracy - 1) ** 2 * float(np.var(random, ddof=1)) / len(random)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * math.sqrt(variance) / span
+    return accuracy, accuracy - half, accuracy + half
+
+
+def accuracy_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Accuracy against the ceiling (ACCURACY_NOTE) with Υ, Υ_random and Υ_best for every level of `by`
+    and of the grid (and varying environment-class columns), which are added to `by` when missing."""
+    keys = [*by, *[c for c in reference_keys(rows) if c not in by]]
+    references = {key if isinstance(key, tuple) else (key,): part["score"].to_numpy(float)
+                  for key, part in rows[_is_reference(rows, "random")].groupby(reference_keys(rows), dropna=False)}
+    ceilings = rows["upsilon_best"] if "upsilon_best" in rows else pd.Series(math.nan, index=rows.index)
+    records = []
+    for key, part in rows.assign(_best=ceilings).groupby(keys, observed=True, sort=True, dropna=False):
+        level = dict(zip(keys, key))
+        random = references.get(tuple(level[c] for c in reference_keys(rows)), np.empty(0))
+        accuracy, low, high = ceiling_accuracy(part["score"].to_numpy(float), part["_best"].to_numpy(float), random)
+        records.append(dict(level, episodes=len(part), upsilon=float(part["score"].mean()),
+                            upsilon_random=float(random.mean()) if len(random) else math.nan,
+                            upsilon_best=float(part["_best"].mean()), accuracy=accuracy, ci95_low=low, ci95_high=high))
+    return pd.DataFrame(records, columns=[*keys, "episodes", "upsilon", "upsilon_random", "upsilon_best", "accuracy",
+                                          "ci95_low", "ci95_high"])
+
+
 def learns(behaviour: str, mix: str) -> bool:
     """True when any member of the group learns (trains before the scored pass)."""
     from collective.behaviours import learns as behaviour_learns
@@ -511,13 +597,20 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     return frame[[column for column in order if column in frame.columns]]
 
 
+def with_grid(by: list[str]) -> list[str]:
+    """`by` with the grid appended when missing: Υ is defined for one H (paper 003 Definition 3), so no table
+    pools grids."""
+    return by if "grid" in by else [*by, "grid"]
+
+
 def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
-    """Every table for `dataset`, grouped by the factors `by` (names or aliases)."""
+    """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid."""
     rows = add_k_bins(dataset.rows, k_bin_width)
-    by = resolve_factors(rows, by)
+    by = with_grid(resolve_factors(rows, by))
     strata = strata_of(by)
     analysis = Analysis()
     shown = ", ".join(by)
+    analysis.add(Table("accuracy", f"Accuracy against the ceiling by {shown}", ACCURACY_NOTE, accuracy_table(rows, by)))
     analysis.add(Table("upsilon", f"Υ by {shown}",
                        "Υ = mean episode score R̄ (paper 003 Definitions 2-3); 95% CI clustered by environment "
                        "(seed, cell, episode: groups of a cell share it), Student-t on environments - 1 df "
@@ -554,6 +647,10 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     from collective.analysis.learning import add_learning_tables  # learning.py imports this module
 
     add_learning_tables(analysis, rows)
+    from collective.analysis.validity import VALIDITY_NOTE, validate  # validity.py imports this module
+
+    analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
+                       validate(rows)))
     return analysis
 
 
