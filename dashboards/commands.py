@@ -54,7 +54,7 @@ def add_analysis_commands(commands) -> None:
     analyze = commands.add_parser("analyze", help="Υ tables with CIs, collective gains, protocol tests, "
                                                   "regression, PGI index",
                                   description="Tables from a sweep dataset: Υ with 95% CIs by any factor, "
-                                              "Legg-Hutter Υ with its effective sample size, the gain of "
+                                              "a 2^-K-weighted Υ with its effective sample size, the gain of "
                                               "collectives over isolated agents and protocol comparisons "
                                               "(paired by environment), communication cost, information and "
                                               "the sham control, focal and background "

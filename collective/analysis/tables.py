@@ -231,15 +231,23 @@ PATTERN_PROBABILITY = "pattern_log2_probability"  # per row: log2 p_gen of ⊕'s
 # the K range: under k_sampling = "stratified" (target K uniform over the range's n_K values, then rejection to
 # exactly that K), -log2(n_K) - log2 P_gen(K = k); the sampling probability is then p_gen(μ) · 2^this.
 K_SELECTION = "k_log2_selection"
+# What each legg_hutter_estimator computes, shown beside its estimate (issue 22 point 7).
+LEGG_HUTTER_ESTIMANDS = {
+    "importance_bits": "paper 001's Σ 2^-K V / Σ 2^-K over the generator's patterns (K in bits)",
+    "sampled_phrases": "2^-K-weighted mean of R̄ over the sampled episodes (K in phrases): a weighted stratum "
+                       "mean, not paper 001's Σ 2^-K V over distinct environments",
+}
 LEGG_HUTTER_NOTE = (
-    "Legg-Hutter Υ (paper 001: Σ_μ 2^-K(μ) V(μ) over distinct environments), method per the rows' "
-    "legg_hutter_estimator. importance_bits: K = c (log2 c + log2 N) bits for c LZ76 phrases over the N cells "
+    "A 2^-K-weighted Υ in paper 001's form; what it estimates depends on the rows' legg_hutter_estimator "
+    "(column estimand), and only importance_bits targets paper 001's Σ_μ 2^-K(μ) V(μ) over distinct "
+    "environments (normalised). importance_bits: K = c (log2 c + log2 N) bits for c LZ76 phrases over the N cells "
     "(Lempel-Ziv code length: Ziv & Lempel 1978; Cover & Thomas 2006 §13.4.2, §13.5.2), each episode weighted by "
     "2^-K / q(μ), q the generator's probability of its ⊕ pattern (pattern_log2_probability, exact; a K range's "
     "rejection constant cancels), so Σ w R̄ / Σ w targets Σ 2^-K V / Σ 2^-K over the patterns the generator can "
     "draw (self-normalised importance sampling, Owen 2013 §9.2). sampled_phrases: today's Σ 2^-c R̄ / Σ 2^-c "
     "over the sampled episodes, c in phrases; it weights patterns by 2^-c times their sampling probability and "
-    "estimates neither quantity. Both: Kish effective episodes (Σw)²/Σw² and a delta-method 95% CI, "
+    "estimates neither quantity: with K drawn uniformly (sound), it is the per-K mean Υ weighted by 2^-K, half its "
+    "weight on K = 2 (still patterns), three quarters on K <= 3. Both: Kish effective episodes (Σw)²/Σw² and a delta-method 95% CI, "
     "t on ESS - 1 df (undercovers when the ESS is small). Estimated within one environment class (grid, T, "
     "K range, generator ...), whose rejection constants differ; upsilon = the plain mean for comparison.")
 
@@ -292,11 +300,12 @@ def legg_hutter_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             raise DatasetError(str(error)) from None
         estimate = weighted_estimate(part["score"].to_numpy(), log2_weights)
         records.append(dict(zip(keys, key if isinstance(key, tuple) else (key,)), method=method, episodes=len(part),
+                            estimand=LEGG_HUTTER_ESTIMANDS.get(method, method),
                             upsilon=float(part["score"].mean()), upsilon_legg_hutter=estimate.estimate,
                             ci95_low=estimate.ci95_low, ci95_high=estimate.ci95_high,
                             effective_episodes=estimate.effective_episodes,
                             effective_fraction=estimate.effective_episodes / len(part)))
-    return pd.DataFrame(records, columns=[*keys, "method", "episodes", "upsilon", "upsilon_legg_hutter", "ci95_low",
+    return pd.DataFrame(records, columns=[*keys, "method", "estimand", "episodes", "upsilon", "upsilon_legg_hutter", "ci95_low",
                                           "ci95_high", "effective_episodes", "effective_fraction"])
 
 
@@ -617,7 +626,8 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
                        "(Cameron & Miller 2015); with one group per level, the CI over episodes.",
                        upsilon_table(rows, by)))
     try:
-        analysis.add(Table("legg_hutter", f"Legg-Hutter Υ by {shown}", LEGG_HUTTER_NOTE, legg_hutter_table(rows, by)))
+        analysis.add(Table("legg_hutter", f"2^-K-weighted Υ (Legg-Hutter form; see estimand) by {shown}",
+                           LEGG_HUTTER_NOTE, legg_hutter_table(rows, by)))
     except DatasetError as error:
         analysis.skipped["legg_hutter"] = str(error)
     in_strata = f" within {', '.join(strata)}" if strata else ""
