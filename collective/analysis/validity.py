@@ -212,7 +212,7 @@ def validate(rows: pd.DataFrame) -> pd.DataFrame:
 
 def format_report(report: pd.DataFrame) -> str:
     """One line per check: status, check, subject, figure; the criteria once per check below."""
-    lines = [f"{r.status:<7} {r.check:<20} {r.subject:<32} {r.figure}" for r in report.itertuples(index=False)]
+    lines = [f"{r.status:<7} {r.check:<20} {r.subject:<40} {r.figure}" for r in report.itertuples(index=False)]
     criteria = report.drop_duplicates("check")
     lines += ["", "Criteria:"] + [f"  {r.check}: {r.criterion}" for r in criteria.itertuples(index=False)]
     failed = int((report["status"] == FAILS).sum())
