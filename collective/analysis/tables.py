@@ -534,29 +534,41 @@ def log_scale_score(value: float, zero_at: float, ten_at: float) -> float:
 
 PGI_NOTE = (
     "PGII = accuracy² x Σ resources x Π generalisation (paper 004, \"PGI Index\", Steps 1-3). Accuracy: 0 = "
-    "random, 1 = oracle of the same cell, on Λ*'s (else the first environment class's) smallest grid. Resources, "
+    "random, 1 = oracle of the same cell, the mean over Λ*'s (else the first environment class's) grids. Resources, "
     "0..10 each: computation = agent-steps per episode, scored and training (log scale, 0 = 10^21, 10 = 1: the "
     "paper's computations scale; machine-independent, kernel_seconds is shown but not scored); demonstrations = "
     "novel training episodes per test episode (held-out learners; replays of the test episode are practice, not "
     "demonstrations) on the paper's related-data scale (10 = none, 9 = <10, 7 = <1000, 5 = <10k, 3 = <1M, "
-    "1 = <100M, else 0). Generalisation = min(1, accuracy on the other grids or environment classes / reference "
-    "accuracy). privileged: a member sees ⊕'s future (oracle, imitation's guide); its PGII is left blank. Not "
+    "1 = <100M, else 0). Generalisation over grids: each grid in turn the task known in advance and every other "
+    "grid a new one, the mean over these ordered pairs of min(1, accuracy on the new grid / on the known one) "
+    "(the paper names no reference grid; a fixed one, such as the smallest, rewards doing badly on it); over "
+    "environment classes, min(1, accuracy on the other classes / on the reference class). privileged: a member "
+    "sees ⊕'s future (oracle, imitation's guide); its PGII is left blank. Not "
     "measured by the platform: energy, memory, time on a reference machine, unrelated demonstrations (priors), "
     "new modalities and tasks added over time (Step 3 asks for them; other grids and environment classes are "
     "variations of one task family, so the generalisation factors are optimistic).")
+
+
+def grid_generalisation(accuracies: np.ndarray) -> float:
+    """Mean over ordered pairs (known grid k, new grid n), k != n, of min(1, max(0, accuracy_n / accuracy_k));
+    pairs whose known grid has no positive accuracy are left out (NaN when none is left)."""
+    ratios = [min(1.0, max(0.0, new / known)) for k, known in enumerate(accuracies) if known > 0
+              for n, new in enumerate(accuracies) if n != k and not math.isnan(new)]
+    return float(np.mean(ratios)) if ratios else math.nan
 
 
 def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The Pragmatic General Intelligence index per (group, group size), paper 004 "PGI Index" (PGI_NOTE):
     PGII = accuracy² x Σ resource scores x Π generalisation factors.
 
-    - accuracy: mean normalised accuracy (see `normalised_accuracy`) over the reference tasks, the cells of
-      Λ* (else the first environment class by name) with the smallest grid (Step 1: "tasks known in
-      advance"), clipped at 0;
+    - accuracy: normalised accuracy (see `normalised_accuracy`) on the reference class, Λ* (else the first
+      environment class by name), the mean over its grids of each grid's mean, clipped at 0;
     - resources (Step 2, 0..10 each): computation = agent-steps per episode (`episode_agent_steps`) on the
       paper's computations scale, and demonstrations (`demonstrations`) on its related-data scale;
-    - generalisation (Step 3): for the other grid sizes of that class, and for the other environment
-      classes, min(1, accuracy there / reference accuracy), one factor each; a factor with no other level
+    - generalisation (Step 3): over the grids of that class, each grid in turn known in advance (Step 1:
+      "tasks known in advance") and each other grid new, the mean over ordered pairs of min(1, accuracy on
+      the new grid / on the known one); over the other environment classes, min(1, accuracy there /
+      accuracy on the reference class), one factor each; a factor with no other level
       in the data is left out (an empty product is 1).
     One row per group type, size and training regime (training steps per agent, demonstrations); groups
     with a privileged member are flagged and get no PGII: they are references, not contestants."""
@@ -565,8 +577,6 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     accuracy = accuracy.join(cells[["env", "rows", "cols", "group_size"]], on="cell")
     classes = sorted(rows["env"].unique())
     reference_env = "lambda_star" if "lambda_star" in classes else classes[0]
-    areas = (cells["rows"] * cells["cols"])[cells["env"] == reference_env]
-    reference_area = areas.min()
     steps_per_episode = episode_agent_steps(rows)
     demonstrations_per_episode = demonstrations(rows)
     # one row per training regime: sweeps that differ in passes or held-out episodes are different agents
@@ -577,13 +587,14 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     for (label, size, trained, shown), part in accuracy.groupby(["group", "group_size", "training_steps",
                                                                   "demonstrations"], sort=True):
         in_env = part["env"] == reference_env
-        on_grid = part["rows"] * part["cols"] == reference_area
-        reference = part.loc[in_env & on_grid, "accuracy"].mean()
+        by_grid = part[in_env].groupby(["rows", "cols"])["accuracy"].mean()
+        reference = by_grid.mean()
         factors = {}
-        for name, unseen in (("generalisation_grid", in_env & ~on_grid), ("generalisation_env", ~in_env)):
-            if unseen.any():
-                ratio = part.loc[unseen, "accuracy"].mean() / reference if reference > 0 else math.nan
-                factors[name] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
+        if len(by_grid) > 1:
+            factors["generalisation_grid"] = grid_generalisation(by_grid.to_numpy())
+        if (~in_env).any():
+            ratio = part.loc[~in_env, "accuracy"].mean() / reference if reference > 0 else math.nan
+            factors["generalisation_env"] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
         group_rows = rows["cell"].isin(part["cell"]) & (rows["group"] == label)
         first = rows[group_rows].iloc[0]
         steps = float(steps_per_episode[group_rows].mean())
