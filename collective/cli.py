@@ -98,6 +98,18 @@ def parse_param(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def profile_defaults(field: str) -> str:
+    """The defaults of a config field per profile, the default profile's first, e.g. "default independent
+    under sound; index_shift under paper, lambdastar2016"."""
+    from dataclasses import fields
+
+    plain = next(f.default for f in fields(EvaluationConfig) if f.name == field)
+    values: dict[str, list[str]] = {}
+    for name in sorted(PROFILES, key=lambda name: name != DEFAULT_PROFILE):
+        values.setdefault(str(PROFILES[name].get(field, plain)), []).append(name)
+    return "default " + "; ".join(f"{value} under {', '.join(names)}" for value, names in values.items())
+
+
 def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, episodes: int = 1000) -> None:
     """The group and environment options; `group_size` and `episodes` are the command's defaults."""
     env = parser.add_argument_group("environment (spec §1-2)")
@@ -120,7 +132,8 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     env.add_argument("--patterns", default=None, metavar="NAME",
                      help="pattern generator: cyclic (paper) or ping_pong (reference)")
     env.add_argument("--evil", default=None, metavar="NAME",
-                     help="Evil pairing: index_shift (default) or independent (own pattern, same K)")
+                     help="Evil pairing: index_shift or independent (own pattern, same K); "
+                          f"{profile_defaults('evil_pairing')}")
     env.add_argument("--env", default=None, metavar="CLASS",
                      help="environment class: lambda_star (default) or landscape (fitness landscape, spec §7)")
     land = parser.add_argument_group("fitness landscapes (--env landscape; paper 003 §6.2)")
@@ -160,7 +173,8 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
     rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
     rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
-    rl.add_argument("--epsilon", type=float, default=None, help="exploration rate while training (default 0)")
+    rl.add_argument("--epsilon", type=float, default=None,
+                    help=f"exploration rate while training ({profile_defaults('q_epsilon')})")
     rl.add_argument("--q-initial", type=float, default=None, help="initial Q value (paper 0, lambdastar2016 2)")
     rl.add_argument("--training-passes", type=whole, default=None, help="training passes per episode (default 100)")
     rl.add_argument("--reward-scale", type=float, default=None,
@@ -169,7 +183,8 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                     help="train on the scored episode itself (replay: paper, lambdastar2016) or on held-out "
                          "episodes of the same class, then score an unseen one (held_out: sound)")
     rl.add_argument("--training-episodes", type=whole, default=None, metavar="N",
-                    help="held_out: training episodes per scored episode, the passes cycling through them")
+                    help="held_out: training episodes per scored episode, the passes cycling through them "
+                         f"({profile_defaults('training_episodes')})")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 

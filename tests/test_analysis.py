@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis_data import EPISODES, GRIDS, ITERATIONS, TINY_PASSES, TRAINED_PASSES, collective, sweep
-from collective.analysis.tables import analyse, load_dataset
+from collective.analysis.tables import DatasetError, analyse, load_dataset
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +31,11 @@ def analysis(tiny):
 def test_upsilon_table_is_the_mean_score_with_a_confidence_interval(analysis, rows):
     table = analysis.tables["upsilon"].frame
     assert set(table["group"]) == set(rows["group"])
-    assert (table["episodes"] == EPISODES * len(GRIDS)).all()  # every group plays both grids
-    direct = rows.groupby(["group", "group_size"])["score"].mean()
+    assert list(table.columns[:3]) == ["group", "group_size", "grid"]  # never pooled over grids (Definition 3)
+    assert (table["episodes"] == EPISODES).all()
+    direct = rows.groupby(["group", "group_size", "grid"])["score"].mean()
     for record in table.itertuples():
-        assert record.upsilon == pytest.approx(direct[(record.group, record.group_size)])
+        assert record.upsilon == pytest.approx(direct[(record.group, record.group_size, record.grid)])
         assert record.ci95_low < record.upsilon < record.ci95_high
     oracle = table[table["group"] == "oracle"]["upsilon"].min()
     random = table[table["group"] == "random"]["upsilon"].max()
@@ -55,9 +56,11 @@ def test_collective_gain_is_paired_by_cell_and_episode(analysis, rows):
     gains = analysis.tables["gains"].frame
     assert set(gains["collective"]) == {"local_search+stigmergy", "local_search+wisdom"}
     assert set(gains["isolated"]) == {"local_search"} and set(gains["group_size"]) == {3}
-    stigmergy = gains[gains["collective"] == "local_search+stigmergy"].iloc[0]
-    assert stigmergy["pairs"] == EPISODES * len(GRIDS)
-    pivot = rows[rows["group_size"] == 3].pivot_table(index=["cell", "episode"], columns="group", values="score")
+    assert set(gains["grid"]) == set(GRIDS)  # one gain per grid
+    stigmergy = gains[(gains["collective"] == "local_search+stigmergy") & (gains["grid"] == GRIDS[0])].iloc[0]
+    assert stigmergy["pairs"] == EPISODES
+    on_grid = rows[(rows["group_size"] == 3) & (rows["grid"] == GRIDS[0])]
+    pivot = on_grid.pivot_table(index=["cell", "episode"], columns="group", values="score")
     differences = pivot["local_search+stigmergy"] - pivot["local_search"]
     assert stigmergy["difference"] == pytest.approx(differences.mean())
     assert stigmergy["cohen_dz"] == pytest.approx(differences.mean() / differences.std(ddof=1))
@@ -67,7 +70,7 @@ def test_collective_gain_is_paired_by_cell_and_episode(analysis, rows):
 
 def test_protocol_comparison_names_a_winner_only_when_significant(analysis):
     comparisons = analysis.tables["protocols"].frame
-    assert len(comparisons) == 1
+    assert len(comparisons) == len(GRIDS) and set(comparisons["grid"]) == set(GRIDS)  # one comparison per grid
     pair = comparisons.iloc[0]
     assert {pair["first"], pair["second"]} == {"local_search+stigmergy", "local_search+wisdom"}
     assert pair["difference"] == pytest.approx(pair["upsilon_first"] - pair["upsilon_second"])
@@ -76,20 +79,20 @@ def test_protocol_comparison_names_a_winner_only_when_significant(analysis):
 
 
 def test_regression_drops_unidentifiable_terms_and_blanks_errors_without_spare_cells(analysis):
-    """2 grids x 2 group sizes = 4 cells: the intercept, H, G and D = G/N use them all (H x G is not
-    identifiable), so no cell-level error is left; K varies within cells and keeps its error."""
+    """2 grids x 2 group sizes = 4 cells: the intercept, the grid contrast and G leave one cell-level df;
+    no two grids share a density G/N (1/16, 3/16, 1/36, 3/36), so D is not identified; K varies within
+    cells and keeps its error."""
     coefficients = analysis.tables["regression"].frame
     fits = analysis.tables["regression_fit"].frame.set_index("group")
     local = coefficients[coefficients["group"] == "local_search"].set_index("term")
-    assert set(local.index) == {"Intercept", "K", "H", "G", "D", "K x H", "K x G"}
-    assert fits.loc["local_search", "dropped"] == "H x G"
-    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 0
-    assert local.loc[["Intercept", "H", "G", "D"], "std_error"].isna().all()
-    assert (local.loc[["K", "K x H", "K x G"], "std_error"] > 0).all()
-    assert (local.loc[["K", "K x H", "K x G"], "ci95_low"] < local.loc[["K", "K x H", "K x G"], "estimate"]).all()
+    assert set(local.index) == {"Intercept", "K", "grid 6x6", "G", "K x G"}
+    assert fits.loc["local_search", "not_identified"] == "D" and fits.loc["local_search", "dropped"] == ""
+    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 1
+    assert (local.loc[["K", "K x G"], "std_error"] > 0).all()
+    assert (local.loc[["K", "K x G"], "ci95_low"] < local.loc[["K", "K x G"], "estimate"]).all()
     assert set(local["level"]) == {"cell", "episode"} and local["errors"].str.startswith("CR2 clustered by cell").all()
     protocol = set(coefficients[coefficients["group"] == "local_search+stigmergy"]["term"])
-    assert protocol == {"Intercept", "K", "H", "K x H"}  # one group size: G constant, D = 3/N a function of H
+    assert protocol == {"Intercept", "K", "grid 6x6"}  # one group size: G constant
     assert fits["r_squared"].between(0, 1).all()
     assert fits["lack_of_fit_p"].isna().all() and (fits["lack_of_fit_df1"] == 0).all()  # two grids only
 
@@ -113,7 +116,9 @@ def test_pgi_accuracy_is_zero_for_random_and_one_for_oracle(analysis):
 def test_replay_learning_curves_need_varied_training_experience(tmp_path_factory, tiny, analysis):
     assert "replay_learning" not in analysis.tables and "learning" not in analysis.tables
     trained = sweep(tmp_path_factory.getbasetemp(), "trained")
-    both = analyse(load_dataset([tiny, trained / "dataset"]), ["group"])
+    with pytest.raises(DatasetError, match="differ in q_training_passes .*--pool"):
+        load_dataset([tiny, trained / "dataset"])
+    both = analyse(load_dataset([tiny, trained / "dataset"], pool=True), ["group"])
     assert "learning" not in both.tables  # replay learners: no held-out slope
     curves = both.tables["replay_learning"].frame
     single = curves[(curves["group"] == "q_learning") & (curves["group_size"] == 1)]
@@ -134,7 +139,8 @@ def test_cli_formats(tiny):
     frame = pd.read_csv(io.StringIO(as_csv.stdout), comment="#")
     assert set(frame["protocol"]) == {"none", "stigmergy", "wisdom"}
     as_text = collective("analyze", tiny)
-    for title in ("Υ by group, group_size", "Gain of collectives", "Protocol comparisons", "Regression", "PGI"):
+    for title in ("Accuracy against the ceiling by group, grid, group_size", "Υ by group, grid, group_size",
+                  "Gain of collectives", "Validity suite", "Protocol comparisons", "Regression", "PGI"):
         assert title in as_text.stdout
     markdown = collective("analyze", tiny, "--format", "markdown", "--tables", "pgi").stdout
     assert "### PGI index" in markdown and "| group | group_size |" in markdown
@@ -162,3 +168,31 @@ def test_bad_input_exits_2_with_one_line(tiny, tmp_path, args, message):
     result = collective(*[a.format(tmp=tmp_path, tiny=tiny) for a in args])
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_accuracy_table_is_per_grid_with_random_at_zero_and_the_oracle_near_one(tiny, analysis):
+    table = analysis.tables["accuracy"].frame.set_index(["group", "group_size", "grid"])
+    assert list(analysis.tables)[0] == "accuracy"  # the headline
+    assert set(table.index.get_level_values("grid")) == set(GRIDS)
+    assert (table.loc["oracle", "accuracy"] > 0.9).all()
+    random = analyse(load_dataset([tiny]), ["group"]).tables["accuracy"].frame
+    assert random[random["group"] == "random"]["accuracy"].abs().max() < 1e-12  # its own mean over sizes
+    record = table.loc[("local_search", 1, GRIDS[0])]
+    assert record["accuracy"] == pytest.approx((record["upsilon"] - record["upsilon_random"])
+                                               / (record["upsilon_best"] - record["upsilon_random"]))
+
+
+def test_ceiling_accuracy_interval_covers_the_true_ratio():
+    """score ~ N(0.4, 0.2) beside a ceiling 0.8 + N(0, 0.05), random ~ N(0, 0.1): accuracy 0.5; the delta-method
+    95% CI covers it about 95% of the time over 400 seeded samples of 60 episodes."""
+    from collective.analysis.tables import ceiling_accuracy
+
+    rng = np.random.default_rng(9)
+    covered = 0
+    for _ in range(400):
+        ceiling = 0.8 + rng.normal(0, 0.05, 60)
+        accuracy, low, high = ceiling_accuracy(0.4 + 0.5 * (ceiling - 0.8) + rng.normal(0, 0.2, 60), ceiling,
+                                               rng.normal(0, 0.1, 60))
+        covered += low <= 0.5 <= high
+    assert 0.92 <= covered / 400 <= 0.98
+    assert ceiling_accuracy(np.array([0.5, 0.5]), np.ones(2), np.zeros(2))[0] == 0.5

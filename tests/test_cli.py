@@ -89,6 +89,16 @@ def test_version_names_the_installed_distribution_and_bare_collective_shows_usag
     assert bare.returncode == 0 and bare.stdout.startswith("usage: collective") and "evaluate" in bare.stdout
 
 
+def test_help_shows_the_default_profiles_defaults():
+    """--evil and --epsilon differ by profile: help names the default profile's values first (issue 22)."""
+    from collective.config import DEFAULT_PROFILE, EvaluationConfig
+
+    text = " ".join(collective("evaluate", "--help").stdout.split())
+    sound = EvaluationConfig.from_profile(DEFAULT_PROFILE)
+    assert f"default {sound.evil_pairing} under {DEFAULT_PROFILE}" in text
+    assert f"default {sound.q_epsilon} under {DEFAULT_PROFILE}" in text
+
+
 def test_evaluate_with_protocol_reports_communication():
     result = collective("evaluate", "--profile", "paper", "--mix", "local_search:4,oracle:1", "--protocol", "broadcast",
                         "--protocol-param", "memory=true", "--iterations", "30", "--episodes", "10", "--json")

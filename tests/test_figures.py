@@ -109,7 +109,7 @@ def test_cli_writes_pdf_with_embedded_fonts_and_png(tiny, tmp_path):
 
 def test_learning_curve_figure_when_training_experience_varies(tmp_path_factory, tiny):
     trained = sweep(tmp_path_factory.getbasetemp(), "trained")
-    specs = {s.name: s.figure for s in build_figures(load_dataset([tiny, trained]))}
+    specs = {s.name: s.figure for s in build_figures(load_dataset([tiny, trained], pool=True))}
     ax, = visible_axes(specs["learning_curves"])
     assert "training experience" in ax.get_xlabel() and ax.get_xscale() == "log"
     curves = {line.get_label(): line for line in labelled_lines(ax)}

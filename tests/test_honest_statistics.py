@@ -67,6 +67,7 @@ def test_legg_hutter_table_weights_by_code_bits_over_the_pattern_probability():
     assert table["effective_fraction"] == pytest.approx(table["effective_episodes"] / 300)
     assert table["ci95_low"] < table["upsilon_legg_hutter"] < table["ci95_high"]
     assert table["method"] == "importance_bits" and table["upsilon"] == pytest.approx(rows["score"].mean())
+    assert table["estimand"].startswith("paper 001's")
     np.testing.assert_allclose(lz_code_length_bits(rows["k_raw"], 9), bits)
 
 
@@ -75,6 +76,7 @@ def test_sampled_phrases_rows_keep_todays_weighting():
     table = legg_hutter_table(rows, ["group"]).iloc[0]
     weights = 2.0 ** -rows["k_raw"]
     assert table["upsilon_legg_hutter"] == pytest.approx(np.sum(weights * rows["score"]) / weights.sum())
+    assert "weighted stratum mean, not paper 001" in table["estimand"]  # named for what it is (issue 22 point 7)
 
 
 def test_stratified_k_sampling_uses_the_selection_term_and_is_refused_without_it():

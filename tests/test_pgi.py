@@ -85,3 +85,22 @@ def test_each_training_regime_is_its_own_row():
     assert list(held_out.index) == [10, 20]
     assert list(held_out["experience_score"]) == [7, 7] and (held_out["training_steps"] == 20 * T).all()
     assert len(table[table["group"] == "random"]) == 1
+
+
+def test_grid_generalisation_does_not_reward_doing_badly_on_one_grid():
+    """Accuracy 0.2 on the smallest grid and 0.6 on two larger ones (wisdom on 5x5 against 10x10 and 20x20,
+    issue 22 point 8): with the smallest grid as the reference the factor was 1; with each grid in turn
+    known in advance it is the mean of min(1, new/known) over the 6 ordered pairs, (1 + 1 + 1/3 + 1 + 1/3 + 1)/6;
+    equal accuracies generalise fully."""
+    frames = []
+    for index, (side, accuracy) in enumerate(((5, 0.2), (10, 0.6), (20, 0.6))):
+        for label, behaviour, score in (("random", "random", 0.0), ("oracle", "oracle", 1.0),
+                                        ("wisdom", "local_search", accuracy), ("steady", "sarsa", 0.5)):
+            frames.append(pd.DataFrame(dict(
+                group=label, behaviour=behaviour, mix="", protocol="none", group_size=G, cell=index,
+                episode=np.arange(5), score=score, env="lambda_star", rows=side, cols=side, iterations=T,
+                q_training_passes=0, learning_protocol="replay", training_episodes=1, kernel_seconds=0.01)))
+    table = pgi_table(pd.concat(frames, ignore_index=True)).set_index("group")
+    assert table.loc["wisdom", "generalisation_grid"] == pytest.approx((4 + 2 / 3) / 6)
+    assert table.loc["wisdom", "accuracy"] == pytest.approx(1.4 / 3)  # the mean over the grids
+    assert table.loc["steady", "generalisation_grid"] == pytest.approx(1.0)

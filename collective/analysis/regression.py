@@ -1,23 +1,29 @@
-"""The regression of Υ on K, H, group size G and agent density D = G/N, modelled at the level each
-regressor varies at, with a lack-of-fit test of linear H.
+"""The regression of Υ on K, the grid and group size G (and agent density D = G/N where the design separates
+it), modelled at the level each regressor varies at, with a lack-of-fit test of a linear H.
 
-H (one value per grid), G and D take one value per cell; only K varies between a cell's episodes. Whatever
-the model misses at the cell level (H's effect is not linear, a cell's own effect) is shared by all rows of
-the cell, so rows are not independent: standard errors are cluster-robust by cell. Environments nest in cells
-(`tables.environment_ids`), so clustering by cell also covers rows that share an environment. The sandwich is
-CR2, the bias-reduced linearisation of Bell & McCaffrey (2002, "Bias reduction in standard errors for linear
-regression with multi-stage samples", Survey Methodology 28(2)): CR1's residuals are shrunk by the leverage
-of the cell-level regressors, so CR1 undercovers with tens of cells (0.79 for H at 95% on 20 cells in the
-tests' design, CR2 0.94). Intervals and p values are Student-t on cells - 1 degrees of freedom (Cameron &
-Miller 2015, "A practitioner's guide to cluster-robust inference", J. Human Resources 50(2), §VI; Imbens &
-Kolesár 2016, REStat 98(4)).
+The grid is a factor (one intercept per grid): Υ is defined for one H at a time (paper 003 Definition 3) and
+is not linear in H, and a linear H leaves the misfit to terms that vary with the grid, such as G/N and H x G,
+which then show group-size effects for agents that cannot interact (issue 22 point 1). G is estimated within
+grids. D = G/N is a second slope on G that differs between grids; it is estimated only when the design
+separates it, i.e. cells of different grids share a density (and a group size), else it is reported as not
+identified (fit table).
+
+G and D take one value per cell and the grid one per grid; only K varies between a cell's episodes. Whatever
+the model misses at the cell level is shared by all rows of the cell, so rows are not independent: standard
+errors are cluster-robust by cell. Environments nest in cells (`tables.environment_ids`), so clustering by cell
+also covers rows that share an environment. The sandwich is CR2, the bias-reduced linearisation of Bell &
+McCaffrey (2002, "Bias reduction in standard errors for linear regression with multi-stage samples", Survey
+Methodology 28(2)). Each coefficient's t has the Satterthwaite degrees of freedom of its CR2 variance under a
+working model of independent homoskedastic errors (Bell & McCaffrey 2002 §4; Pustejovsky & Tipton 2018, "Small-
+sample methods for cluster-robust variance estimation and hypothesis testing in fixed effects models", JBES
+36(4), eq. 11): about cells - cell-level parameters for a cell-level term, where cells - 1 is anti-conservative.
 
 Lack of fit (Draper & Smith 1998, "Applied Regression Analysis", 3rd ed., §2.1, lack of fit against pure
-error) is tested where H varies, on the cells: each cell's mean score, with the fitted K terms removed, is
-regressed on the model's cell-level terms (restricted) and on those plus the grid as a factor beside H
-(full: the grid contrasts that H does not span, identifiable with three grids or more); F = ((RSS_R -
-RSS_F)/q) / (RSS_F/(cells - cell-level parameters)). The pure error is the spread of cells of one grid
-(other group sizes or factors) around the model, so a group type with one cell per grid has none.
+error) is tested on the cells: each cell's mean score, with the fitted K terms removed, is regressed on the
+model's cell-level terms with a linear H in place of the grid factor (restricted) and with the grid factor
+(full; a difference with three grids or more); F = ((RSS_R - RSS_F)/q) / (RSS_F/(cells - cell-level
+parameters)). The pure error is the spread of cells of one grid (other group sizes) around the model, so a
+group type with one cell per grid has none.
 """
 from __future__ import annotations
 
@@ -30,22 +36,23 @@ from scipy import stats
 
 from collective.analysis.tables import CONFIDENCE, Analysis, Table, cell_ids
 
-TERMS = (("K",), ("H",), ("G",), ("D",), ("K", "H"), ("K", "G"), ("H", "G"))  # in order of precedence
-EPISODE_LEVEL = "K"  # the one regressor that varies within a cell
-ERRORS = "CR2 clustered by cell"
+EPISODE_TERMS = ("K", "K x G")  # vary within a cell; every other term is cell-level
+ERRORS = "CR2 clustered by cell, Satterthwaite t"
 NOTE = (
-    "OLS of the episode score per group type on K (LZ76 phrases), H (bits), G and agent density D = G/N, with "
-    "the two-way interactions of K, H and G; regressors centred on their means, so a main effect is the slope "
-    "at the average of the others. H, G and D take one value per cell and misspecification is shared by a "
-    "cell's rows, so standard errors are cluster-robust by cell (CR2, Bell & McCaffrey 2002; environments nest "
-    "in cells) with Student-t on cells - 1 df (Cameron & Miller 2015); a cell-level term needs more cells than "
-    "cell-level parameters (cell_df > 0), else its error is not estimable (blank). Terms with one level or "
-    "not identifiable from the earlier ones are left out (fit table: dropped).")
+    "OLS of the episode score per group type on K (LZ76 phrases), the grid as a factor (one intercept per grid; "
+    "Υ is not linear in H, paper 003 Def. 3 fixes one H per Υ), group size G within grids, agent density "
+    "D = G/N where cells of different grids share a density (else not identified: fit table), and K x G; K and "
+    "G centred, so a main effect is the slope at the average of the other. Grid terms are contrasts with the "
+    "first grid. Standard errors cluster-robust by cell (CR2, Bell & McCaffrey 2002; environments nest in "
+    "cells), Student-t on each term's Satterthwaite df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018: "
+    "about cells - cell-level parameters for a cell-level term); blank where df < 1. Terms with one level or not "
+    "identifiable from the earlier ones are left out (fit table: dropped).")
 FIT_NOTE = (
-    "R² of each group type's regression; cell_df = cells - cell-level parameters. Lack of fit of linear H "
-    "(Draper & Smith 1998 §2.1): on the cells' mean scores (K terms removed), the model's cell-level terms "
-    "against those plus the grid as a factor beside H (the grid contrasts H does not span; 3+ grids), "
-    "F on (extra grid terms, cell_df of the larger model) df; a small p means Υ's dependence on the grid is not "
+    "R² of each group type's regression; cell_df = cells - cell-level parameters; not_identified: density D "
+    "when no two grids share a density G/N (then a G effect may be a density effect; cross G with N to "
+    "separate them). Lack of fit of linear H (Draper & Smith 1998 §2.1): on the cells' mean scores (K terms "
+    "removed), the cell-level terms with a linear H in place of the grid factor against those with the grid "
+    "factor (3+ grids), F on (extra grid terms, cell_df) df; a small p means Υ's dependence on the grid is not "
     "linear in H. Blank: not identifiable, or no pure error (one cell per grid).")
 
 
@@ -65,37 +72,62 @@ class ClusteredFit:
         return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
 
 
+def _cluster_rows(clusters: np.ndarray) -> list[np.ndarray]:
+    codes = np.unique(clusters, return_inverse=True)[1]
+    order = np.argsort(codes, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+
+
+def _adjust(x: np.ndarray, root: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """A_c v for the columns v of `vectors`, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c' = (X_c R)(X_c R)' with
+    B = R R'. H_cc has rank <= terms, so A_c is applied through the thin SVD of X_c R."""
+    u, singular, _ = np.linalg.svd(x @ root, full_matrices=False)
+    scale = 1 / np.sqrt(np.maximum(1 - singular ** 2, 1e-12)) - 1  # eigenvalues of H_cc are singular²
+    return vectors + u @ (scale[:, None] * (u.T @ vectors))
+
+
 def clustered_ols(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, names: list[str]) -> ClusteredFit:
     """OLS of y (rows,) on design (rows, terms) with the CR2 covariance (Bell & McCaffrey 2002):
-    V = B Σ_c X_c' A_c e_c e_c' A_c X_c B, B = (X'X)^-1, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c'.
-    H_cc has rank <= terms, so A_c is applied through the thin SVD of X_c B^(1/2)."""
+    V = B Σ_c X_c' A_c e_c e_c' A_c X_c B, B = (X'X)^-1, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c'."""
     bread = np.linalg.inv(design.T @ design)
     params = bread @ (design.T @ y)
     residuals = y - design @ params
-    root = np.linalg.cholesky(bread)  # bread = root root'
+    root = np.linalg.cholesky(bread)
     meat = np.zeros_like(bread)
-    codes = np.unique(clusters, return_inverse=True)[1]
-    order = np.argsort(codes, kind="stable")
-    for rows in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
-        x, e = design[rows], residuals[rows]
-        u, singular, _ = np.linalg.svd(x @ root, full_matrices=False)
-        leverage = singular ** 2  # eigenvalues of H_cc
-        adjusted = e + u @ ((1 / np.sqrt(np.maximum(1 - leverage, 1e-12)) - 1) * (u.T @ e))
-        score = x.T @ adjusted
+    groups = _cluster_rows(clusters)
+    for rows in groups:
+        x = design[rows]
+        score = x.T @ _adjust(x, root, residuals[rows][:, None])[:, 0]
         meat += np.outer(score, score)
     n, terms = design.shape
     total = float(np.sum((y - y.mean()) ** 2))
     r_squared = 1 - float(residuals @ residuals) / total if total > 0 else math.nan
     adj = 1 - (1 - r_squared) * (n - 1) / (n - terms) if n > terms else math.nan
-    return ClusteredFit(names, params, bread @ meat @ bread, int(codes.max() + 1), r_squared, adj)
+    return ClusteredFit(names, params, bread @ meat @ bread, len(groups), r_squared, adj)
 
 
-def _regressors(part: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Centred K, H, G and D = G/N of a group's rows; a regressor with one level is left out."""
-    cells = part["grid"].str.split("x", expand=True).astype(int).prod(axis=1).to_numpy()
-    raw = {"K": part["k_raw"].to_numpy(float), "H": part["entropy_bits"].to_numpy(float),
-           "G": part["group_size"].to_numpy(float), "D": part["group_size"].to_numpy(float) / cells}
-    return {name: values - values.mean() for name, values in raw.items() if np.ptp(values) > 1e-12}
+def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """(terms,) degrees of freedom of each coefficient's CR2 variance (Bell & McCaffrey 2002 §4; Pustejovsky &
+    Tipton 2018 eq. 11, working model σ²I): for the contrast c = e_j, c'Vc = y' G G' y with the columns
+    g_c = (I - H) S_c' w_c, w_c = A_c X_c B c (S_c' embeds cluster c's rows), so df = tr(G'G)² / tr((G'G)²).
+    As (I - H) is idempotent and X'(I - H) = 0, G'G = diag(w_c'w_c) - M' B M, M = [X_c' w_c]_c."""
+    bread = np.linalg.inv(design.T @ design)
+    root = np.linalg.cholesky(bread)
+    groups = _cluster_rows(clusters)
+    terms = design.shape[1]
+    norms = np.empty((len(groups), terms))  # w_c'w_c for every j
+    moments = np.empty((len(groups), terms, terms))  # X_c' w_c, one column per j
+    for index, rows in enumerate(groups):
+        x = design[rows]
+        weights = _adjust(x, root, x @ bread)  # (rows of c, terms): w_c for every j
+        norms[index] = np.sum(weights * weights, axis=0)
+        moments[index] = x.T @ weights
+    df = np.empty(terms)
+    for j in range(terms):
+        m = moments[:, :, j].T  # (terms, clusters)
+        gram = np.diag(norms[:, j]) - m.T @ bread @ m
+        df[j] = np.trace(gram) ** 2 / np.sum(gram * gram)
+    return df
 
 
 def _identifiable(columns: dict[str, np.ndarray], candidates: dict[str, np.ndarray]) -> tuple[list[str], list[str]]:
@@ -112,21 +144,58 @@ def _identifiable(columns: dict[str, np.ndarray], candidates: dict[str, np.ndarr
     return kept, dropped
 
 
+def _area(grids: pd.Series) -> np.ndarray:
+    """(rows,) cells N of each row's grid ("RxC")."""
+    return grids.map({name: math.prod(map(int, name.split("x"))) for name in grids.unique()}).to_numpy(float)
+
+
+def density_separated(part: pd.DataFrame) -> bool:
+    """Whether the design separates density from group size: cells of two different grids share a density
+    G/N, and cells of two different grids share a group size."""
+    cells = part.drop_duplicates(["grid", "group_size"])
+    density = (cells["group_size"] / _area(cells["grid"])).round(12)
+    shared = lambda values: (cells.groupby(values)["grid"].nunique() > 1).any()  # noqa: E731
+    return bool(shared(density) and shared(cells["group_size"]))
+
+
+def _candidates(part: pd.DataFrame) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The model's terms in order of precedence (K, grid contrasts, G, D, K x G), centred where continuous,
+    and the terms not identified by the design."""
+    area = _area(part["grid"])
+    k = part["k_raw"].to_numpy(float)
+    g = part["group_size"].to_numpy(float)
+    grids = sorted(part["grid"].unique(), key=lambda name: (math.prod(map(int, name.split("x"))), name))
+    terms = {"K": k - k.mean()} if np.ptp(k) > 0 else {}
+    terms.update({f"grid {name}": (part["grid"].to_numpy() == name).astype(float) for name in grids[1:]})
+    missing = []
+    if np.ptp(g) > 0:
+        terms["G"] = g - g.mean()
+        if density_separated(part):
+            density = g / area
+            terms["D"] = density - density.mean()
+        else:
+            missing.append("D")
+        if "K" in terms:
+            terms["K x G"] = terms["K"] * terms["G"]
+    return terms, missing
+
+
 def lack_of_fit(part: pd.DataFrame, y: np.ndarray, columns: dict[str, np.ndarray], fit: ClusteredFit,
                 cell_terms: list[str]) -> dict:
-    """The cell-level lack-of-fit F test of linear H against grid as a factor (module docstring)."""
+    """The cell-level lack-of-fit F test of linear H against the grid factor (module docstring)."""
     episode_terms = [name for name in columns if name not in cell_terms]
     adjusted = y - sum(fit.params[fit.names.index(name)] * columns[name] for name in episode_terms)
     frame = pd.DataFrame({name: columns[name] for name in cell_terms}).assign(
-        _cell=cell_ids(part), _grid=part["grid"].to_numpy(), _y=adjusted)
-    cells = frame.groupby("_cell").agg({**{name: "first" for name in cell_terms}, "_grid": "first", "_y": "mean"})
-    restricted = {name: cells[name].to_numpy(float) for name in cell_terms}
-    grids = pd.get_dummies(cells["_grid"], dtype=float)
-    full = dict(restricted)
-    extra, _ = _identifiable(full, {f"grid {name}": grids[name].to_numpy() for name in grids.columns})
+        _cell=cell_ids(part), _h=part["entropy_bits"].to_numpy(float), _y=adjusted)
+    cells = frame.groupby("_cell").agg({**{name: "first" for name in cell_terms}, "_h": "first", "_y": "mean"})
+    grid_terms = [name for name in cell_terms if name.startswith("grid ")]
+    full = {name: cells[name].to_numpy(float) for name in cell_terms}
+    restricted = {name: values for name, values in full.items() if name not in grid_terms}
+    _identifiable(restricted, {"H": cells["_h"].to_numpy(float)})
+    q = len(full) - len(restricted)
     df2 = len(cells) - len(full)
-    result = dict(lack_of_fit_f=math.nan, lack_of_fit_df1=len(extra), lack_of_fit_df2=df2, lack_of_fit_p=math.nan)
-    if not extra or df2 < 1:
+    result = dict(lack_of_fit_f=math.nan, lack_of_fit_df1=max(q, 0), lack_of_fit_df2=df2, lack_of_fit_p=math.nan)
+    if q < 1 or df2 < 1:
         return result
 
     def rss(design: dict[str, np.ndarray]) -> float:
@@ -137,51 +206,50 @@ def lack_of_fit(part: pd.DataFrame, y: np.ndarray, columns: dict[str, np.ndarray
     pure_error = rss(full)
     if pure_error <= 0:
         return result
-    f = (rss(restricted) - pure_error) / len(extra) / (pure_error / df2)
-    return {**result, "lack_of_fit_f": f, "lack_of_fit_p": float(stats.f.sf(f, len(extra), df2))}
+    f = (rss(restricted) - pure_error) / q / (pure_error / df2)
+    return {**result, "lack_of_fit_f": f, "lack_of_fit_p": float(stats.f.sf(f, q, df2))}
 
 
 def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per group type, the regression of NOTE with CR2 errors clustered by cell, and per group its fit with
-    the lack-of-fit test of FIT_NOTE. Returns (coefficients, fits)."""
+    """Per group type, the regression of NOTE with CR2 errors clustered by cell and Satterthwaite df, and per
+    group its fit with the lack-of-fit test of FIT_NOTE. Returns (coefficients, fits)."""
     coefficients, fits = [], []
     for label, part in rows.groupby("group", sort=True):
-        variables = _regressors(part)
-        candidates = {" x ".join(term): np.prod([variables[v] for v in term], axis=0)
-                      for term in TERMS if all(v in variables for v in term)}
+        candidates, missing = _candidates(part)
         if not candidates or len(part) <= 2 * len(candidates) + 1:
             continue
         columns = {"Intercept": np.ones(len(part))}
         kept, dropped = _identifiable(columns, candidates)
         clusters = cell_ids(part)
         y = part["score"].to_numpy(float)
-        fit = clustered_ols(y, np.column_stack(list(columns.values())), clusters, list(columns))
-        cell_terms = [name for name in columns if EPISODE_LEVEL not in name.split(" x ")]
+        design = np.column_stack(list(columns.values()))
+        fit = clustered_ols(y, design, clusters, list(columns))
+        cell_terms = [name for name in columns if name not in EPISODE_TERMS]
         cell_df = fit.clusters - len(cell_terms)
-        df = fit.clusters - 1
-        quantile = stats.t.ppf(0.5 + CONFIDENCE / 2, df) if df > 0 else math.nan
-        for name, estimate, error in zip(fit.names, fit.params, fit.std_errors):
-            if (name in cell_terms and cell_df < 1) or df < 1:
-                error = math.nan
+        dfs = satterthwaite_df(design, clusters)
+        for name, estimate, error, df in zip(fit.names, fit.params, fit.std_errors, dfs):
+            estimable = df >= 1 and error > 0 and (name not in cell_terms or cell_df >= 1)
+            error = error if estimable else math.nan
+            quantile = stats.t.ppf(0.5 + CONFIDENCE / 2, df) if estimable else math.nan
             coefficients.append(dict(
                 group=label, term=name, level="cell" if name in cell_terms else "episode", estimate=estimate,
                 std_error=error, ci95_low=estimate - quantile * error, ci95_high=estimate + quantile * error,
-                p_value=float(2 * stats.t.sf(abs(estimate / error), df)) if error > 0 else math.nan,
-                errors=f"{ERRORS}, t({df})"))
+                df=df, p_value=float(2 * stats.t.sf(abs(estimate / error), df)) if estimable else math.nan,
+                errors=ERRORS))
         fits.append(dict(group=label, episodes=len(part), cells=fit.clusters, regressors=", ".join(kept),
-                         dropped=", ".join(dropped), r_squared=fit.r_squared, adj_r_squared=fit.adj_r_squared,
-                         errors=f"{ERRORS}, t({df})", cell_df=cell_df,
+                         dropped=", ".join(dropped), not_identified=", ".join(missing), r_squared=fit.r_squared,
+                         adj_r_squared=fit.adj_r_squared, errors=ERRORS, cell_df=cell_df,
                          **lack_of_fit(part, y, columns, fit, cell_terms)))
     return (pd.DataFrame(coefficients, columns=["group", "term", "level", "estimate", "std_error", "ci95_low",
-                                                "ci95_high", "p_value", "errors"]),
-            pd.DataFrame(fits, columns=["group", "episodes", "cells", "regressors", "dropped", "r_squared",
-                                        "adj_r_squared", "errors", "cell_df", "lack_of_fit_f", "lack_of_fit_df1",
-                                        "lack_of_fit_df2", "lack_of_fit_p"]))
+                                                "ci95_high", "df", "p_value", "errors"]),
+            pd.DataFrame(fits, columns=["group", "episodes", "cells", "regressors", "dropped", "not_identified",
+                                        "r_squared", "adj_r_squared", "errors", "cell_df", "lack_of_fit_f",
+                                        "lack_of_fit_df1", "lack_of_fit_df2", "lack_of_fit_p"]))
 
 
 def add_regression_tables(analysis: Analysis, rows: pd.DataFrame) -> None:
     """The coefficients and the fits (with the lack-of-fit test) as two tables."""
     coefficients, fits = regression(rows)
-    analysis.add(Table("regression", "Regression of Υ on K, H, group size G and agent density G/N, with two-way "
-                       "interactions", NOTE, coefficients))
+    analysis.add(Table("regression", "Regression of Υ on K, the grid (a factor), group size G within grids and "
+                       "density G/N where separated", NOTE, coefficients))
     analysis.add(Table("regression_fit", "Regression fits and the lack-of-fit test of linear H", FIT_NOTE, fits))

@@ -30,7 +30,7 @@ GROUP_COLUMNS = ("group", "group_key", "behaviour", "mix", "protocol", "protocol
 K_BIN = "k_bin"  # derived column: K (raw LZ76 phrases) in bins of `k_bin_width`
 K_MID = "k_mid"  # the bin's midpoint, for plotting
 FACTOR_ALIASES = {"k": K_BIN, "K": K_BIN, "h": "entropy_bits", "H": "entropy_bits", "G": "group_size"}
-DEFAULT_BY = ("group", "group_size")
+DEFAULT_BY = ("group", "grid", "group_size")
 ROW_KEY = ("sweep_id", "cell", "group_key", "episode")  # one row per key: more are duplicates
 MEASURED_COLUMNS = ("score",)  # what the tables measure, never a factor
 CONFIDENCE = 0.95
@@ -88,10 +88,37 @@ class Analysis:
         self.tables[table.name] = table
 
 
-def load_dataset(paths: list[str | Path]) -> Dataset:
+# Config columns a sweep's factors and groups vary by design (sweeps.spec FACTOR_KEYS, [groups]); any other
+# config column (the profile, T, learning and environment settings) that differs between datasets makes
+# them different experiments, which `load_dataset` pools only when told (issue 22 point 5).
+DESIGN_COLUMNS = ("behaviour", "group_size", "mix", "rows", "cols", "episodes", "seed", "protocol", "protocol_params",
+                  "behaviour_params", "communication_control", "k_min", "k_max", "observation_range", "env")
+
+
+def _check_poolable(frames: list[pd.DataFrame], paths: list[Path]) -> None:
+    """Raise DatasetError naming the first setting whose values differ between two datasets."""
+    from dataclasses import fields
+
+    from collective.config import EvaluationConfig
+
+    settings = [f.name for f in fields(EvaluationConfig) if f.name not in DESIGN_COLUMNS
+                and not f.name.startswith("cpp_")]
+    first = frames[0]
+    for frame, path in zip(frames[1:], paths[1:]):
+        for name in settings:
+            if name not in first or name not in frame:
+                continue
+            a, b = sorted(map(str, first[name].unique())), sorted(map(str, frame[name].unique()))
+            if a != b:
+                raise DatasetError(f"{paths[0]} and {path} differ in {name} ({', '.join(a)} vs {', '.join(b)}): "
+                                   "they are different experiments; pass --pool to analyse them together")
+
+
+def load_dataset(paths: list[str | Path], pool: bool = False) -> Dataset:
     """Read sweep directories (or their dataset/ folders); raises DatasetError naming a bad path or a
-    damaged sweep.json, or a dataset given twice. Notices say what is not as planned: a sweep that did
-    not finish, rows without a score (left out) and duplicate rows (counted once)."""
+    damaged sweep.json, a dataset given twice, or two datasets whose profile or settings differ unless
+    `pool`. Notices say what is not as planned: a sweep that did not finish, rows without a score (left
+    out) and duplicate rows (counted once)."""
     frames, sources, notices, seen = [], [], [], {}
     for path in map(Path, paths):
         try:
@@ -122,6 +149,8 @@ def load_dataset(paths: list[str | Path]) -> Dataset:
             notices += _incomplete(data_dir, description, len(parts), table.num_rows)
         sources.append(SweepSource(dataset=data_dir.resolve(), description=description, files=len(parts),
                                    bytes=sum(part.stat().st_size for part in parts)))
+    if not pool:
+        _check_poolable(frames, list(map(Path, paths)))
     rows = pd.concat(frames, ignore_index=True)
     unscored = rows["score"].isna()
     if unscored.any():
@@ -251,15 +280,23 @@ PATTERN_PROBABILITY = "pattern_log2_probability"  # per row: log2 p_gen of ⊕'s
 # the K range: under k_sampling = "stratified" (target K uniform over the range's n_K values, then rejection to
 # exactly that K), -log2(n_K) - log2 P_gen(K = k); the sampling probability is then p_gen(μ) · 2^this.
 K_SELECTION = "k_log2_selection"
+# What each legg_hutter_estimator computes, shown beside its estimate (issue 22 point 7).
+LEGG_HUTTER_ESTIMANDS = {
+    "importance_bits": "paper 001's Σ 2^-K V / Σ 2^-K over the generator's patterns (K in bits)",
+    "sampled_phrases": "2^-K-weighted mean of R̄ over the sampled episodes (K in phrases): a weighted stratum "
+                       "mean, not paper 001's Σ 2^-K V over distinct environments",
+}
 LEGG_HUTTER_NOTE = (
-    "Legg-Hutter Υ (paper 001: Σ_μ 2^-K(μ) V(μ) over distinct environments), method per the rows' "
-    "legg_hutter_estimator. importance_bits: K = c (log2 c + log2 N) bits for c LZ76 phrases over the N cells "
+    "A 2^-K-weighted Υ in paper 001's form; what it estimates depends on the rows' legg_hutter_estimator "
+    "(column estimand), and only importance_bits targets paper 001's Σ_μ 2^-K(μ) V(μ) over distinct "
+    "environments (normalised). importance_bits: K = c (log2 c + log2 N) bits for c LZ76 phrases over the N cells "
     "(Lempel-Ziv code length: Ziv & Lempel 1978; Cover & Thomas 2006 §13.4.2, §13.5.2), each episode weighted by "
     "2^-K / q(μ), q the generator's probability of its ⊕ pattern (pattern_log2_probability, exact; a K range's "
     "rejection constant cancels), so Σ w R̄ / Σ w targets Σ 2^-K V / Σ 2^-K over the patterns the generator can "
     "draw (self-normalised importance sampling, Owen 2013 §9.2). sampled_phrases: today's Σ 2^-c R̄ / Σ 2^-c "
     "over the sampled episodes, c in phrases; it weights patterns by 2^-c times their sampling probability and "
-    "estimates neither quantity. Both: Kish effective episodes (Σw)²/Σw² and a delta-method 95% CI, "
+    "estimates neither quantity: with K drawn uniformly (sound), it is the per-K mean Υ weighted by 2^-K, half its "
+    "weight on K = 2 (still patterns), three quarters on K <= 3. Both: Kish effective episodes (Σw)²/Σw² and a delta-method 95% CI, "
     "t on ESS - 1 df (undercovers when the ESS is small). Estimated within one environment class (grid, T, "
     "K range, generator ...), whose rejection constants differ; upsilon = the plain mean for comparison.")
 
@@ -312,11 +349,12 @@ def legg_hutter_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             raise DatasetError(str(error)) from None
         estimate = weighted_estimate(part["score"].to_numpy(), log2_weights)
         records.append(dict(zip(keys, key if isinstance(key, tuple) else (key,)), method=method, episodes=len(part),
+                            estimand=LEGG_HUTTER_ESTIMANDS.get(method, method),
                             upsilon=float(part["score"].mean()), upsilon_legg_hutter=estimate.estimate,
                             ci95_low=estimate.ci95_low, ci95_high=estimate.ci95_high,
                             effective_episodes=estimate.effective_episodes,
                             effective_fraction=estimate.effective_episodes / len(part)))
-    return pd.DataFrame(records, columns=[*keys, "method", "episodes", "upsilon", "upsilon_legg_hutter", "ci95_low",
+    return pd.DataFrame(records, columns=[*keys, "method", "estimand", "episodes", "upsilon", "upsilon_legg_hutter", "ci95_low",
                                           "ci95_high", "effective_episodes", "effective_fraction"])
 
 
@@ -424,6 +462,63 @@ def normalised_accuracy(rows: pd.DataFrame) -> pd.DataFrame:
     return per_cell
 
 
+ACCURACY_NOTE = (
+    "accuracy = (Υ - Υ_random) / (Υ_best - Υ_random): 0 for the random agent, 1 at the ceiling (issue 22 point 4; "
+    "paper 004 Step 1 with the ceiling in place of the oracle). Υ_best = the mean ceiling of R̄ of the level's "
+    "episodes (upsilon_best: the best each agent could earn from its start, by dynamic programming over the known "
+    "⊕/⊖ paths; an upper bound when coordination_threshold > 1); Υ_random = the random group's Υ on the same "
+    "grid (and environment class), over all its group sizes (its expectation does not depend on G). Always per "
+    "grid: Υ is defined for one H (paper 003 Definition 3). 95% CI: delta method for a ratio of means (Cochran "
+    "1977, Sampling Techniques §6.3), Var = [Var(mean(R̄ - A·best)) + (A - 1)² Var(Υ_random)] / (Υ_best - "
+    "Υ_random)², the random group's mean an independent sample; Student-t on episodes - 1 df. Blank without a "
+    "random group on the grid, or a ceiling not above Υ_random.")
+
+
+def reference_keys(rows: pd.DataFrame) -> list[str]:
+    """The grid and the environment-class columns that vary: the levels a random reference is matched on."""
+    return ["grid"] + [c for c in ENVIRONMENT_CLASS_COLUMNS
+                       if c != "grid" and c in rows and rows[c].nunique(dropna=False) > 1]
+
+
+def ceiling_accuracy(scores: np.ndarray, ceilings: np.ndarray, random: np.ndarray) -> tuple[float, float, float]:
+    """(accuracy, low, high) of ACCURACY_NOTE from a level's scores and ceilings (paired by episode) and the
+    random group's scores on the same grid; NaN where not defined."""
+    n = len(scores)
+    if n == 0 or len(random) == 0 or not np.isfinite(ceilings).all():
+        return math.nan, math.nan, math.nan
+    base = float(np.mean(random))
+    span = float(np.mean(ceilings)) - base
+    if not span > 0:
+        return math.nan, math.nan, math.nan
+    accuracy = (float(np.mean(scores)) - base) / span
+    if n < 2:
+        return accuracy, math.nan, math.nan
+    variance = float(np.var(scores - accuracy * ceilings, ddof=1)) / n
+    if len(random) > 1:
+        variance += (accuracy - 1) ** 2 * float(np.var(random, ddof=1)) / len(random)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * math.sqrt(variance) / span
+    return accuracy, accuracy - half, accuracy + half
+
+
+def accuracy_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Accuracy against the ceiling (ACCURACY_NOTE) with Υ, Υ_random and Υ_best for every level of `by`
+    and of the grid (and varying environment-class columns), which are added to `by` when missing."""
+    keys = [*by, *[c for c in reference_keys(rows) if c not in by]]
+    references = {key if isinstance(key, tuple) else (key,): part["score"].to_numpy(float)
+                  for key, part in rows[_is_reference(rows, "random")].groupby(reference_keys(rows), dropna=False)}
+    ceilings = rows["upsilon_best"] if "upsilon_best" in rows else pd.Series(math.nan, index=rows.index)
+    records = []
+    for key, part in rows.assign(_best=ceilings).groupby(keys, observed=True, sort=True, dropna=False):
+        level = dict(zip(keys, key))
+        random = references.get(tuple(level[c] for c in reference_keys(rows)), np.empty(0))
+        accuracy, low, high = ceiling_accuracy(part["score"].to_numpy(float), part["_best"].to_numpy(float), random)
+        records.append(dict(level, episodes=len(part), upsilon=float(part["score"].mean()),
+                            upsilon_random=float(random.mean()) if len(random) else math.nan,
+                            upsilon_best=float(part["_best"].mean()), accuracy=accuracy, ci95_low=low, ci95_high=high))
+    return pd.DataFrame(records, columns=[*keys, "episodes", "upsilon", "upsilon_random", "upsilon_best", "accuracy",
+                                          "ci95_low", "ci95_high"])
+
+
 def learns(behaviour: str, mix: str) -> bool:
     """True when any member of the group learns (trains before the scored pass)."""
     from collective.behaviours import learns as behaviour_learns
@@ -488,29 +583,41 @@ def log_scale_score(value: float, zero_at: float, ten_at: float) -> float:
 
 PGI_NOTE = (
     "PGII = accuracy² x Σ resources x Π generalisation (paper 004, \"PGI Index\", Steps 1-3). Accuracy: 0 = "
-    "random, 1 = oracle of the same cell, on Λ*'s (else the first environment class's) smallest grid. Resources, "
+    "random, 1 = oracle of the same cell, the mean over Λ*'s (else the first environment class's) grids. Resources, "
     "0..10 each: computation = agent-steps per episode, scored and training (log scale, 0 = 10^21, 10 = 1: the "
     "paper's computations scale; machine-independent, kernel_seconds is shown but not scored); demonstrations = "
     "novel training episodes per test episode (held-out learners; replays of the test episode are practice, not "
     "demonstrations) on the paper's related-data scale (10 = none, 9 = <10, 7 = <1000, 5 = <10k, 3 = <1M, "
-    "1 = <100M, else 0). Generalisation = min(1, accuracy on the other grids or environment classes / reference "
-    "accuracy). privileged: a member sees ⊕'s future (oracle, imitation's guide); its PGII is left blank. Not "
+    "1 = <100M, else 0). Generalisation over grids: each grid in turn the task known in advance and every other "
+    "grid a new one, the mean over these ordered pairs of min(1, accuracy on the new grid / on the known one) "
+    "(the paper names no reference grid; a fixed one, such as the smallest, rewards doing badly on it); over "
+    "environment classes, min(1, accuracy on the other classes / on the reference class). privileged: a member "
+    "sees ⊕'s future (oracle, imitation's guide); its PGII is left blank. Not "
     "measured by the platform: energy, memory, time on a reference machine, unrelated demonstrations (priors), "
     "new modalities and tasks added over time (Step 3 asks for them; other grids and environment classes are "
     "variations of one task family, so the generalisation factors are optimistic).")
+
+
+def grid_generalisation(accuracies: np.ndarray) -> float:
+    """Mean over ordered pairs (known grid k, new grid n), k != n, of min(1, max(0, accuracy_n / accuracy_k));
+    pairs whose known grid has no positive accuracy are left out (NaN when none is left)."""
+    ratios = [min(1.0, max(0.0, new / known)) for k, known in enumerate(accuracies) if known > 0
+              for n, new in enumerate(accuracies) if n != k and not math.isnan(new)]
+    return float(np.mean(ratios)) if ratios else math.nan
 
 
 def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The Pragmatic General Intelligence index per (group, group size), paper 004 "PGI Index" (PGI_NOTE):
     PGII = accuracy² x Σ resource scores x Π generalisation factors.
 
-    - accuracy: mean normalised accuracy (see `normalised_accuracy`) over the reference tasks, the cells of
-      Λ* (else the first environment class by name) with the smallest grid (Step 1: "tasks known in
-      advance"), clipped at 0;
+    - accuracy: normalised accuracy (see `normalised_accuracy`) on the reference class, Λ* (else the first
+      environment class by name), the mean over its grids of each grid's mean, clipped at 0;
     - resources (Step 2, 0..10 each): computation = agent-steps per episode (`episode_agent_steps`) on the
       paper's computations scale, and demonstrations (`demonstrations`) on its related-data scale;
-    - generalisation (Step 3): for the other grid sizes of that class, and for the other environment
-      classes, min(1, accuracy there / reference accuracy), one factor each; a factor with no other level
+    - generalisation (Step 3): over the grids of that class, each grid in turn known in advance (Step 1:
+      "tasks known in advance") and each other grid new, the mean over ordered pairs of min(1, accuracy on
+      the new grid / on the known one); over the other environment classes, min(1, accuracy there /
+      accuracy on the reference class), one factor each; a factor with no other level
       in the data is left out (an empty product is 1).
     One row per group type, size and training regime (training steps per agent, demonstrations); groups
     with a privileged member are flagged and get no PGII: they are references, not contestants."""
@@ -519,8 +626,6 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     accuracy = accuracy.join(cells[["env", "rows", "cols", "group_size"]], on="cell")
     classes = sorted(rows["env"].unique())
     reference_env = "lambda_star" if "lambda_star" in classes else classes[0]
-    areas = (cells["rows"] * cells["cols"])[cells["env"] == reference_env]
-    reference_area = areas.min()
     steps_per_episode = episode_agent_steps(rows)
     demonstrations_per_episode = demonstrations(rows)
     # one row per training regime: sweeps that differ in passes or held-out episodes are different agents
@@ -531,13 +636,14 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     for (label, size, trained, shown), part in accuracy.groupby(["group", "group_size", "training_steps",
                                                                   "demonstrations"], sort=True):
         in_env = part["env"] == reference_env
-        on_grid = part["rows"] * part["cols"] == reference_area
-        reference = part.loc[in_env & on_grid, "accuracy"].mean()
+        by_grid = part[in_env].groupby(["rows", "cols"])["accuracy"].mean()
+        reference = by_grid.mean()
         factors = {}
-        for name, unseen in (("generalisation_grid", in_env & ~on_grid), ("generalisation_env", ~in_env)):
-            if unseen.any():
-                ratio = part.loc[unseen, "accuracy"].mean() / reference if reference > 0 else math.nan
-                factors[name] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
+        if len(by_grid) > 1:
+            factors["generalisation_grid"] = grid_generalisation(by_grid.to_numpy())
+        if (~in_env).any():
+            ratio = part.loc[~in_env, "accuracy"].mean() / reference if reference > 0 else math.nan
+            factors["generalisation_env"] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
         group_rows = rows["cell"].isin(part["cell"]) & (rows["group"] == label)
         first = rows[group_rows].iloc[0]
         steps = float(steps_per_episode[group_rows].mean())
@@ -560,20 +666,28 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
     return frame[[column for column in order if column in frame.columns]]
 
 
+def with_grid(by: list[str]) -> list[str]:
+    """`by` with the grid appended when missing: Υ is defined for one H (paper 003 Definition 3), so no table
+    pools grids."""
+    return by if "grid" in by else [*by, "grid"]
+
+
 def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
-    """Every table for `dataset`, grouped by the factors `by` (names or aliases)."""
+    """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid."""
     rows = add_k_bins(dataset.rows, k_bin_width)
-    by = resolve_factors(rows, by)
+    by = with_grid(resolve_factors(rows, by))
     strata = strata_of(by)
     analysis = Analysis()
     shown = ", ".join(by)
+    analysis.add(Table("accuracy", f"Accuracy against the ceiling by {shown}", ACCURACY_NOTE, accuracy_table(rows, by)))
     analysis.add(Table("upsilon", f"Υ by {shown}",
                        "Υ = mean episode score R̄ (paper 003 Definitions 2-3); 95% CI clustered by environment "
                        "(seed, cell, episode: groups of a cell share it), Student-t on environments - 1 df "
                        "(Cameron & Miller 2015); with one group per level, the CI over episodes.",
                        upsilon_table(rows, by)))
     try:
-        analysis.add(Table("legg_hutter", f"Legg-Hutter Υ by {shown}", LEGG_HUTTER_NOTE, legg_hutter_table(rows, by)))
+        analysis.add(Table("legg_hutter", f"2^-K-weighted Υ (Legg-Hutter form; see estimand) by {shown}",
+                           LEGG_HUTTER_NOTE, legg_hutter_table(rows, by)))
     except DatasetError as error:
         analysis.skipped["legg_hutter"] = str(error)
     in_strata = f" within {', '.join(strata)}" if strata else ""
@@ -603,6 +717,10 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     from collective.analysis.learning import add_learning_tables  # learning.py imports this module
 
     add_learning_tables(analysis, rows)
+    from collective.analysis.validity import VALIDITY_NOTE, validate  # validity.py imports this module
+
+    analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
+                       validate(rows)))
     return analysis
 
 

@@ -1,0 +1,221 @@
+"""The validity suite (issue 22): negative controls and known answers a dataset's readings must pass before a
+reviewer accepts them, each reported as holding or not with its figure (`collective validate RUN_DIR...`).
+
+- isolated_group_size: groups that cannot interact (protocol none, coordination_threshold 1) show no effect
+  of group size within grids: G (and density G/N where the design separates it) of `regression` (grid as a
+  factor), not significant after Holm's correction over the suite's G and D tests (Holm 1979).
+- random_zero: the random agent scores 0 in expectation (spec: balance; paper 003 §4): per grid, its 95% CI
+  covers 0 or |Υ| < RANDOM_TOLERANCE.
+- oracle_ceiling: the oracle plays about as well as the episode allows: per grid, its accuracy against the
+  ceiling (tables.ACCURACY_NOTE) is at least ORACLE_ACCURACY.
+- below_ceiling: no episode's R̄ exceeds its ceiling upsilon_best (an upper bound by construction).
+- sham_keeps_sensing: a sham control removes only what others tell a listener; it keeps the listener's own
+  sensing, so the sham keeps at least SHAM_SHARE of isolated agents' lead over random (a sham near random is
+  a blindfold, issue 22 point 2). Reported beside the real protocol's gain over its sham.
+- k_by_motion (a report, not a check): Υ for still patterns (K <= 2: one position repeated, LZ76 c = 2),
+  moving patterns that cannot drift round the torus (3 <= K <= side: a drift's position sequence repeats no
+  sooner than after `side` distinct cells, so it has K >= side + 1) and patterns that may drift (K >= side +
+  1), with the K slope within the moving ones; the rows carry no per-pattern period or drift, so the bins
+  are read from K alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from collective.analysis.tables import (CONFIDENCE, _is_reference, ceiling_accuracy, mean_ci, reference_keys)
+
+RANDOM_TOLERANCE = 0.01  # |Υ_random| below this is 0 for every purpose (R̄ lies in [-1, 1])
+ORACLE_ACCURACY = 0.95  # the oracle's accuracy against the ceiling at least this
+CEILING_SLACK = 1e-9  # rounding allowed above the ceiling
+SHAM_SHARE = 0.5  # share of isolated agents' lead over random a sham keeps at least
+STILL_K = 2  # K <= 2: a still pattern
+HOLDS, FAILS, REPORT, NOT_APPLICABLE = "holds", "FAILS", "report", "n/a"
+COLUMNS = ["check", "subject", "status", "figure", "criterion"]
+VALIDITY_NOTE = (
+    "Each check holds or FAILS with its figure (collective/analysis/validity.py; `collective validate`): "
+    "isolated_group_size, groups that cannot interact show no G or G/N effect within grids (regression with the "
+    "grid as a factor, Holm over the tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
+    "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
+    "ceiling; sham_keeps_sensing, a sham keeps at least half of isolated agents' lead over random; k_by_motion "
+    "(a report), Υ of still (K <= 2), periodic (3..side) and possibly drifting (K >= side + 1) patterns.")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check on one subject (a group type, a grid): its status and the figure it rests on."""
+
+    check: str
+    subject: str
+    status: str
+    figure: str
+    criterion: str
+
+
+def _ci(estimate: float, low: float, high: float) -> str:
+    return f"{estimate:+.4f} [{low:+.4f}, {high:+.4f}]"
+
+
+def isolated_group_size(rows: pd.DataFrame) -> list[Check]:
+    """G and D of the regression (grid as a factor) for each group type that cannot interact."""
+    from collective.analysis.regression import regression
+
+    isolated = rows[(rows["protocol"] == "none")
+                    & ((rows["coordination_threshold"] == 1) if "coordination_threshold" in rows else True)]
+    sizes = isolated.groupby(["group", "grid"])["group_size"].nunique().groupby("group").max()
+    isolated = isolated[isolated["group"].isin(sizes.index[sizes > 1])]
+    criterion = "no effect of group size within grids: Holm-corrected p >= 0.05 over the table's G and D tests"
+    if isolated.empty:
+        return [Check("isolated_group_size", "(dataset)", NOT_APPLICABLE, "no isolated group with 2+ sizes in a grid",
+                      criterion)]
+    from statsmodels.stats.multitest import multipletests
+
+    terms = regression(isolated)[0].query("term in ['G', 'D']").copy()
+    tested = terms["p_value"].notna()
+    terms["holm"] = math.nan
+    if tested.any():
+        terms.loc[tested, "holm"] = multipletests(terms.loc[tested, "p_value"], method="holm")[1]
+    checks = []
+    for record in terms.itertuples(index=False):
+        subject = f"{record.group}: {record.term}"
+        if math.isnan(record.p_value):
+            checks.append(Check("isolated_group_size", subject, NOT_APPLICABLE,
+                                f"{record.term} = {record.estimate:+.4g}, no error left (cells too few)", criterion))
+            continue
+        unit = "agent" if record.term == "G" else "unit of density G/N"
+        checks.append(Check("isolated_group_size", subject, HOLDS if record.holm >= 1 - CONFIDENCE else FAILS,
+                            f"{record.term} = {_ci(record.estimate, record.ci95_low, record.ci95_high)} per {unit}, "
+                            f"p = {record.p_value:.3g}, Holm p = {record.holm:.3g}, t({record.df:.1f})", criterion))
+    return checks
+
+
+def random_zero(rows: pd.DataFrame) -> list[Check]:
+    random = rows[_is_reference(rows, "random")]
+    criterion = f"Υ_random = 0: the 95% CI covers 0 or |Υ| < {RANDOM_TOLERANCE}"
+    if random.empty:
+        return [Check("random_zero", "(dataset)", NOT_APPLICABLE, "no random group", criterion)]
+    checks = []
+    for key, part in random.groupby(reference_keys(rows), sort=True, dropna=False):
+        n, mean, low, high = mean_ci(part["score"].to_numpy(float))
+        holds = abs(mean) < RANDOM_TOLERANCE or (low <= 0 <= high)
+        checks.append(Check("random_zero", "random @ " + " ".join(map(str, key)), HOLDS if holds else FAILS,
+                            f"Υ = {_ci(mean, low, high)} over {n} episodes", criterion))
+    return checks
+
+
+def oracle_ceiling(rows: pd.DataFrame) -> list[Check]:
+    oracle = rows[_is_reference(rows, "oracle")]
+    criterion = f"the oracle's accuracy against the ceiling >= {ORACLE_ACCURACY}"
+    if oracle.empty or "upsilon_best" not in rows or oracle["upsilon_best"].isna().all():
+        return [Check("oracle_ceiling", "(dataset)", NOT_APPLICABLE, "no oracle group with a ceiling", criterion)]
+    random = rows[_is_reference(rows, "random")]
+    keys = reference_keys(rows)
+    references = {key: part["score"].to_numpy(float) for key, part in random.groupby(keys, dropna=False)}
+    checks = []
+    for key, part in oracle.groupby(keys, sort=True, dropna=False):
+        scores = references.get(key, np.zeros(1))  # without a random group, its expectation 0 (spec: balance)
+        accuracy, low, high = ceiling_accuracy(part["score"].to_numpy(float), part["upsilon_best"].to_numpy(float),
+                                               scores)
+        status = NOT_APPLICABLE if math.isnan(accuracy) else HOLDS if accuracy >= ORACLE_ACCURACY else FAILS
+        checks.append(Check("oracle_ceiling", "oracle @ " + " ".join(map(str, key)), status,
+                            f"accuracy {_ci(accuracy, low, high)}; Υ = {part['score'].mean():.4f}, "
+                            f"Υ_best = {part['upsilon_best'].mean():.4f}", criterion))
+    return checks
+
+
+def below_ceiling(rows: pd.DataFrame) -> list[Check]:
+    criterion = "no episode scores above its ceiling upsilon_best"
+    ceilings = rows["upsilon_best"] if "upsilon_best" in rows else pd.Series(math.nan, index=rows.index)
+    known = ceilings.notna()
+    if not known.any():
+        return [Check("below_ceiling", "(dataset)", NOT_APPLICABLE, "no row has a ceiling", criterion)]
+    excess = (rows["score"] - ceilings)[known]
+    above = excess > CEILING_SLACK
+    worst = rows.loc[excess.idxmax(), "group"]
+    return [Check("below_ceiling", "every group", FAILS if above.any() else HOLDS,
+                  f"{int(above.sum())} of {int(known.sum())} episodes above; largest excess {excess.max():+.4g} "
+                  f"({worst})", criterion)]
+
+
+def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
+    from collective.analysis.communication import CONTROL, sham_table
+
+    criterion = (f"(Υ_sham - Υ_random) >= {SHAM_SHARE} (Υ_isolated - Υ_random): the sham keeps the listener's "
+                 "own sensing; real_over_sham is the gain that needs informative messages")
+    if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
+        return [Check("sham_keeps_sensing", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
+    keys = reference_keys(rows)
+    random = rows[_is_reference(rows, "random")].groupby(keys, dropna=False)["score"].mean()
+    checks = []
+    for record in sham_table(rows, keys).to_dict("records"):
+        key = tuple(record[c] for c in keys)
+        base = float(random.get(key if len(keys) > 1 else key[0], 0.0))  # expectation 0 without a random group
+        subject = f"{record['sham']} @ " + " ".join(map(str, key))
+        gain = _ci(record["real_over_sham"], record["real_over_sham_ci95_low"], record["real_over_sham_ci95_high"])
+        lead = record["upsilon_isolated"] - base
+        if not record["isolated"] or math.isnan(lead):
+            checks.append(Check("sham_keeps_sensing", subject, NOT_APPLICABLE,
+                                f"no isolated group to compare; real - sham = {gain}", criterion))
+            continue
+        kept = record["upsilon_sham"] - base
+        status = HOLDS if lead <= 0 or kept >= SHAM_SHARE * lead else FAILS
+        checks.append(Check("sham_keeps_sensing", subject, status,
+                            f"Υ sham {record['upsilon_sham']:.4f}, isolated {record['upsilon_isolated']:.4f}, "
+                            f"real {record['upsilon_real']:.4f}, random {base:.4f}; real - sham = {gain}", criterion))
+    return checks
+
+
+def motion_kind(k: np.ndarray, side: int) -> np.ndarray:
+    """'still' (K <= 2), 'periodic' (3 <= K <= side: moving, cannot drift) or 'may drift' (K >= side + 1)."""
+    return np.where(k <= STILL_K, "still", np.where(k <= side, "periodic", "may drift"))
+
+
+def k_by_motion(rows: pd.DataFrame) -> list[Check]:
+    """Per group type and grid, Υ of each motion kind and the K slope within moving patterns (cell intercepts,
+    HC2 errors: episodes are independent within a cell once its mean is removed; t on episodes - cells - 1 df)."""
+    from collective.analysis.regression import clustered_ols
+
+    criterion = "a report: the K effect of still and moving patterns apart"
+    checks = []
+    for (group, grid), part in rows.groupby(["group", "grid"], sort=True):
+        side = min(map(int, grid.split("x")))
+        kinds = motion_kind(part["k_raw"].to_numpy(), side)
+        means = {kind: part["score"][kinds == kind] for kind in ("still", "periodic", "may drift")}
+        figure = ", ".join(f"{kind} (K {bounds}) {values.mean():.4f} n={len(values)}"
+                           for (kind, values), bounds in zip(means.items(), ("<= 2", f"3-{side}", f">= {side + 1}"))
+                           if len(values))
+        moving = part[kinds != "still"]
+        cells = pd.get_dummies(moving["cell"], dtype=float).to_numpy()
+        k = moving["k_raw"].to_numpy(float)
+        if len(moving) > cells.shape[1] + 2 and np.ptp(k) > 0:
+            design = np.column_stack([cells, k - k.mean()])
+            fit = clustered_ols(moving["score"].to_numpy(float), design, np.arange(len(moving)),
+                                [*map(str, range(cells.shape[1])), "K"])
+            df = len(moving) - design.shape[1]
+            half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * fit.std_errors[-1]
+            figure += f"; K slope while moving {_ci(fit.params[-1], fit.params[-1] - half, fit.params[-1] + half)}"
+        checks.append(Check("k_by_motion", f"{group} @ {grid}", REPORT, figure, criterion))
+    return checks
+
+
+SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_keeps_sensing, k_by_motion)
+
+
+def validate(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every check of the suite on a dataset's rows: one row per (check, subject)."""
+    return pd.DataFrame([vars(check) for run in SUITE for check in run(rows)], columns=COLUMNS)
+
+
+def format_report(report: pd.DataFrame) -> str:
+    """One line per check: status, check, subject, figure; the criteria once per check below."""
+    lines = [f"{r.status:<7} {r.check:<20} {r.subject:<40} {r.figure}" for r in report.itertuples(index=False)]
+    criteria = report.drop_duplicates("check")
+    lines += ["", "Criteria:"] + [f"  {r.check}: {r.criterion}" for r in criteria.itertuples(index=False)]
+    failed = int((report["status"] == FAILS).sum())
+    lines.append(f"{failed} of {int(report['status'].isin([HOLDS, FAILS]).sum())} checks fail" if failed
+                 else f"all {int((report['status'] == HOLDS).sum())} checks hold")
+    return "\n".join(lines)

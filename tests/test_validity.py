@@ -1,0 +1,158 @@
+"""The validity suite (issue 22): every check holds on a simulated dataset built to pass it and FAILS on a
+known-bad variant of it, and the suite runs through `collective validate` on a tiny real sweep (serial
+executor) of groups that cannot interact over three grids and three group sizes."""
+import json
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis_data import collective
+from collective.analysis.validity import FAILS, HOLDS, REPORT, motion_kind, validate
+
+GRIDS = (5, 8, 10, 16, 20)
+GRID_EFFECTS = (0.42, 0.55, 0.50, 0.30, 0.21)  # not linear in H (issue 22 point 1)
+SIZES = (1, 2, 4, 8)  # 1/25 = 4/100, 1/64 = 4/256 ...: density is separable from G
+EPISODES = 30
+
+
+def simulated(seed: int = 0, g_effect: float = 0.0) -> pd.DataFrame:
+    """Isolated searchers (score = grid effect - 0.004 K + g_effect G + cell effect + noise), random (mean 0),
+    an oracle at 0.99 of the ceiling 0.8, and at size 4 a broadcast with its sham, both paired with the
+    searchers by (cell, episode): real = searchers + 0.05, sham = searchers - 0.02."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for index, side in enumerate(GRIDS):
+        for size in SIZES:
+            cell = 100 * index + size
+            k = rng.integers(2, 24, EPISODES)
+            base = dict(seed=1, cell=cell, episode=np.arange(EPISODES), grid=f"{side}x{side}", k_raw=k,
+                        entropy_bits=math.log2(side * side * (side * side - 1)), group_size=size, mix="",
+                        upsilon_best=0.8, communication_control="real", protocol_params="()")
+            searchers = (GRID_EFFECTS[index] - 0.004 * k + g_effect * size + rng.normal(0, 0.02)
+                         + rng.normal(0, 0.15, EPISODES))
+            groups = {("local_search", "none", "real", "local_search"): searchers,
+                      ("random", "none", "real", "random"): rng.normal(0, 0.1, EPISODES),
+                      ("oracle", "none", "real", "oracle"): 0.792 + rng.normal(0, 0.005, EPISODES)}
+            if size == 4:
+                groups[("local_search", "broadcast", "real", "local_search+broadcast")] = searchers + 0.05
+                groups[("local_search", "broadcast", "sham", "local_search+broadcast[sham]")] = searchers - 0.02
+            for (behaviour, protocol, control, label), score in groups.items():
+                frames.append(pd.DataFrame(dict(base, group=label, behaviour=behaviour, protocol=protocol,
+                                                communication_control=control,
+                                                score=np.minimum(score, base["upsilon_best"]))))
+    return pd.concat(frames, ignore_index=True)
+
+
+def statuses(rows: pd.DataFrame, check: str) -> set[str]:
+    report = validate(rows)
+    return set(report.loc[report["check"] == check, "status"])
+
+
+def test_every_check_holds_on_a_dataset_built_to_pass():
+    report = validate(simulated())
+    assert set(report["status"]) == {HOLDS, REPORT}
+    assert set(report["check"]) == {"isolated_group_size", "random_zero", "oracle_ceiling", "below_ceiling",
+                                    "sham_keeps_sensing", "k_by_motion"}
+    isolated = report[report["check"] == "isolated_group_size"]
+    assert set(isolated["subject"]) == {f"{group}: {term}" for group in ("local_search", "oracle", "random")
+                                        for term in ("G", "D")}
+
+
+def test_a_group_size_effect_of_agents_that_cannot_interact_fails():
+    assert FAILS in statuses(simulated(g_effect=0.02), "isolated_group_size")
+
+
+def test_a_random_agent_above_zero_fails():
+    rows = simulated()
+    rows.loc[(rows["group"] == "random") & (rows["grid"] == "8x8"), "score"] += 0.1
+    report = validate(rows).set_index(["check", "subject"])
+    assert report.loc[("random_zero", "random @ 8x8"), "status"] == FAILS
+    assert report.loc[("random_zero", "random @ 5x5"), "status"] == HOLDS
+
+
+def test_an_oracle_far_below_its_ceiling_fails():
+    rows = simulated()
+    rows.loc[rows["group"] == "oracle", "score"] *= 0.8  # accuracy 0.79
+    assert statuses(rows, "oracle_ceiling") == {FAILS}
+
+
+def test_an_episode_above_its_ceiling_fails():
+    rows = simulated()
+    rows.loc[rows.index[rows["group"] == "local_search"][0], "score"] = 0.81
+    report = validate(rows).set_index("check")
+    assert report.loc["below_ceiling", "status"] == FAILS
+    assert report.loc["below_ceiling", "figure"].startswith("1 of")
+
+
+def test_a_blindfolded_sham_fails():
+    """Main's sham (issue 22 point 2): the listeners follow another episode's targets and score near random."""
+    rows = simulated()
+    sham = rows["communication_control"] == "sham"
+    rows.loc[sham, "score"] = np.random.default_rng(1).normal(0.01, 0.1, sham.sum())
+    assert statuses(rows, "sham_keeps_sensing") == {FAILS}
+
+
+def test_motion_kinds_split_k_at_two_and_at_the_side():
+    assert list(motion_kind(np.array([1, 2, 3, 10, 11, 23]), 10)) == \
+        ["still", "still", "periodic", "periodic", "may drift", "may drift"]
+
+
+def test_the_k_report_shows_a_still_versus_moving_step_without_a_slope():
+    """Υ 0.6 when still, 0.3 when moving whatever K: the report shows both levels and a K slope near 0."""
+    rows = simulated()
+    searchers = rows["group"] == "local_search"
+    rows.loc[searchers, "score"] = np.where(rows.loc[searchers, "k_raw"] <= 2, 0.6, 0.3)
+    rows.loc[searchers, "score"] += np.random.default_rng(2).normal(0, 0.01, searchers.sum())
+    report = validate(rows)
+    figure = report.set_index(["check", "subject"]).loc[("k_by_motion", "local_search @ 10x10"), "figure"]
+    levels = {kind: float(value) for kind, value in re.findall(r"(still|periodic|may drift) \(K [^)]*\) ([-\d.]+)", figure)}
+    assert levels == pytest.approx({"still": 0.6, "periodic": 0.3, "may drift": 0.3}, abs=0.02)
+    slope = figure.split("K slope while moving ")[1]
+    low, high = map(float, slope[slope.index("[") + 1:slope.index("]")].split(","))
+    assert low < 0 < high
+
+
+TINY_ISOLATED = """
+name = "isolated"
+seed = 11
+profile = "paper"
+episodes = 24
+iterations = 24
+[factors]
+grid = ["4x4", "6x6", "8x8"]
+group_size = [1, 2, 4]
+[groups]
+behaviours = ["random", "local_search", "oracle"]
+"""
+
+
+@pytest.fixture(scope="module")
+def isolated_sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("validity")
+    (root / "isolated.toml").write_text(TINY_ISOLATED)
+    result = collective("sweep", root / "isolated.toml", "--out", root / "isolated", "--executor", "serial")
+    assert result.returncode == 0, result.stderr
+    return root / "isolated"
+
+
+def test_the_suite_holds_on_a_real_sweep_of_groups_that_cannot_interact(isolated_sweep):
+    result = collective("validate", isolated_sweep, "--format", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = pd.DataFrame(json.loads(result.stdout))
+    checked = report[~report["check"].isin(["k_by_motion", "sham_keeps_sensing"])]  # a report; no sham groups
+    assert set(checked["status"]) == {HOLDS}
+    assert {"isolated_group_size", "random_zero", "oracle_ceiling", "below_ceiling"} <= set(checked["check"])
+    assert (report["check"] == "isolated_group_size").sum() == 6  # G and D: 1/16 = 4/64 shares a density
+
+
+def test_validate_exits_1_naming_the_failing_check(isolated_sweep, tmp_path):
+    rows = pd.read_parquet(isolated_sweep / "dataset")
+    rows.loc[rows["group"] == "random", "score"] += 0.2
+    (tmp_path / "dataset").mkdir()
+    rows.to_parquet(tmp_path / "dataset" / "part-0.parquet")
+    result = collective("validate", tmp_path)
+    assert result.returncode == 1
+    assert "FAILS   random_zero" in result.stdout and "checks fail" in result.stdout.splitlines()[-1]
