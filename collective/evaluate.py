@@ -228,11 +228,12 @@ def shadow_environments(config: EvaluationConfig, environments: EnvironmentBatch
 
 
 def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: bool, group: Group) -> EpisodeRun:
-    """The sham-communication control (issue 14 point 4): a second copy of the group plays each
-    episode's shadow for real, and the group's members, in the episode, hear at every iteration what
-    the protocol tells the same members in the shadow (`play_overhearing`). The group keeps the
-    protocol's messages, traffic and herding (real messages, of a real episode of the same cell), but
-    no message tells it about its own episode. Traffic and message entropy are those of what it heard."""
+    """The sham-communication control (issue 14 point 4, issue 22 point 2): a second copy of the group plays
+    each episode's shadow for real; in the episode, each member keeps its own sensing and its own part in
+    the protocol (its report, bid, deposit or write), and hears at every iteration what the protocol tells
+    it when every other member is where it is in the shadow (`play_overhearing`). The group keeps the
+    protocol's rule, traffic and herding, but no other member tells it about its own episode. Traffic and
+    message entropy are the shadow's (what the others said)."""
     return _episode_run(play_overhearing(group, plugin_group(config), environments,
                                          shadow_environments(config, environments), record), environments)
 

@@ -8,9 +8,10 @@ how Υ goes with the entropy of its messages, and how much of its gain its sham 
 - `communication_entropy`: per collective, the slope of Υ against the message entropy across its cells
   (the entropy of a protocol's messages is a property of the cell: grid, group size, K range) and within
   cells (episodes of a cell whose messages carried more or less);
-- `sham`: each sham group (communication_control = sham: the members overhear a shadow episode's real
-  messages) beside its real group and the isolated agents: gain over isolated of both, and the real
-  group's gain over its sham, the part of the gain that needs the messages to be about the episode.
+- `sham`: each sham group (communication_control = sham: each member keeps its own sensing and part in
+  the protocol and hears the others as they were in a shadow episode) beside its real group and the
+  isolated agents: gain over isolated of both, and the real group's gain over its sham, the part of the
+  gain that needs the others' messages to be about the episode.
 
 Gains follow the design at the cell level, as the focal table does (`focal.stratified_difference`): groups of
 a cell play the same environments, so scores are paired by (cell, episode); cells are strata, the estimate is
@@ -54,10 +55,13 @@ ENTROPY_NOTE = (
     "(Bell & McCaffrey 2002), t on cells - 1 df; blank with too few cells (across: 3) or no variation.")
 SHAM_NOTE = (
     "Sham control (communication_control = sham): a second copy of the group plays a shadow episode of the "
-    "same cell for real and the sham's members hear, each iteration, what the protocol tells the same members "
-    "there: the protocol's own messages and traffic (messages, bits, entropy: compare the columns), none of "
-    "it about the scored episode. gain_real, gain_sham over the isolated agents; real_over_sham = Υ(real) - "
-    "Υ(sham), the gain that needs the messages to be informative (information, beyond herding). Paired by "
+    "same cell for real; each sham member keeps its own sensing and its own part in the protocol (report, bid, "
+    "deposit, write) and hears, each iteration, what the protocol tells it with every other member as it was "
+    "in the shadow: the protocol's rule and traffic (messages, bits, entropy: compare the columns), nothing "
+    "from the others about the scored episode. A protocol whose messages are ignored scores as isolated "
+    "agents, real and sham alike; one whose members follow the best report is led away by the shadow's "
+    "(gain_sham < 0). gain_real, gain_sham over the isolated agents; real_over_sham = Υ(real) - Υ(sham), the "
+    "gain that needs the others' messages to be about the episode. Paired by "
     "(cell, episode), stratified by cell, t on pairs - cells df; p_holm over the table.")
 
 
