@@ -241,6 +241,20 @@ def episode_entropies(logs, out):
         out[e] = message_entropy_bits(logs[e, HEADER:], np.int64(logs[e, MESSAGES]))
 
 
+@njit(cache=True)
+def table_distinct(log):
+    """The distinct symbols of a count table: the pass's distinct messages (NaN: no message)."""
+    return np.nan if log[MESSAGES] == 0 else float(log[DISTINCT])
+
+
+@njit(cache=True)
+def episode_distinct(logs, out):
+    """out[e] = the distinct symbols of episode e's list (NaN: no message), logs (E, HEADER + capacity)."""
+    for e in range(logs.shape[0]):
+        n = np.int64(logs[e, MESSAGES])
+        out[e] = np.nan if n == 0 else float(np.unique(logs[e, HEADER:HEADER + n]).shape[0])
+
+
 @njit(cache=True, inline="always")
 def cell_bits(rows, cols):
     """Bits that name one cell of the grid."""

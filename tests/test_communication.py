@@ -144,6 +144,22 @@ def test_entropy_of_hand_built_messages():
     assert np.isnan(alone.message_entropy).all() and alone.transfers == 0
 
 
+def test_distinct_messages_count_copies_and_repeats_once():
+    """Issue 22 point 6: three searchers round ⊕ under wisdom, one iteration: three writes of what each sees and
+    three reads of the one map, 6 messages under reads_and_writes, 4 distinct. A dictator standing by a still ⊕
+    orders the same cell at each of 5 iterations: 5 orders, 1 distinct."""
+    wisdom = scenario("wisdom", [cell(3, 2), cell(3, 4), cell(2, 3)], good=cell(3, 3),
+                      communication_accounting="reads_and_writes")
+    assert wisdom.transfers == 12 * 6
+    assert np.array_equal(wisdom.distinct_messages, np.full(12, 4.0))
+    dictator = scenario("dictatorship", [cell(3, 2), cell(0, 6)], good=cell(3, 3), iterations=5)
+    assert dictator.messages == 12 * 5 and np.array_equal(dictator.distinct_messages, np.ones(12))
+    record = evaluate(EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=4,
+                                                    protocol="wisdom", iterations=30, episodes=10)).as_record()
+    assert record["distinct_messages_per_iteration"] < record["messages_per_iteration"] - 3  # 4 reads, 1 map
+    assert record["distinct_information_bits_per_iteration"] < record["information_bits_per_iteration"]
+
+
 class Cycler:
     """Hands every member the cell t mod 4: four equally frequent deliveries, one message each."""
 

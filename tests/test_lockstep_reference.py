@@ -47,6 +47,8 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
         # the kernel hashes each message; the reference counts its contents as tuples
         assert run.message_entropy[e] == pytest.approx(traffic.entropy_bits(), abs=1e-9, nan_ok=True), \
             f"episode {e}: message entropy differs"
+        assert run.distinct_messages[e] == pytest.approx(traffic.distinct(), nan_ok=True), \
+            f"episode {e}: distinct messages differ"
     assert (run.messages, run.bits) == (messages, bits)
     assert run.transfers == transfers
 

@@ -39,7 +39,8 @@ CONTROL = "communication_control"
 ENTROPY = "message_entropy_bits"
 K = "k_raw"
 INFORMATION = "information_bits_per_iteration"
-TRAFFIC = ("messages_per_iteration", "bits_per_iteration", ENTROPY, INFORMATION)
+TRAFFIC = ("messages_per_iteration", "bits_per_iteration", ENTROPY, INFORMATION, "distinct_messages_per_iteration",
+           "distinct_information_bits_per_iteration")
 KILOBIT = 1000.0
 
 COMMUNICATION_NOTE = (
@@ -48,7 +49,9 @@ COMMUNICATION_NOTE = (
     "Traffic per scored iteration under the rows' communication_accounting (protocols/__init__.py; spec §6); "
     "message_entropy_bits = empirical entropy of the messages' symbols per episode (plug-in + Miller-Madow), "
     "information = entropy x messages of reads_and_writes (Chmait et al., AGI 2015, measure communication by "
-    "its entropy). gain_per_kbit = gain per 1000 bits sent per iteration, gain_per_information_bit = gain per "
+    "its entropy), which counts every copy of a message (one map read by ten searchers: ten messages); "
+    "distinct_messages_per_iteration = the episode's distinct messages / T and distinct_information = entropy x "
+    "that: a copy or a repeat says nothing new (H(X, X) = H(X); Cover & Thomas 2006, §2.2). gain_per_kbit = gain per 1000 bits sent per iteration, gain_per_information_bit = gain per "
     "information bit per iteration: ratios of the stratified means, delta-method CIs.")
 ENTROPY_NOTE = (
     "OLS of the episode score on its message entropy (bits per message), per collective: slope_across_cells "

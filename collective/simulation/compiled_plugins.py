@@ -27,7 +27,7 @@ from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
 from protocols.dictatorship import dictatorship_rule
 from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import COMM_SLOTS, HEADER, episode_entropies, list_logs, log_capacity
+from protocols.kernel_support import COMM_SLOTS, HEADER, episode_distinct, episode_entropies, list_logs, log_capacity
 from protocols.stigmergy import stigmergy_rule
 
 
@@ -275,4 +275,10 @@ class CompiledProtocol:
         """(E,) each episode's message entropy, bits per message (NaN for an episode without messages)."""
         out = np.empty(self.logs.shape[0])
         episode_entropies(self.logs, out)
+        return out
+
+    def distinct_messages(self) -> np.ndarray:
+        """(E,) each episode's distinct messages (NaN for an episode without messages)."""
+        out = np.empty(self.logs.shape[0])
+        episode_distinct(self.logs, out)
         return out

@@ -106,6 +106,10 @@ class Traffic:
         plug_in = -sum(c / n * math.log2(c / n) for c in counts)
         return plug_in + (len(counts) - 1) / (2 * n * math.log(2))
 
+    def distinct(self) -> float:
+        """The distinct contents among the messages (NaN for none)."""
+        return float(len(set(self.contents))) if self.contents else math.nan
+
 
 @dataclass
 class LearnerSettings:

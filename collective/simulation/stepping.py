@@ -28,7 +28,7 @@ from collective.environments.torus import chebyshev, proximity, wrap
 from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, episode_row
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
-from protocols.kernel_support import READS_AND_WRITES, episode_entropies, list_logs, log_deliveries
+from protocols.kernel_support import READS_AND_WRITES, episode_distinct, episode_entropies, list_logs, log_deliveries
 
 
 @njit(cache=True)
@@ -269,6 +269,7 @@ class GroupRun:
     rewards: np.ndarray | None = None  # (E, T, A) with record
     transfers: float = 0.0  # messages under the reads_and_writes accounting (a plug-in's own count)
     message_entropy: np.ndarray | None = None  # (E,) bits per message (NaN: no messages)
+    distinct_messages: np.ndarray | None = None  # (E,) distinct messages of the episode (NaN: no messages)
 
 
 class DeliveryLog:
@@ -289,6 +290,11 @@ class DeliveryLog:
     def entropy(self) -> np.ndarray:
         out = np.empty(self.logs.shape[0])
         episode_entropies(self.logs, out)
+        return out
+
+    def distinct(self) -> np.ndarray:
+        out = np.empty(self.logs.shape[0])
+        episode_distinct(self.logs, out)
         return out
 
 
@@ -349,12 +355,13 @@ class _Playing:
         core, talker = self.core, traffic or self
         if talker.builtin:
             transfers = float(talker.protocol.instance.comm[READS_AND_WRITES])
-            entropy = talker.protocol.instance.message_entropy()
+            entropy, distinct = talker.protocol.instance.message_entropy(), talker.protocol.instance.distinct_messages()
         else:
             transfers = talker.messages
-            entropy = talker.deliveries.entropy() if talker.deliveries else np.full(core.episodes, np.nan)
+            entropy, distinct = (talker.deliveries.entropy(), talker.deliveries.distinct()) if talker.deliveries \
+                else (np.full(core.episodes, np.nan), np.full(core.episodes, np.nan))
         return GroupRun(core.totals / (core.agents * core.iterations), seconds, talker.messages, talker.bits,
-                        core.agent_totals / core.iterations, self.positions, self.rewards, transfers, entropy)
+                        core.agent_totals / core.iterations, self.positions, self.rewards, transfers, entropy, distinct)
 
 
 def play_group(group: Group, environments, record: bool = False) -> GroupRun:
