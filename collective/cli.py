@@ -166,8 +166,9 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     group.add_argument("--protocol-param", type=parse_param, action="append", default=[],
                        metavar="KEY=VALUE", help="a protocol parameter; repeatable")
     group.add_argument("--communication-control", default=None, metavar="real|sham",
-                       help="sham: the members hear the protocol's messages of another episode of the same "
-                            "setting (same traffic, no information; default real)")
+                       help="sham: each member keeps its own sensing and hears from the others what they said "
+                            "in another episode of the same setting (same traffic, no information from the "
+                            "others; default real)")
     group.add_argument("--communication-accounting", default=None, metavar="writes|reads_and_writes",
                        help="how traffic is counted (paper, lambdastar2016: writes; sound: reads_and_writes)")
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")

@@ -150,8 +150,9 @@ class EvaluationConfig:
     # counts of before issue 14); "reads_and_writes" counts every read of a shared medium as a message too
     communication_accounting: str = "writes"
     # "real", or "sham": the sham-communication control (collective.evaluate.play): each scored episode is played
-    # beside a shadow episode of the same cell and their members hear each other's messages: the protocol's
-    # traffic with no information about the episode (separates information from herding)
+    # beside a shadow episode of the same cell; each member keeps its own sensing and its own part in the
+    # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
+    # traffic and rule, with no information from the others about the episode
     communication_control: str = "real"
     # The 2016 C++ program's behaviours (CPP_SWITCHES; README "Replicating the 2016 program"):
     # the first scored observation sees the field with ⊕ and ⊖ both reset onto cell 0 (main.cpp

@@ -52,6 +52,9 @@ class EvaluationResult:
     correlation_length_mean: float | None = None
     transfers: float = 0.0  # messages under the reads_and_writes accounting, over all passes
     message_entropy_bits: float = math.nan  # mean over the episodes with messages (protocols/__init__.py)
+    # means over the episodes with messages of D/T and entropy x D/T, D the scored pass's distinct messages
+    distinct_messages_per_iteration: float = math.nan
+    distinct_information_bits_per_iteration: float = math.nan
 
     @property
     def information_bits_per_iteration(self) -> float:
@@ -84,6 +87,8 @@ class EvaluationResult:
             "bits_per_iteration": self.bits / (e.episodes * self.config.iterations),
             "message_entropy_bits": _finite(self.message_entropy_bits),
             "information_bits_per_iteration": _finite(self.information_bits_per_iteration),
+            "distinct_messages_per_iteration": _finite(self.distinct_messages_per_iteration),
+            "distinct_information_bits_per_iteration": _finite(self.distinct_information_bits_per_iteration),
             "communication_accounting": self.config.communication_accounting,
             "communication_control": self.config.communication_control,
             "mix": self.config.mix, "protocol_params": dict(self.config.protocol_params), "env": self.config.env,
@@ -123,6 +128,7 @@ class EpisodeRun:
     rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
     transfers: float = 0.0  # messages under the reads_and_writes accounting (protocols/__init__.py)
     message_entropy: np.ndarray | None = None  # (episodes,) bits per message, NaN without messages
+    distinct_messages: np.ndarray | None = None  # (episodes,) distinct messages of the scored pass, NaN without
 
 
 def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
@@ -212,7 +218,7 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
 def _episode_run(run, environments: EnvironmentBatch) -> EpisodeRun:
     """A stepping-core `GroupRun` as the fused kernel's `EpisodeRun`."""
     return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
-                      run.positions, run.rewards, run.transfers, run.message_entropy)
+                      run.positions, run.rewards, run.transfers, run.message_entropy, run.distinct_messages)
 
 
 SHADOW_BRANCH = 1  # spawn key of a shadow episode's SeedSequence under its scored episode's agent seed
@@ -228,11 +234,12 @@ def shadow_environments(config: EvaluationConfig, environments: EnvironmentBatch
 
 
 def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: bool, group: Group) -> EpisodeRun:
-    """The sham-communication control (issue 14 point 4): a second copy of the group plays each
-    episode's shadow for real, and the group's members, in the episode, hear at every iteration what
-    the protocol tells the same members in the shadow (`play_overhearing`). The group keeps the
-    protocol's messages, traffic and herding (real messages, of a real episode of the same cell), but
-    no message tells it about its own episode. Traffic and message entropy are those of what it heard."""
+    """The sham-communication control (issue 14 point 4, issue 22 point 2): a second copy of the group plays
+    each episode's shadow for real; in the episode, each member keeps its own sensing and its own part in
+    the protocol (its report, bid, deposit or write), and hears at every iteration what the protocol tells
+    it when every other member is where it is in the shadow (`play_overhearing`). The group keeps the
+    protocol's rule, traffic and herding, but no other member tells it about its own episode. Traffic and
+    message entropy are the shadow's (what the others said)."""
     return _episode_run(play_overhearing(group, plugin_group(config), environments,
                                          shadow_environments(config, environments), record), environments)
 
@@ -352,7 +359,8 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     seconds = time.perf_counter() - start
     messages, bits = talk.comm[config.accounting_offset:config.accounting_offset + 2]
     agent_scores = agent_totals / config.iterations if mixed else None
-    traffic = dict(transfers=float(talk.comm[READS_AND_WRITES]), message_entropy=talk.entropy)
+    traffic = dict(transfers=float(talk.comm[READS_AND_WRITES]), message_entropy=talk.entropy,
+                   distinct_messages=talk.distinct)
     if record:  # reported as (episodes, T+1, agents) and (episodes, T, agents)
         return EpisodeRun(mean_rewards, environments, seconds, messages, bits, agent_scores,
                           positions.transpose(0, 2, 1), rewards.transpose(0, 2, 1), **traffic)
@@ -403,6 +411,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     group = plugin_group(config) if config.on_stepping_core else None
     accumulator = ScoreAccumulator()
     kernel_seconds = messages = bits = optima = correlation = best = k_evil = transfers = entropy_sum = 0.0
+    distinct_sum = distinct_information_sum = 0.0
     entropy_episodes = 0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
     with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar:
@@ -422,6 +431,9 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             transfers += run.transfers
             measured = run.message_entropy[~np.isnan(run.message_entropy)]
             entropy_sum, entropy_episodes = entropy_sum + float(measured.sum()), entropy_episodes + len(measured)
+            spoke = ~np.isnan(run.distinct_messages)
+            distinct_sum += float(run.distinct_messages[spoke].sum())
+            distinct_information_sum += float((run.distinct_messages * run.message_entropy)[spoke].sum())
             if run.environments.landscapes is not None:
                 optima += float(run.environments.local_optima.sum())
                 correlation += float(run.environments.correlation_length.sum())
@@ -434,6 +446,10 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         training_steps=config.episodes * config.iterations * config.learner_count * config.q_training_passes,
         messages=messages, bits=bits, transfers=transfers,
         message_entropy_bits=entropy_sum / entropy_episodes if entropy_episodes else math.nan,
+        distinct_messages_per_iteration=distinct_sum / (entropy_episodes * config.iterations) if entropy_episodes
+        else math.nan,
+        distinct_information_bits_per_iteration=distinct_information_sum / (entropy_episodes * config.iterations)
+        if entropy_episodes else math.nan,
         local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
         correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None,
         upsilon_best=best / config.episodes, k_evil_mean=k_evil / config.episodes if config.env != "landscape" else None)

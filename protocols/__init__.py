@@ -33,6 +33,10 @@ in bits): every message of `reads_and_writes` also has a *symbol*, a hash of its
 symbols in the scored pass, bits per message (plug-in estimate with the Miller-Madow correction),
 and `information_bits_per_iteration` that entropy times the messages per iteration of
 `reads_and_writes`. Widths count what the encoding could carry; entropy what the messages did carry.
+`information_bits_per_iteration` counts every copy (a map read by m searchers is m messages); a row's
+`distinct_messages_per_iteration` counts its episode's distinct symbols over T (copies and repeats once:
+H(X, X) = H(X), Cover & Thomas 2006, §2.2) and `distinct_information_bits_per_iteration` is the entropy
+times that (issue 22 point 6).
 A plug-in protocol counts its own messages and bits; its messages are not visible, so its symbols
 are what each member is handed per iteration (target and field).
 """

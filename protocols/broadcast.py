@@ -36,7 +36,7 @@ from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import uniform_int  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
-from collective.environments.scene import scene_reward  # noqa: E402
+from collective.environments.scene import member_scene, scene_reward  # noqa: E402
 from protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
                                       READS_AND_WRITES, cell_bits, count, count_all, float_bits, log_copies,
                                       log_message, symbol_add, symbol_add_cell, symbol_add_value, symbol_start,
@@ -58,12 +58,13 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     bits = cell_bits(rows, cols)
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
+            seen = member_scene(scene, i)
             wrote = 0
             symbol = symbol_start(MAP_WRITE)
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reward = scene_reward(scene, rr, cc)
+                    reward = scene_reward(seen, rr, cc)
                     if reward != 0.0:
                         cell = rr * cols + cc
                         old, new = field[cell], (field[cell] + reward) / 2.0
@@ -86,11 +87,12 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         count_all(comm, m * (m - 1), m * (m - 1) * (side * side * FLOAT_BITS + bits))
         reported = np.full(n_cells, -np.inf)
         for i in members:  # one report per searcher, heard by the m - 1 others: logged once
+            seen = member_scene(scene, i)
             symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), pos_r[i] * cols + pos_c[i])
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reward = scene_reward(scene, rr, cc)
+                    reward = scene_reward(seen, rr, cc)
                     reported[rr * cols + cc] = reward
                     symbol = symbol_add_value(symbol, reward)
             log_message(log, symbol)

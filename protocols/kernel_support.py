@@ -2,7 +2,8 @@
 
 Every rule has one signature, `rule(values, members, pos_r, pos_c, scene, view, streams, window,
 field, state, choice, observed, targets, comm, log)`: it reads the searchers' positions (members:
-indices of the participating agents, in agent order) in `scene` (see `collective.environments.scene`), writes
+indices of the participating agents, in agent order) in `scene` (see `collective.environments.scene`; each
+member's own scene is `member_scene(scene, i)`, which differs between members only for a sham listener), writes
 a target cell for each participant into `targets` (agents,), adds its messages and bits to comm
 (COMM_SLOTS,) under both accountings (`count`, `count_all`; protocols/__init__.py states them), and
 logs the symbol of every message of the `reads_and_writes` accounting in `log` (`log_message`).
@@ -26,7 +27,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from collective.behaviours.decisions import local_best
-from collective.environments.scene import scene_reward
+from collective.environments.scene import member_scene, scene_reward
 from collective.environments.torus import wrap
 
 FLOAT_BITS = 64  # a reward travels as a double
@@ -240,6 +241,20 @@ def episode_entropies(logs, out):
         out[e] = message_entropy_bits(logs[e, HEADER:], np.int64(logs[e, MESSAGES]))
 
 
+@njit(cache=True)
+def table_distinct(log):
+    """The distinct symbols of a count table: the pass's distinct messages (NaN: no message)."""
+    return np.nan if log[MESSAGES] == 0 else float(log[DISTINCT])
+
+
+@njit(cache=True)
+def episode_distinct(logs, out):
+    """out[e] = the distinct symbols of episode e's list (NaN: no message), logs (E, HEADER + capacity)."""
+    for e in range(logs.shape[0]):
+        n = np.int64(logs[e, MESSAGES])
+        out[e] = np.nan if n == 0 else float(np.unique(logs[e, HEADER:HEADER + n]).shape[0])
+
+
 @njit(cache=True, inline="always")
 def cell_bits(rows, cols):
     """Bits that name one cell of the grid."""
@@ -250,7 +265,7 @@ def cell_bits(rows, cols):
 def local_choices(members, pos_r, pos_c, scene, view, streams, window, choice):
     """Each searcher's own best cell (one draw each): choice[i] = (row offset, column offset, reward)."""
     for i in members:
-        dr, dc, value = local_best(pos_r[i], pos_c[i], scene, view, streams[i], window)
+        dr, dc, value = local_best(pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i], window)
         choice[i, 0], choice[i, 1], choice[i, 2] = dr, dc, value
 
 

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import uniform_int  # noqa: E402
-from collective.environments.scene import scene_blind  # noqa: E402
+from collective.environments.scene import member_scene, scene_blind  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
                                       count, log_message, observe_window, symbol_add_value, symbol_start)
@@ -58,11 +58,12 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     rows, cols = scene.rows, scene.cols
     for i in members:  # deposits, all before any agent chooses
         r, c = pos_r[i], pos_c[i]
-        sees = not scene_blind(scene, r, c, view)
+        seen = member_scene(scene, i)
+        sees = not scene_blind(seen, r, c, view)
         choice[i, 0] = sees
         low, high = 0.0, 0.0
         if sees:
-            low, high = observe_window(r, c, scene, view, observed, i)
+            low, high = observe_window(r, c, seen, view, observed, i)
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
         if form == PAPER or fake != 0.0:
             count(comm, WRITES, 1, window_bits)

@@ -144,6 +144,22 @@ def test_entropy_of_hand_built_messages():
     assert np.isnan(alone.message_entropy).all() and alone.transfers == 0
 
 
+def test_distinct_messages_count_copies_and_repeats_once():
+    """Issue 22 point 6: three searchers round ⊕ under wisdom, one iteration: three writes of what each sees and
+    three reads of the one map, 6 messages under reads_and_writes, 4 distinct. A dictator standing by a still ⊕
+    orders the same cell at each of 5 iterations: 5 orders, 1 distinct."""
+    wisdom = scenario("wisdom", [cell(3, 2), cell(3, 4), cell(2, 3)], good=cell(3, 3),
+                      communication_accounting="reads_and_writes")
+    assert wisdom.transfers == 12 * 6
+    assert np.array_equal(wisdom.distinct_messages, np.full(12, 4.0))
+    dictator = scenario("dictatorship", [cell(3, 2), cell(0, 6)], good=cell(3, 3), iterations=5)
+    assert dictator.messages == 12 * 5 and np.array_equal(dictator.distinct_messages, np.ones(12))
+    record = evaluate(EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=4,
+                                                    protocol="wisdom", iterations=30, episodes=10)).as_record()
+    assert record["distinct_messages_per_iteration"] < record["messages_per_iteration"] - 3  # 4 reads, 1 map
+    assert record["distinct_information_bits_per_iteration"] < record["information_bits_per_iteration"]
+
+
 class Cycler:
     """Hands every member the cell t mod 4: four equally frequent deliveries, one message each."""
 
@@ -195,12 +211,16 @@ def gain(scores, isolated):
 
 @pytest.mark.parametrize("protocol, grid", [("broadcast", 20), ("wisdom", 10)])
 def test_sham_keeps_the_traffic_and_loses_the_gain(protocol, grid):
-    """Broadcast on 20x20 and wisdom on 10x10 beat isolated searchers; their shams send the same
-    traffic (exactly for broadcast's fixed counts, in distribution for wisdom's writes) and gain nothing."""
+    """Broadcast on 20x20 and wisdom on 10x10 beat isolated searchers and beat their shams, which send the
+    same traffic (exactly for broadcast's fixed counts, in distribution for wisdom's writes). Each sham
+    searcher keeps its own window, yet heads for the best cell reported, and the others report cells of
+    the shadow: the sham loses the gain and costs the searchers their own search."""
     isolated, real, sham = paired(protocol, grid)
     real_gain, real_half = gain(real.mean_rewards, isolated)
     sham_gain, sham_half = gain(sham.mean_rewards, isolated)
+    over_sham, over_sham_half = gain(real.mean_rewards, sham.mean_rewards)
     assert real_gain - real_half > 0, f"real gain {real_gain:+.4f} ± {real_half:.4f}"
+    assert over_sham - over_sham_half > real_gain, f"real over sham {over_sham:+.4f} ± {over_sham_half:.4f}"
     assert sham_gain + sham_half < 0, f"sham gain {sham_gain:+.4f} ± {sham_half:.4f}"
     if protocol == "broadcast":
         assert (sham.messages, sham.bits) == (real.messages, real.bits)
@@ -263,33 +283,37 @@ def test_a_plugin_protocol_can_be_shammed():
     assert not np.array_equal(sham.mean_rewards, real.mean_rewards)
 
 
-class Rumour:
-    """A protocol whose messages carry no information about rewards: every member is told to head for a
-    cell hashed from the members' positions (Knuth's multiplicative hash), one message per member."""
+class Ignored:
+    """A protocol whose messages are sent and ignored: every member reports its window to the others (m(m-1)
+    messages) and is handed, as an additive field, its own window only, so that a local searcher weighs
+    window + field = 2 x window: the same best cells, the same ties and draws as alone."""
 
     members = None
 
-    def reset(self, batch):
-        self.cells = batch.rows * batch.cols
-
     def communicate(self, obs):
-        mixed = (obs.cell.astype(np.uint64) * np.uint64(2654435761)).sum(axis=1) % np.uint64(self.cells)  # (E,)
-        target = np.repeat(mixed.astype(np.int64)[:, None], obs.cell.shape[1], axis=1)  # (E, M)
-        return Messages(target=target, messages=float(target.size), bits=float(target.size * 7))
+        episodes, members = obs.cell.shape
+        sent = episodes * members * (members - 1)
+        return Messages(field=obs.window.copy(), messages=float(sent), bits=float(sent * obs.window[0, 0].size * 64))
 
 
-def test_a_protocol_without_information_gains_nothing_over_its_sham():
-    """The sham removes information and keeps everything else: for a protocol whose messages tell nothing
-    about rewards, real and sham groups play differently, episode by episode, yet score alike (a 99% CI of
-    the paired difference covering 0 and narrower than ±0.03), with the same traffic to the bit."""
-    config = EvaluationConfig.from_profile("paper", rows=10, cols=10, episodes=400, **SHAM,
-                                           protocol=f"{__name__}:Rumour")
-    environments = generate_environments(config, np.arange(400))
-    real, sham = play(config, environments), play(config.with_changes(communication_control="sham"), environments)
-    assert (sham.messages, sham.bits) == (real.messages, real.bits)
-    assert np.mean(real.mean_rewards != sham.mean_rewards) > 0.9
-    difference, half = gain(real.mean_rewards, sham.mean_rewards)
-    assert abs(difference) < half < 0.03, f"real over sham {difference:+.4f} ± {half:.4f}"
+@pytest.mark.parametrize("protocol, settings", [(f"{__name__}:Ignored", {}),
+                                                ("hierarchy", {"cpp_binary_tree": True})],
+                         ids=["plugin-field", "builtin-unread-reports"])
+def test_a_protocol_whose_messages_are_ignored_scores_like_isolated_agents_real_and_sham_alike(protocol, settings):
+    """The sham removes information and keeps everything else, the members' own sensing included (issue 22
+    point 2): a protocol whose messages are ignored (a plug-in handing each member its own window; the 2016
+    binary tree, whose reports nobody reads) plays exactly as isolated searchers, episode by episode, and so
+    does its sham, with the real protocol's traffic to the bit. (A sham that handed each member what the
+    protocol told it in the shadow would send these searchers after the shadow's rewards.)"""
+    config = EvaluationConfig.from_profile("paper", rows=10, cols=10, episodes=60, **{**SHAM, "iterations": 60},
+                                           **settings)
+    environments = generate_environments(config, np.arange(60))
+    isolated = play(config, environments)
+    real = play(config.with_changes(protocol=protocol), environments)
+    sham = play(config.with_changes(protocol=protocol, communication_control="sham"), environments)
+    assert np.array_equal(real.mean_rewards, isolated.mean_rewards)
+    assert np.array_equal(sham.mean_rewards, isolated.mean_rewards)
+    assert (sham.messages, sham.bits) == (real.messages, real.bits) and real.messages > 0
 
 
 class Learning:

@@ -88,6 +88,27 @@ def test_entropy_slope_within_cells_recovers_a_known_effect():
     assert row["cells"] == 3 and row["episodes"] == 180
 
 
+def test_entropy_that_only_follows_k_has_no_slope_within_cells_and_k():
+    """Known answer (issue 22 point 6): K uniform on 2..23, Υ high only at K = 2 (stationary objects), the
+    message entropy rising with K plus noise of its own, and no effect of the entropy on Υ. Within cells the
+    slope is negative (K confounds it); within cells and K it is 0: its 95% interval covers 0 and lies within
+    ±0.015 per bit, well clear of the confounded slope."""
+    rng = np.random.default_rng(4)
+    frames = []
+    for cell in range(10):
+        k = rng.integers(2, 24, 600)
+        entropy = 2.1 + 5 * (k - 2) / 21 + rng.normal(0, 0.3, 600)
+        score = 0.05 * cell + np.where(k == 2, 0.6, 0.35) - 0.005 * k + rng.normal(0, 0.1, 600)
+        frames.append(pd.DataFrame(dict(group="talk", cell=cell, episode=np.arange(600), behaviour="local_search",
+                                        mix="", protocol="wisdom", protocol_params="{}", communication_control="real",
+                                        communication_accounting="reads_and_writes", k_raw=k,
+                                        message_entropy_bits=entropy, score=score)))
+    row = communication_entropy_table(pd.concat(frames, ignore_index=True)).iloc[0]
+    assert row["within_ci95_high"] < -0.02  # K, not the entropy
+    assert row["within_k_ci95_low"] < 0 < row["within_k_ci95_high"]
+    assert -0.015 < row["within_k_ci95_low"] and row["within_k_ci95_high"] < 0.015
+
+
 def test_sham_table_sets_the_real_gain_beside_the_sham_gain():
     groups = {"alone": ("none", "real", noise(0.05)),
               "talk": ("broadcast", "real", lambda c, rng, n: 0.2 + rng.normal(0, 0.05, n)),

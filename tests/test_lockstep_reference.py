@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from collective.config import CPP_SWITCHES, EvaluationConfig
-from collective.evaluate import run_episodes
+from collective.evaluate import generate_environments, play, run_episodes, shadow_environments
 from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
-                                             reference_episode)
+                                             reference_episode, reference_sham_episode)
 from protocols import get_protocol
 
 
@@ -47,6 +47,8 @@ def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
         # the kernel hashes each message; the reference counts its contents as tuples
         assert run.message_entropy[e] == pytest.approx(traffic.entropy_bits(), abs=1e-9, nan_ok=True), \
             f"episode {e}: message entropy differs"
+        assert run.distinct_messages[e] == pytest.approx(traffic.distinct(), nan_ok=True), \
+            f"episode {e}: distinct messages differ"
     assert (run.messages, run.bits) == (messages, bits)
     assert run.transfers == transfers
 
@@ -183,3 +185,49 @@ def test_lambdastar2016_profile_matches_reference(mix, protocol):
     config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, **SMALL)
     assert all(getattr(config, name) for name in CPP_SWITCHES)
     assert_lockstep(config, episodes=5)
+
+
+SHAM_CASES = [
+    ("stigmergy", (), "local_search:4,random:1", {}),
+    ("stigmergy", (("form", "reference"),), "local_search:3", {}),
+    ("broadcast", (), "local_search:4", {}),
+    ("wisdom", (), "local_search:3,oracle:1", {}),
+    ("auction", (), "local_search:4", {}),
+    ("auction", (("sticky", "true"),), "local_search:3", {}),
+    ("auction", (("sticky", "true"),), "local_search:3", {"cpp_auction": True}),
+    ("dictatorship", (("dictator", "1"),), "local_search:3", {}),
+    ("hierarchy", (), "local_search:5", {}),
+]
+
+
+@pytest.mark.parametrize("protocol, params, mix, switches", SHAM_CASES,
+                         ids=[f"{p}-{m}-{len(params)}{len(s)}" for p, params, m, s in SHAM_CASES])
+@pytest.mark.parametrize("env", ["lambda_star", "landscape"])
+def test_sham_matches_reference(protocol, params, mix, switches, env):
+    """The sham control (issue 22 point 2) on the stepping core and in the reference, step by step: each
+    member keeps its own sensing and part in the protocol and hears the others as they were in the shadow."""
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params, env=env,
+                                           landscape_peaks=3, communication_control="sham", rows=9, cols=8,
+                                           iterations=40, episodes=4, **switches)
+    environments = generate_environments(config, np.arange(4))
+    shadows = shadow_environments(config, environments)
+    run = play(config, environments, record=True)
+    world = ReferenceWorld(config.rows, config.cols, config.iterations, config.observation_range,
+                           config.reward_radius, config.coordination_threshold)
+
+    def world_of(batch, e):
+        return world if batch.landscapes is None else dataclasses.replace(world, landscape=tuple(batch.landscapes[e]))
+
+    messages = 0
+    for e in range(4):
+        shadow = TrainingEpisode(world_of(shadows, e), shadows.good[e].tolist(), shadows.evil[e].tolist(),
+                                 shadows.starts[e].tolist(), int(shadows.agent_seeds[e]))
+        positions, rewards, traffic = reference_sham_episode(
+            world_of(environments, e), config.behaviours, environments.good[e].tolist(),
+            environments.evil[e].tolist(), environments.starts[e].tolist(), int(environments.agent_seeds[e]), shadow,
+            reference_protocol(config), cpp_switches(config), first_episode=int(environments.episode_index[e]) == 0)
+        for t, (expected, actual) in enumerate(zip(positions, run.positions[e])):
+            assert list(actual) == expected, f"episode {e}: positions differ at t={t}"
+        assert np.array_equal(np.array(rewards), run.rewards[e]), f"episode {e}: rewards differ"
+        messages += traffic.counts[config.communication_accounting][0]
+    assert run.messages == messages

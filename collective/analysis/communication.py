@@ -6,11 +6,14 @@ how Υ goes with the entropy of its messages, and how much of its gain its sham 
   message entropy and information (protocols/__init__.py), and the gain per 1000 bits sent per iteration
   and per information bit per iteration;
 - `communication_entropy`: per collective, the slope of Υ against the message entropy across its cells
-  (the entropy of a protocol's messages is a property of the cell: grid, group size, K range) and within
-  cells (episodes of a cell whose messages carried more or less);
-- `sham`: each sham group (communication_control = sham: the members overhear a shadow episode's real
-  messages) beside its real group and the isolated agents: gain over isolated of both, and the real
-  group's gain over its sham, the part of the gain that needs the messages to be about the episode.
+  (the entropy of a protocol's messages is a property of the cell: grid, group size, K range), within
+  cells (episodes of a cell whose messages carried more or less), and within cells and K (episodes of a
+  cell and of the same K: the entropy rises with K and Υ falls with it, so only this slope reads what the
+  messages carried beyond what K sets; issue 22 point 6);
+- `sham`: each sham group (communication_control = sham: each member keeps its own sensing and part in
+  the protocol and hears the others as they were in a shadow episode) beside its real group and the
+  isolated agents: gain over isolated of both, and the real group's gain over its sham, the part of the
+  gain that needs the others' messages to be about the episode.
 
 Gains follow the design at the cell level, as the focal table does (`focal.stratified_difference`): groups of
 a cell play the same environments, so scores are paired by (cell, episode); cells are strata, the estimate is
@@ -34,8 +37,10 @@ KEY = ["cell", "episode"]
 ACCOUNTING = "communication_accounting"
 CONTROL = "communication_control"
 ENTROPY = "message_entropy_bits"
+K = "k_raw"
 INFORMATION = "information_bits_per_iteration"
-TRAFFIC = ("messages_per_iteration", "bits_per_iteration", ENTROPY, INFORMATION)
+TRAFFIC = ("messages_per_iteration", "bits_per_iteration", ENTROPY, INFORMATION, "distinct_messages_per_iteration",
+           "distinct_information_bits_per_iteration")
 KILOBIT = 1000.0
 
 COMMUNICATION_NOTE = (
@@ -44,20 +49,31 @@ COMMUNICATION_NOTE = (
     "Traffic per scored iteration under the rows' communication_accounting (protocols/__init__.py; spec §6); "
     "message_entropy_bits = empirical entropy of the messages' symbols per episode (plug-in + Miller-Madow), "
     "information = entropy x messages of reads_and_writes (Chmait et al., AGI 2015, measure communication by "
-    "its entropy). gain_per_kbit = gain per 1000 bits sent per iteration, gain_per_information_bit = gain per "
+    "its entropy), which counts every copy of a message (one map read by ten searchers: ten messages); "
+    "distinct_messages_per_iteration = the episode's distinct messages / T and distinct_information = entropy x "
+    "that: a copy or a repeat says nothing new (H(X, X) = H(X); Cover & Thomas 2006, §2.2). gain_per_kbit = gain per 1000 bits sent per iteration, gain_per_information_bit = gain per "
     "information bit per iteration: ratios of the stratified means, delta-method CIs.")
 ENTROPY_NOTE = (
     "OLS of the episode score on its message entropy (bits per message), per collective: slope_across_cells "
     "on the rows with an intercept (its variation is mostly between cells: grid, group size, K range, so "
     "this is an association, confounded by whatever else differs between the cells), slope_within_cells on "
-    "scores and entropies centred on their cell means (cell fixed effects). CR2 errors clustered by cell "
-    "(Bell & McCaffrey 2002), t on cells - 1 df; blank with too few cells (across: 3) or no variation.")
+    "scores and entropies centred on their cell means (cell fixed effects), slope_within_cells_and_k centred "
+    "on their means per cell and K (k_raw: cell x K fixed effects, K as a stratum). A message's entropy rises "
+    "with K (more distinct positions and windows to report; wisdom on the factor study: 2.1 bits at K = 2, "
+    "7.1 at K = 23) while Υ falls with K, so the within-cell slope is confounded by K and the within-cell-and-K "
+    "slope is the reading: whether episodes whose messages carried more, at the same K, score differently "
+    "(stratification on a confounder, e.g. Wooldridge 2010, Econometric Analysis of Cross Section and Panel "
+    "Data, 2nd ed., §10.5, fixed effects). CR2 errors clustered by cell (Bell & McCaffrey 2002), t on cells - "
+    "1 df; blank with too few cells (across: 3), no variation, or no k_raw column.")
 SHAM_NOTE = (
     "Sham control (communication_control = sham): a second copy of the group plays a shadow episode of the "
-    "same cell for real and the sham's members hear, each iteration, what the protocol tells the same members "
-    "there: the protocol's own messages and traffic (messages, bits, entropy: compare the columns), none of "
-    "it about the scored episode. gain_real, gain_sham over the isolated agents; real_over_sham = Υ(real) - "
-    "Υ(sham), the gain that needs the messages to be informative (information, beyond herding). Paired by "
+    "same cell for real; each sham member keeps its own sensing and its own part in the protocol (report, bid, "
+    "deposit, write) and hears, each iteration, what the protocol tells it with every other member as it was "
+    "in the shadow: the protocol's rule and traffic (messages, bits, entropy: compare the columns), nothing "
+    "from the others about the scored episode. A protocol whose messages are ignored scores as isolated "
+    "agents, real and sham alike; one whose members follow the best report is led away by the shadow's "
+    "(gain_sham < 0). gain_real, gain_sham over the isolated agents; real_over_sham = Υ(real) - Υ(sham), the "
+    "gain that needs the others' messages to be about the episode. Paired by "
     "(cell, episode), stratified by cell, t on pairs - cells df; p_holm over the table.")
 
 
@@ -188,17 +204,24 @@ def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
         across = _slope(y, x, clusters, intercept=True, minimum_cells=3)
         within = _slope(y - cell_means["score"].to_numpy(), x - cell_means[ENTROPY].to_numpy(), clusters,
                         intercept=False, minimum_cells=2)
+        within_k = (math.nan,) * 4
+        if K in part:
+            stratum_means = part.assign(_cell=clusters).groupby(["_cell", K])[["score", ENTROPY]].transform("mean")
+            within_k = _slope(y - stratum_means["score"].to_numpy(), x - stratum_means[ENTROPY].to_numpy(), clusters,
+                              intercept=False, minimum_cells=2)
         by_cell = part.assign(_cell=clusters).groupby("_cell")[ENTROPY].mean()
         records.append(dict(zip(keys, key), cells=len(by_cell), episodes=len(part), upsilon=float(y.mean()),
                             message_entropy_bits=float(x.mean()),
                             entropy_sd_across_cells=float(by_cell.std(ddof=1)) if len(by_cell) > 1 else math.nan,
                             slope_across_cells=across[0], across_ci95_low=across[1], across_ci95_high=across[2],
                             across_p=across[3], slope_within_cells=within[0], within_ci95_low=within[1],
-                            within_ci95_high=within[2], within_p=within[3]))
+                            within_ci95_high=within[2], within_p=within[3], slope_within_cells_and_k=within_k[0],
+                            within_k_ci95_low=within_k[1], within_k_ci95_high=within_k[2], within_k_p=within_k[3]))
     return pd.DataFrame(records, columns=[*keys, "cells", "episodes", "upsilon", "message_entropy_bits",
                                           "entropy_sd_across_cells", "slope_across_cells", "across_ci95_low",
                                           "across_ci95_high", "across_p", "slope_within_cells", "within_ci95_low",
-                                          "within_ci95_high", "within_p"])
+                                          "within_ci95_high", "within_p", "slope_within_cells_and_k",
+                                          "within_k_ci95_low", "within_k_ci95_high", "within_k_p"])
 
 
 def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:

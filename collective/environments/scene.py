@@ -27,6 +27,12 @@ Scene = namedtuple("Scene", "good_r good_c evil_r evil_c landscape shift_r shift
 RESET_RADIUS = -1
 RESET_CELL_VALUE = -0.5
 
+# What one listener of the sham-communication control hears (issue 22 point 2): the protocol's rule run
+# with the listener (an agent index) in its own scene `own` and every other member in the shadow
+# episode's scene `others` (`collective.simulation.stepping.play_overhearing`). Protocol rules read each
+# member's scene with `member_scene`, so a plain Scene is every member's scene.
+Overheard = namedtuple("Overheard", "rows cols listener own others")
+
 
 @njit(cache=True, inline="always")
 def reset_scene(landscape, rows, cols):
@@ -60,6 +66,25 @@ def _field_value_compiled(landscape, index):
     if isinstance(landscape, types.NoneType):
         return lambda landscape, index: 0.0
     return lambda landscape, index: landscape[index]
+
+
+def member_scene(scene, member):
+    """The scene member `member` sees: `scene` itself, or in an `Overheard` the listener's own scene
+    for the listener and the shadow's for every other member."""
+    if isinstance(scene, Overheard):
+        return scene.own if member == scene.listener else scene.others
+    return scene
+
+
+@overload(member_scene)
+def _member_scene_compiled(scene, member):
+    if isinstance(scene, types.BaseNamedTuple) and scene.instance_class is Overheard:
+        def overheard(scene, member):
+            if member == scene.listener:
+                return scene.own
+            return scene.others
+        return overheard
+    return lambda scene, member: scene
 
 
 @njit(cache=True, inline="always")

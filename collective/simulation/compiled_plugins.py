@@ -20,13 +20,14 @@ from collective.environments.torus import axis_step_toward, chebyshev, wrap
 from collective.simulation.kernel import SCORED_PASS, WORLD_STREAM
 from collective.simulation.plugins import Messages
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
+from collective.environments.scene import Overheard
 from collective.simulation.stepping import observed_scene
 from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, STIGMERGY
 from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
 from protocols.dictatorship import dictatorship_rule
 from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import COMM_SLOTS, episode_entropies, list_logs, log_capacity
+from protocols.kernel_support import COMM_SLOTS, HEADER, episode_distinct, episode_entropies, list_logs, log_capacity
 from protocols.stigmergy import stigmergy_rule
 
 
@@ -119,6 +120,24 @@ def hidden_starts(agent_seeds, n_cells, out):
         out[e] = uniform_int(world, n_cells)
 
 
+@njit(cache=True, inline="always")
+def _rule(code, values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
+          comm, log):
+    """The rule of protocol `code` (protocols/kernel_support.py states the signature)."""
+    arguments = (values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
+                 comm, log)
+    if code == STIGMERGY:
+        stigmergy_rule(*arguments)
+    elif code == BROADCAST:
+        broadcast_rule(*arguments)
+    elif code == AUCTION:
+        auction_rule(*arguments)
+    elif code == DICTATORSHIP:
+        dictatorship_rule(*arguments)
+    elif code == HIERARCHY:
+        hierarchy_rule(*arguments)
+
+
 @njit(cache=True)
 def builtin_communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams,
                         window, fields, states, choice, observed, targets, comm, logs, reset_first_observation):
@@ -132,18 +151,42 @@ def builtin_communicate(code, values, members, t, cells, good, evil, landscapes,
         for i in range(cells.shape[1]):
             pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
         scene = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
-        arguments = (values, members, pos_r, pos_c, scene, view, streams[e], window, fields[e], states[e], choice,
-                     observed, targets[e], comm, logs[e])
-        if code == STIGMERGY:
-            stigmergy_rule(*arguments)
-        elif code == BROADCAST:
-            broadcast_rule(*arguments)
-        elif code == AUCTION:
-            auction_rule(*arguments)
-        elif code == DICTATORSHIP:
-            dictatorship_rule(*arguments)
-        elif code == HIERARCHY:
-            hierarchy_rule(*arguments)
+        _rule(code, values, members, pos_r, pos_c, scene, view, streams[e], window, fields[e], states[e], choice,
+              observed, targets[e], comm, logs[e])
+
+
+@njit(cache=True)
+def builtin_overhear(code, values, members, t, cells, good, evil, landscapes, heard_cells, heard_good, heard_evil,
+                     heard_landscapes, rows, cols, view, radius, streams, heard_streams, window, fields, states, choice,
+                     observed, targets, reset_first_observation):
+    """The sham-communication control's rule (issue 22 point 2): for every episode and every member i,
+    the rule of protocol `code` with i in its own episode (its cell, scene and stream: cells, good, evil,
+    landscapes, streams (E, A, 1), advanced by its own draws) and every other member as it stood, saw and
+    drew in the shadow episode (heard_cells, heard_good, ..., heard_streams: the shadow's state when its
+    protocol spoke, left untouched); i hears the target the rule gives it, targets[e, i]. fields (E, A, N)
+    and states (E, A, 2) keep each member's own copy of the protocol's state. The traffic is not counted
+    here (the shadow's own run counts it)."""
+    agents = cells.shape[1]
+    pos_r = np.empty(agents, np.int64)
+    pos_c = np.empty(agents, np.int64)
+    lanes = np.empty((agents, 1), np.uint64)
+    said = np.full(agents, -1, np.int64)
+    comm = np.zeros(COMM_SLOTS)
+    log = np.zeros(HEADER, np.uint64)  # a list without room: nothing is logged
+    for e in range(cells.shape[0]):
+        own = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
+        others = observed_scene(heard_good, heard_evil, heard_landscapes, e, t, rows, cols, radius,
+                                reset_first_observation)
+        for i in members:
+            for j in range(agents):
+                pos_r[j], pos_c[j] = heard_cells[e, j] // cols, heard_cells[e, j] % cols
+                lanes[j, 0] = heard_streams[e, j, 0]
+            pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
+            lanes[i, 0] = streams[e, i, 0]
+            _rule(code, values, members, pos_r, pos_c, Overheard(rows, cols, i, own, others), view, lanes, window,
+                  fields[e, i], states[e, i], choice, observed, said, comm, log)
+            streams[e, i, 0] = lanes[i, 0]
+            targets[e, i] = said[i]
 
 
 class CompiledBehaviour:
@@ -199,6 +242,7 @@ class CompiledProtocol:
         self.observed = np.zeros((core.agents, side * side))
         self.comm = np.zeros(COMM_SLOTS)  # the batch's traffic, both accountings
         self.logs = list_logs(core.episodes, log_capacity(core.iterations, members.shape[0]))  # per episode
+        self.own_fields = self.own_states = None  # each listener's copy of fields and states (`overhear`)
 
     def communicate(self, obs) -> Messages:
         core = self.core
@@ -211,8 +255,30 @@ class CompiledProtocol:
         return Messages(target=self.targets[:, self.members], messages=float(comm[self.accounting]),
                         bits=float(comm[self.accounting + 1]))
 
+    def overhear(self, t: int, heard_cells: np.ndarray, heard_streams: np.ndarray, heard) -> Messages:
+        """What each member hears under the sham control (`builtin_overhear`): `heard` the shadow's core,
+        heard_cells (E, A) and heard_streams (E, A, 1) its cells and streams when its protocol spoke at
+        iteration t. Each member's copy of the protocol's state starts with the batch (t = 0) as the
+        protocol's own does in `bind_core`."""
+        core = self.core
+        if t == 0:
+            self.own_fields = np.zeros((core.episodes, core.agents, core.rows * core.cols))
+            self.own_states = np.empty((core.episodes, core.agents, 2))
+            self.own_states[..., 0], self.own_states[..., 1] = -np.inf, -1.0
+        builtin_overhear(self.code, self.values, self.members, t, core.cells, core.good, core.evil, core.landscapes,
+                         heard_cells, heard.good, heard.evil, heard.landscapes, core.rows, core.cols, core.view,
+                         core.radius, core.streams, heard_streams, self.window, self.own_fields, self.own_states,
+                         self.choice, self.observed, self.targets, bool(core.switches.first_observation))
+        return Messages(target=self.targets[:, self.members])
+
     def message_entropy(self) -> np.ndarray:
         """(E,) each episode's message entropy, bits per message (NaN for an episode without messages)."""
         out = np.empty(self.logs.shape[0])
         episode_entropies(self.logs, out)
+        return out
+
+    def distinct_messages(self) -> np.ndarray:
+        """(E,) each episode's distinct messages (NaN for an episode without messages)."""
+        out = np.empty(self.logs.shape[0])
+        episode_distinct(self.logs, out)
         return out

@@ -35,7 +35,7 @@ from protocols.auction import auction_rule
 from protocols.broadcast import broadcast_rule
 from protocols.dictatorship import dictatorship_rule
 from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import COMM_SLOTS, empty_log, table_entropy_bits, table_log
+from protocols.kernel_support import COMM_SLOTS, empty_log, table_distinct, table_entropy_bits, table_log
 from protocols.shared_q import count_table_accesses
 from protocols.stigmergy import stigmergy_rule
 
@@ -66,8 +66,9 @@ TrainingSet = namedtuple("TrainingSet", "good_r good_c evil_r evil_c landscapes 
 # members (participating agent indices), targets (agents,), choice (agents, 3), observed
 # (agents, window cells), field (cells,), state (2,), comm (COMM_SLOTS,), the messages and bits sent under
 # each accounting, summed over the batch, log, the scored pass's message symbols (a count table,
-# protocols.kernel_support), and entropy (episodes,), each episode's message entropy (NaN: no message).
-Talk = namedtuple("Talk", "code values members targets choice observed field state comm log entropy")
+# protocols.kernel_support), entropy (episodes,), each episode's message entropy, and distinct (episodes,), its
+# distinct messages (both NaN: no message).
+Talk = namedtuple("Talk", "code values members targets choice observed field state comm log entropy distinct")
 # Learners' tables: q (learners, T, cells, 9) flat; dirty (learners, T, cells); written/n_written
 # list the states written this episode so that only those are reset.
 Tables = namedtuple("Tables", "q dirty written n_written")
@@ -106,7 +107,7 @@ def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: 
     return Talk(protocol_code, np.asarray(values, np.float64), members,
                 np.full(agents, -1, np.int64), np.zeros((agents, 3)), np.zeros((agents, (2 * view + 1) ** 2)),
                 np.zeros(rows * cols), np.zeros(2), np.zeros(COMM_SLOTS), table_log(iterations, members.shape[0]),
-                np.full(episodes, np.nan))
+                np.full(episodes, np.nan), np.full(episodes, np.nan))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
@@ -413,6 +414,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out,
                                episode_row(agent_totals, e))
             talk.entropy[e] = table_entropy_bits(talk.log)
+            talk.distinct[e] = table_distinct(talk.log)
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
@@ -490,7 +492,7 @@ def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, 
     pass p plays training episode p mod n of the `TrainingSet`."""
     one = slice(i, i + 1)
     silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
-                  talk.state, talk.comm, talk.log, talk.entropy)
+                  talk.state, talk.comm, talk.log, talk.entropy, talk.distinct)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     n_training = training.good_r.shape[0]

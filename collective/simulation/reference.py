@@ -8,6 +8,7 @@ small worked examples only.
 """
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -105,6 +106,10 @@ class Traffic:
         plug_in = -sum(c / n * math.log2(c / n) for c in counts)
         return plug_in + (len(counts) - 1) / (2 * n * math.log(2))
 
+    def distinct(self) -> float:
+        """The distinct contents among the messages (NaN for none)."""
+        return float(len(set(self.contents))) if self.contents else math.nan
+
 
 @dataclass
 class LearnerSettings:
@@ -183,6 +188,46 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
     return positions, rewards, cost
 
 
+def reference_sham_episode(world: ReferenceWorld, behaviours: list[str], good: list[int], evil: list[int],
+                           starts: list[int], seed: int, shadow: TrainingEpisode, protocol: ReferenceProtocol,
+                           cpp: frozenset[str] = frozenset(), first_episode: bool = False
+                           ) -> tuple[list[list[int]], list[list[float]], Traffic]:
+    """The sham-communication control (issue 22 point 2) for groups without learners: the group plays
+    `shadow` for real; then, in the episode, each member i keeps its own sensing and its own part in the
+    protocol, and hears what the protocol says with the other members as they stood, saw and drew in the
+    shadow at that iteration (`_overheard_targets`). The episode's scored positions and rewards, and the
+    shadow's traffic."""
+    imitation = "cpp_imitation" in cpp
+    heard, cost = [], Traffic()
+    streams = [SplitMix64.for_stream(shadow.seed, i + 1, pass_index=0) for i in range(len(behaviours))]
+    _play(shadow.world, behaviours, shadow.good, shadow.evil, shadow.starts,
+          _hidden_start(shadow.world, behaviours, shadow.seed, shadow.starts, imitation), streams, {},
+          LearnerSettings(), protocol, cost, cpp, learning=False, heard=heard)
+    streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
+    positions, rewards = _play(world, behaviours, good, evil, starts,
+                               _hidden_start(world, behaviours, seed, starts, imitation and not first_episode),
+                               streams, {}, LearnerSettings(), protocol, Traffic(), cpp, learning=False,
+                               overheard=heard)
+    return positions, rewards, cost
+
+
+def _overheard_targets(world, protocol, here, pays, streams, heard, memory, cpp):
+    """Each member i's target under the sham control: the protocol's rule with i where it is in its own
+    episode (its cell, payoffs and stream) and every other member as in the shadow (`heard`: their cells,
+    the shadow's payoffs and copies of their streams before the shadow's protocol spoke), with i's own copy
+    of the protocol's state in memory[i]."""
+    heard_here, heard_pays, heard_streams = heard
+    targets = {}
+    for i, takes_part in enumerate(protocol.members):
+        if takes_part:
+            mixed_here, mixed_pays = list(heard_here), [heard_pays] * len(here)
+            mixed_streams = [copy.copy(stream) for stream in heard_streams]
+            mixed_here[i], mixed_pays[i], mixed_streams[i] = here[i], pays, streams[i]
+            targets[i] = _targets(world, protocol, mixed_here, mixed_pays, mixed_streams, memory.setdefault(i, {}),
+                                  Traffic(), cpp)[i]
+    return targets
+
+
 def _restrict(protocol: ReferenceProtocol, agents: list[int]) -> ReferenceProtocol:
     members = tuple(protocol.members[i] for i in agents) if protocol.members else ()
     return ReferenceProtocol(protocol.name, protocol.params, members)
@@ -231,11 +276,12 @@ def _cell_bits(world) -> int:
 
 
 def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()):
-    """Each participating searcher's target cell this iteration (spec §6; protocols/*.py), and its traffic."""
+    """Each participating searcher's target cell this iteration (spec §6; protocols/*.py), and its traffic;
+    searcher i stands at here[i] and sees the payoffs pays[i]."""
     members = [i for i, takes_part in enumerate(protocol.members) if takes_part]
     params, name = protocol.params, protocol.name
     window_bits = (2 * world.observation_range + 1) ** 2 * 64
-    observed = {i: [(c, pays(c)) for c, _, _ in world.window(here[i])] for i in members}
+    observed = {i: [(c, pays[i](c)) for c, _, _ in world.window(here[i])] for i in members}
     m = len(members)
     if name == "stigmergy":
         if params["form"] == "paper":  # Algorithm 2: a fresh field each iteration, deposits add up
@@ -294,7 +340,7 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
             cost.add(m * (m - 1), m * (m - 1) * (window_bits + _cell_bits(world)))
             cost.contents += [("report", here[i]) + tuple(v for _, v in observed[i]) for i in members]
         return {i: candidates[streams[i].uniform_int(len(candidates))] for i in members}
-    own = {i: _best_observed(world, here[i], pays, streams[i]) for i in members}
+    own = {i: _best_observed(world, here[i], pays[i], streams[i]) for i in members}
     if name == "auction" and "cpp_auction" in cpp:  # BiddingLocalSearchAgent::updateMyBid, agent by agent
         for i in members:
             if own[i][1] >= memory.get("bid", -math.inf):  # main.cpp starts at -1; bids are >= -1
@@ -332,7 +378,10 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
 
 
 def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, protocol, cost, cpp,
-          learning):
+          learning, heard=None, overheard=None):
+    """One pass. `heard`, when given, receives per iteration the cells, payoffs and copies of the streams
+    the protocol spoke from; with `overheard` (another pass's `heard`) the members hear the sham control's
+    messages (`_overheard_targets`) instead of their own protocol's."""
     T = world.iterations
     memory = {}  # protocol state that lasts the pass
     positions = [list(starts)]
@@ -348,7 +397,12 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
         moved = []
         targets = {}
         if protocol.name not in ("none", "shared_q"):
-            targets = _targets(world, protocol, here, pays, streams, memory, cost, cpp)
+            if heard is not None:
+                heard.append((list(here), pays, [copy.copy(stream) for stream in streams]))
+            if overheard is None:
+                targets = _targets(world, protocol, here, [pays] * len(here), streams, memory, cost, cpp)
+            else:
+                targets = _overheard_targets(world, protocol, here, pays, streams, overheard[t], memory, cpp)
         for i, behaviour in enumerate(behaviours):
             cell, stream = here[i], streams[i]
             if i in targets:

@@ -11,11 +11,12 @@ members, every behaviour acts, all move, ⊕/⊖ take their next step and reward
 cells. Kernel built-ins join such groups through `collective.simulation.compiled_plugins`.
 
 The sham-communication control (`play_overhearing`) steps two copies of a group in lock-step: one
-plays each scored episode's shadow for real, and the other's members, in the scored episodes, hear
-what the protocol tells the same members in the shadows.
+plays each scored episode's shadow for real; in the scored episodes, each member of the other keeps its
+own sensing and its own part in the protocol, and hears from the others what they said in the shadow.
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from collective.environments.torus import chebyshev, proximity, wrap
 from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, episode_row
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError, plugin_code
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
-from protocols.kernel_support import READS_AND_WRITES, episode_entropies, list_logs, log_deliveries
+from protocols.kernel_support import READS_AND_WRITES, episode_distinct, episode_entropies, list_logs, log_deliveries
 
 
 @njit(cache=True)
@@ -220,15 +221,16 @@ class Member:
     instance: object
     agents: np.ndarray  # (A_m,) indices into the group
 
-    def reset(self, core: SteppingCore) -> None:
-        """Start a batch: built-ins bind to the core; then the plug-in's own `reset(batch)`."""
+    def reset(self, core: SteppingCore, lanes: np.ndarray | None = None) -> None:
+        """Start a batch: built-ins bind to the core; then the plug-in's own `reset(batch)`, its streams
+        the core's, or `lanes` (E, A) when given."""
         if hasattr(self.instance, "bind_core"):
             self.instance.bind_core(core, self.agents)
         if callable(getattr(self.instance, "reset", None)):
             index = _agents_index(self.agents)
             seeds = [int(s) for s in core.agent_seeds] + [int(a) for a in self.agents]
             batch = Batch(core.episodes, self.agents.size, core.rows, core.cols, core.iterations, core.view,
-                          self.agents.copy(), AgentStreams(core.streams[:, :, 0], index),
+                          self.agents.copy(), AgentStreams(core.streams[:, :, 0] if lanes is None else lanes, index),
                           np.random.default_rng(np.random.SeedSequence(seeds)))
             _call(self.instance, self.plugin.spec, "reset", batch)
 
@@ -263,6 +265,7 @@ class GroupRun:
     rewards: np.ndarray | None = None  # (E, T, A) with record
     transfers: float = 0.0  # messages under the reads_and_writes accounting (a plug-in's own count)
     message_entropy: np.ndarray | None = None  # (E,) bits per message (NaN: no messages)
+    distinct_messages: np.ndarray | None = None  # (E,) distinct messages of the episode (NaN: no messages)
 
 
 class DeliveryLog:
@@ -283,6 +286,11 @@ class DeliveryLog:
     def entropy(self) -> np.ndarray:
         out = np.empty(self.logs.shape[0])
         episode_entropies(self.logs, out)
+        return out
+
+    def distinct(self) -> np.ndarray:
+        out = np.empty(self.logs.shape[0])
+        episode_distinct(self.logs, out)
         return out
 
 
@@ -343,12 +351,13 @@ class _Playing:
         core, talker = self.core, traffic or self
         if talker.builtin:
             transfers = float(talker.protocol.instance.comm[READS_AND_WRITES])
-            entropy = talker.protocol.instance.message_entropy()
+            entropy, distinct = talker.protocol.instance.message_entropy(), talker.protocol.instance.distinct_messages()
         else:
             transfers = talker.messages
-            entropy = talker.deliveries.entropy() if talker.deliveries else np.full(core.episodes, np.nan)
+            entropy, distinct = (talker.deliveries.entropy(), talker.deliveries.distinct()) if talker.deliveries \
+                else (np.full(core.episodes, np.nan), np.full(core.episodes, np.nan))
         return GroupRun(core.totals / (core.agents * core.iterations), seconds, talker.messages, talker.bits,
-                        core.agent_totals / core.iterations, self.positions, self.rewards, transfers, entropy)
+                        core.agent_totals / core.iterations, self.positions, self.rewards, transfers, entropy, distinct)
 
 
 def play_group(group: Group, environments, record: bool = False) -> GroupRun:
@@ -362,16 +371,69 @@ def play_group(group: Group, environments, record: bool = False) -> GroupRun:
     return playing.result(time.perf_counter() - started)
 
 
+class _Overhearing:
+    """What the members of a listening group hear under the sham control (issue 22 point 2): each member i
+    hears what the protocol would tell it were i where it is in its own episode (its observation, its
+    stream, its own report, bid, deposit or write) and every other member where it is in the shadow
+    episode (their observations, and their streams as they were when the shadow's protocol spoke). Each
+    member has its own copy of the protocol's state: a built-in's fields (`CompiledProtocol.overhear`), or
+    a plug-in's whole object, one deep copy per member made before the batch's reset, drawing from its
+    own copy of the streams (the shadow's lanes, the member's own lane the core's)."""
+
+    def __init__(self, protocol: Member, core: SteppingCore):
+        self.protocol, self.core = protocol, core
+        self.builtin = hasattr(protocol.instance, "overhear")
+        if self.builtin:
+            protocol.reset(core)
+        else:
+            self.lanes = np.repeat(core.streams[None, :, :, 0], protocol.agents.size, axis=0)  # (M, E, A)
+            self.copies = [Member(protocol.plugin, copy.deepcopy(protocol.instance), protocol.agents)
+                           for _ in protocol.agents]
+            for member, lanes in zip(self.copies, self.lanes):
+                member.reset(core, lanes)
+
+    def hear(self, obs: Observation, heard: Observation, heard_streams: np.ndarray, shadow: SteppingCore) -> Messages:
+        """The members' messages at this iteration: obs the group's observation, heard the shadow group's and
+        heard_streams (E, A, 1) its streams, both taken before the shadow's protocol spoke."""
+        core, protocol = self.core, self.protocol
+        if self.builtin:
+            return protocol.instance.overhear(obs.t, heard.cell, heard_streams, shadow)
+        members = protocol.agents
+        episodes, side = core.episodes, 2 * core.view + 1
+        target, field = np.full((episodes, members.size), -1, np.int64), np.zeros((episodes, members.size, side, side))
+        told = np.zeros(2, bool)  # whether any copy gave a target, a field
+        for k, (member, lanes) in enumerate(zip(self.copies, self.lanes)):
+            listener = members[k]
+            mixed = Observation(heard.window[:, members], heard.cell[:, members], obs.t, heard.reward[:, members],
+                                heard.target[:, members], heard.field[:, members])
+            for name in ("window", "cell", "reward"):
+                getattr(mixed, name)[:, k] = getattr(obs, name)[:, listener]
+            lanes[:] = heard_streams[:, :, 0]
+            lanes[:, listener] = core.streams[:, listener, 0]
+            said = checked_messages(_call(member.instance, protocol.plugin.spec, "communicate", mixed),
+                                    protocol.plugin.spec, (episodes, members.size), side, core.rows * core.cols)
+            core.streams[:, listener, 0] = lanes[:, listener]
+            if said.target is not None:
+                target[:, k], told[0] = np.asarray(said.target)[:, k], True
+            if said.field is not None:
+                field[:, k], told[1] = np.asarray(said.field)[:, k], True
+        return Messages(target=target if told[0] else None, field=field if told[1] else None)
+
+
 def play_overhearing(group: Group, speaker: Group, environments, shadows, record: bool = False) -> GroupRun:
     """The sham-communication control: `speaker`, a second copy of the group, plays the shadow episodes
-    `shadows` for real, protocol included, and at every iteration the members of `group` in episode e
-    hear what the protocol tells the same members in e's shadow. The run of `group` on `environments`,
-    with the traffic and message entropy of the messages it heard (the shadows' protocol)."""
+    `shadows` for real, protocol included; in `environments`, each member of `group` keeps its own sensing
+    and its own part in the protocol, and what the other members tell it is what they told in the shadow
+    (`_Overhearing`). The run of `group` on `environments`, with the traffic and message entropy of the
+    shadows' protocol (what the others said)."""
     listening, speaking = _Playing(group, environments, record, speaks=False), _Playing(speaker, shadows, False)
+    overhearing = _Overhearing(group.protocol, listening.core)
     started = time.perf_counter()
     for _ in range(listening.core.iterations):
         shadow = speaking.core.observe()
+        streams = speaking.core.streams.copy()
         said = speaking.speak(shadow)
         speaking.move(shadow, said)
-        listening.move(listening.core.observe(), said)
+        obs = listening.core.observe()
+        listening.move(obs, overhearing.hear(obs, shadow, streams, speaking.core))
     return listening.result(time.perf_counter() - started, traffic=speaking)

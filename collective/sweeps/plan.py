@@ -324,6 +324,8 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "bits_per_iteration": [run.bits / (n * config.iterations)] * n,
             "message_entropy_bits": run.message_entropy,
             "information_bits_per_iteration": information_per_iteration(run, n, config.iterations),
+            "distinct_messages_per_iteration": run.distinct_messages / config.iterations,
+            "distinct_information_bits_per_iteration": run.message_entropy * run.distinct_messages / config.iterations,
             "score_by_behaviour": by_behaviour, "plugin_digests": [digests] * n,
             "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
             "version": [VERSION] * n,
@@ -355,7 +357,8 @@ def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
                    agent_scores=np.concatenate([run.agent_scores for run in runs]),
                    kernel_seconds=sum(run.kernel_seconds for run in runs), messages=sum(run.messages for run in runs),
                    bits=sum(run.bits for run in runs), transfers=sum(run.transfers for run in runs),
-                   message_entropy=np.concatenate([run.message_entropy for run in runs]))
+                   message_entropy=np.concatenate([run.message_entropy for run in runs]),
+                   distinct_messages=np.concatenate([run.distinct_messages for run in runs]))
 
 
 def _scores_by_behaviour(config: EvaluationConfig, run) -> list[dict[str, float]]:

@@ -65,6 +65,9 @@ RESULT_FIELDS = (
     # the episode's message entropy (bits per message; NaN: nothing logged) and that times the batch's messages
     # per iteration, both of the reads_and_writes accounting (protocols/__init__.py)
     ("message_entropy_bits", pa.float64()), ("information_bits_per_iteration", pa.float64()),
+    # the episode's distinct messages (symbols; copies to several readers and repeats counted once) per iteration,
+    # and that times the message entropy (NaN: nothing logged; protocols/__init__.py, issue 22 point 6)
+    ("distinct_messages_per_iteration", pa.float64()), ("distinct_information_bits_per_iteration", pa.float64()),
     # JSON: each behaviour's per-capita R̄ (a mixed group's focal and background scores, Melting Pot)
     ("score_by_behaviour", pa.string()),
     ("plugin_digests", pa.string()),  # JSON: import path -> source digest of the group's plug-ins
