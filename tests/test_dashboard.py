@@ -31,7 +31,8 @@ def test_report_is_self_contained_with_figures_tables_and_provenance(report):
     assert text.count("<img") == len(FIGURES)
     for name in FIGURES:
         assert f'id="figure-{name}"' in text
-    for table in ("upsilon", "legg_hutter", "gains", "protocols", "regression", "regression_fit", "pgi"):
+    for table in ("accuracy", "upsilon", "legg_hutter", "gains", "protocols", "regression", "regression_fit", "pgi",
+                  "validity"):
         assert f'id="table-{table}"' in text
     for method in ("CR2 clustered by cell", "lack_of_fit_p", "p_wilcoxon_holm", "effective_episodes",
                    "clustered by environment"):
