@@ -63,6 +63,8 @@ PROFILES: dict[str, dict[str, object]] = {
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
         # communication (issue 14 point 3): reads of shared media are messages as writes are
         communication_accounting="reads_and_writes",
+        # sweeps (issue 22 point 8): cells that differ only in group size play the same ⊕/⊖ paths
+        paired_group_sizes=True,
         protocol_defaults={},
     ),
     "lambdastar2016": dict(
@@ -155,6 +157,11 @@ class EvaluationConfig:
     # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
     # traffic and rule, with no information from the others about the episode
     communication_control: str = "real"
+    # Sweeps only (collective.sweeps.spec, `Cell.seed_key`): cells of a spec that differ only in group size
+    # share their seed word, so their groups play the same ⊕ and ⊖ paths (same K) and agent i the same
+    # stream, and group-size contrasts are paired by (seed word, episode); start cells are drawn per group
+    # size. False (`paper`, `lambdastar2016`): each cell draws its own environments, as before issue 22
+    paired_group_sizes: bool = False
     # The 2016 C++ program's behaviours (CPP_SWITCHES; README "Replicating the 2016 program"):
     # the first scored observation sees the field with ⊕ and ⊖ both reset onto cell 0 (main.cpp
     # resets them after training): -0.5 on cell 0, 0 elsewhere; from the second iteration on it is right
@@ -372,6 +379,8 @@ def _validate(c: EvaluationConfig) -> None:
     _require_choice(c, "entropy_rule", ENTROPY_RULES)
     _require_choice(c, "k_sampling", K_SAMPLINGS)
     _require_choice(c, "k_normalisation", K_NORMALISATIONS)
+    if not isinstance(c.paired_group_sizes, bool):
+        raise ConfigError("paired_group_sizes", f"must be true or false (got {c.paired_group_sizes!r})")
     if not isinstance(c.k_on_played_paths, bool):
         raise ConfigError("k_on_played_paths", f"must be true or false (got {c.k_on_played_paths!r})")
     if c.k_on_played_paths and not PATTERN_GENERATORS[c.pattern_generator].k_on_positions:
