@@ -540,7 +540,8 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
     """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
     shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
-    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows.
+    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows (and
+    under the sham control each member's copy of the protocol's grid field).
     `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
     sweep's work unit may play more)."""
     learners = c.learner_count
@@ -559,7 +560,8 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
         "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0)
         + training_paths,
         "rows": ((batch + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
-        + (tables if c.iterations <= cells else 0),
+        + (tables if c.iterations <= cells else 0)
+        + (batch * agents * cells * 8 if c.sham else 0),  # a sham listener's own copy of the protocol's field
         "group_size": (batch + held_out) * agents * 8 * 5 + logs,  # + the stepping core's message symbols
         "observation_range": batch * agents * window,
     }
