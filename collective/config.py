@@ -157,10 +157,12 @@ class EvaluationConfig:
     # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
     # traffic and rule, with no information from the others about the episode
     communication_control: str = "real"
-    # Sweeps only (collective.sweeps.spec, `Cell.seed_key`): cells of a spec that differ only in group size
-    # share their seed word, so their groups play the same ⊕ and ⊖ paths (same K) and agent i the same
-    # stream, and group-size contrasts are paired by (seed word, episode); start cells are drawn per group
-    # size. False (`paper`, `lambdastar2016`): each cell draws its own environments, as before issue 22
+    # Group-size contrasts paired (issue 22 point 8): start cells are the first cells of one permutation of
+    # the grid, so with the same seed agent i starts on the same cell in a group of any size
+    # (`lambda_star.start_cells`), and in sweeps cells that differ only in group size share their seed word
+    # (`Cell.seed_key`): the same ⊕ and ⊖ paths, and agent i the same start cell and stream, paired by (seed
+    # word, episode). False (`paper`, `lambdastar2016`): start cells drawn for each size and a seed word per
+    # cell, as before issue 22
     paired_group_sizes: bool = False
     # The 2016 C++ program's behaviours (CPP_SWITCHES; README "Replicating the 2016 program"):
     # the first scored observation sees the field with ⊕ and ⊖ both reset onto cell 0 (main.cpp
@@ -312,9 +314,9 @@ class EvaluationConfig:
                                     peak_width=self.landscape_peak_width, deception=self.landscape_deception,
                                     noise=self.landscape_noise, normalisation=self.landscape_normalisation,
                                     entropy=self.landscape_entropy, motion=self.landscape_motion,
-                                    k_min=k_min, k_max=k_max)
+                                    k_min=k_min, k_max=k_max, nested_starts=self.paired_group_sizes)
         return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max,
-                          self.entropy_rule, self.k_on_played_paths)
+                          self.entropy_rule, self.k_on_played_paths, self.paired_group_sizes)
 
     def as_record(self) -> dict[str, object]:
         """Flat field -> value mapping, for JSON output and dataset columns."""

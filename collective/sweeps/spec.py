@@ -15,9 +15,9 @@ the seeds' cell word (`Cell.seed_key`) leaves them out, so cells that differ onl
 `cpp_switch_off` factor, an ablation) play the same episodes with the same agent streams, and a
 cell's key leaves out the switches that are off, so every spec without them keeps its keys and seeds.
 With `paired_group_sizes` (profile `sound`; issue 22 point 8) the seed word leaves out the group size
-too: cells that differ only in group size play the same ⊕/⊖ paths and agent i the same stream (start
-cells are drawn for each size), so group-size contrasts within a grid are paired by (seed word, episode),
-the first word of the rows' `spawn_key`.
+too: cells that differ only in group size play the same ⊕/⊖ paths and agent i the same start cell
+(`lambda_star.start_cells`) and stream, so group-size contrasts within a grid are paired by (seed word,
+episode), the first word of the rows' `spawn_key`.
 
     name = "quickstart"          # optional, default: the file's stem
     description = "..."          # optional
