@@ -62,6 +62,8 @@ PROFILES: dict[str, dict[str, object]] = {
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
         # communication (issue 14 point 3): reads of shared media are messages as writes are
         communication_accounting="reads_and_writes",
+        # sweeps (issue 22 point 8): cells that differ only in group size play the same ⊕/⊖ paths
+        paired_group_sizes=True,
         protocol_defaults={},
     ),
     "lambdastar2016": dict(
@@ -154,6 +156,13 @@ class EvaluationConfig:
     # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
     # traffic and rule, with no information from the others about the episode
     communication_control: str = "real"
+    # Group-size contrasts paired (issue 22 point 8): start cells are the first cells of one permutation of
+    # the grid, so with the same seed agent i starts on the same cell in a group of any size
+    # (`lambda_star.start_cells`), and in sweeps cells that differ only in group size share their seed word
+    # (`Cell.seed_key`): the same ⊕ and ⊖ paths, and agent i the same start cell and stream, paired by (seed
+    # word, episode). False (`paper`, `lambdastar2016`): start cells drawn for each size and a seed word per
+    # cell, as before issue 22
+    paired_group_sizes: bool = False
     # The 2016 C++ program's behaviours (CPP_SWITCHES; README "Replicating the 2016 program"):
     # the first scored observation sees the field with ⊕ and ⊖ both reset onto cell 0 (main.cpp
     # resets them after training): -0.5 on cell 0, 0 elsewhere; from the second iteration on it is right
@@ -318,9 +327,9 @@ class EvaluationConfig:
                                     peak_width=self.landscape_peak_width, deception=self.landscape_deception,
                                     noise=self.landscape_noise, normalisation=self.landscape_normalisation,
                                     entropy=self.landscape_entropy, motion=self.landscape_motion,
-                                    k_min=k_min, k_max=k_max)
+                                    k_min=k_min, k_max=k_max, nested_starts=self.paired_group_sizes)
         return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max,
-                          self.entropy_rule, self.k_on_played_paths)
+                          self.entropy_rule, self.k_on_played_paths, self.paired_group_sizes)
 
     def as_record(self) -> dict[str, object]:
         """Flat field -> value mapping, for JSON output and dataset columns."""
@@ -399,6 +408,8 @@ def _validate(c: EvaluationConfig) -> None:
     _require_choice(c, "entropy_rule", ENTROPY_RULES)
     _require_choice(c, "k_sampling", K_SAMPLINGS)
     _require_choice(c, "k_normalisation", K_NORMALISATIONS)
+    if not isinstance(c.paired_group_sizes, bool):
+        raise ConfigError("paired_group_sizes", f"must be true or false (got {c.paired_group_sizes!r})")
     if not isinstance(c.k_on_played_paths, bool):
         raise ConfigError("k_on_played_paths", f"must be true or false (got {c.k_on_played_paths!r})")
     if c.k_on_played_paths and not PATTERN_GENERATORS[c.pattern_generator].k_on_positions:
@@ -560,7 +571,8 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
     """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
     shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
-    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows.
+    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows (and
+    under the sham control each member's copy of the protocol's grid field).
     `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
     sweep's work unit may play more)."""
     learners = c.learner_count
@@ -579,7 +591,8 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
         "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0)
         + training_paths,
         "rows": ((batch + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
-        + (tables if c.iterations <= cells else 0),
+        + (tables if c.iterations <= cells else 0)
+        + (batch * agents * cells * 8 if c.sham else 0),  # a sham listener's own copy of the protocol's field
         "group_size": (batch + held_out) * agents * 8 * 5 + logs,  # + the stepping core's message symbols
         "observation_range": batch * agents * window,
     }

@@ -267,3 +267,20 @@ def test_sweep_rows_carry_k_evil_the_ceiling_and_the_new_settings():
     assert table["entropy_bits"].eq(math.log2(36 * 35)).all()
     assert set(table["k_sampling"]) == {"stratified"} and set(table["k_on_played_paths"]) == {True}
     assert set(table["segment_cap"]) == {"half_T"} and set(table["entropy_rule"]) == {"pairing"}
+
+
+@pytest.mark.parametrize("env", ["lambda_star", "landscape"])
+def test_group_sizes_are_paired_under_sound(env):
+    """Issue 22 point 8 (paired_group_sizes): with one seed, agent i starts on the same cell in a group of any
+    size, so isolated searchers 0-4 of a group of ten play exactly as a group of five, move for move; under
+    `paper` the start cells are drawn for each size."""
+    from collective.evaluate import play
+    small, large = (EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=g, rows=9, cols=9,
+                                                  iterations=30, episodes=20, env=env) for g in (5, 10))
+    environments = [generate_environments(config, np.arange(20)) for config in (small, large)]
+    assert np.array_equal(environments[1].starts[:, :5], environments[0].starts)
+    five, ten = (play(config, batch, record=True) for config, batch in zip((small, large), environments))
+    assert np.array_equal(ten.positions[:, :, :5], five.positions)
+    paper = [generate_environments(config.with_changes(profile="paper", paired_group_sizes=False), np.arange(20))
+             for config in (small, large)]
+    assert not np.array_equal(paper[1].starts[:, :5], paper[0].starts)

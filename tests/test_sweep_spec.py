@@ -151,6 +151,32 @@ def test_cpp_switch_off_cells_share_their_environments_and_agent_streams():
         parse_spec(tiny(factors__cpp_switch_off=["cpp_magic"]))
 
 
+def test_group_sizes_of_a_grid_share_their_environments_under_sound():
+    """Issue 22 point 8: under `sound` (paired_group_sizes) cells that differ only in group size keep keys of
+    their own and share one seed word per grid, so they play the same ⊕/⊖ paths and agent i the same start cell
+    and stream;
+    under `paper` every cell keeps its own word (the keys of before: key == seed_key, tested above)."""
+    import numpy as np
+
+    from collective.sweeps.plan import EnvironmentBlock, generate_block, group_agent_seeds
+    spec = parse_spec(tiny(profile="sound", factors__group_size=[3, 6], groups__behaviours=["local_search"]))
+    cells = {dict(cell.factors)["grid"]: [] for cell in spec.cells}
+    for c, cell in enumerate(spec.cells):
+        cells[dict(cell.factors)["grid"]].append(c)
+    for grid, (small, large) in cells.items():
+        assert spec.cells[small].key != spec.cells[large].key
+        assert spec.cells[small].seed_key == spec.cells[large].seed_key, grid
+        first, second = (generate_block(spec, EnvironmentBlock(c, 0, 8, ())) for c in (small, large))
+        assert np.array_equal(first.good, second.good) and np.array_equal(first.evil, second.evil)
+        assert np.array_equal(second.starts[:, :3], first.starts) and second.starts.shape[1] == 6
+        group = spec.groups[0].key
+        assert np.array_equal(group_agent_seeds(spec.seed, spec.cells[small].seed_key, np.arange(8), group),
+                              group_agent_seeds(spec.seed, spec.cells[large].seed_key, np.arange(8), group))
+    assert len({spec.cells[cs[0]].seed_key for cs in cells.values()}) == len(cells)  # grids keep their own
+    paper = parse_spec(tiny(factors__group_size=[3, 6], groups__behaviours=["local_search"]))
+    assert len({cell.seed_key for cell in paper.cells}) == len(paper.cells)
+
+
 def test_lambdastar2016_specs_validate():
     main = load_spec(EXPERIMENTS / "lambdastar2016.toml")
     assert len(main.groups) == 13 and len(main.cells) == 120 and main.iterations == 50

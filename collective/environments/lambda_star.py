@@ -33,6 +33,7 @@ class LambdaStar:
     k_max: int = np.iinfo(np.int32).max
     entropy_rule: str = "paper"
     k_on_played_paths: bool = False
+    nested_starts: bool = False  # `start_cells`: a smaller group's start cells are a larger one's first
 
     def __post_init__(self) -> None:
         if self.k_on_played_paths and not self.generator.k_on_positions:
@@ -58,20 +59,24 @@ class LambdaStar:
             good_positions, evil_positions = independent_evil(
                 self.generator, good, seeds ^ np.uint64(0xE71), self.rows, self.cols, self.iterations)
         return EnvironmentBatch(good_positions, evil_positions,
-                                start_cell_table(seed_table, self.rows * self.cols, group_size),
+                                start_cell_table(seed_table, self.rows * self.cols, group_size, self.nested_starts),
                                 seed_table[:, AGENT_SEED].copy(), good.k_raw, good.k_normalised,
                                 k_evil=lz76_rows(evil_positions, self.iterations))
 
 
-def start_cell_table(seed_table: np.ndarray, n_cells: int, group_size: int) -> np.ndarray:
+def start_cell_table(seed_table: np.ndarray, n_cells: int, group_size: int, nested: bool = False) -> np.ndarray:
     """(episodes, agents) start cells, one row per row of `seed_table`."""
-    rows = [start_cells(int(seed), n_cells, group_size) for seed in seed_table[:, START_SEED]]
+    rows = [start_cells(int(seed), n_cells, group_size, nested) for seed in seed_table[:, START_SEED]]
     return np.stack(rows) if rows else np.empty((0, group_size), np.int32)
 
 
-def start_cells(seed: int, n_cells: int, group_size: int) -> np.ndarray:
-    """Distinct uniform start cells when the group fits on the grid, else uniform (spec §1)."""
+def start_cells(seed: int, n_cells: int, group_size: int, nested: bool = False) -> np.ndarray:
+    """Distinct uniform start cells when the group fits on the grid, else uniform (spec §1). `nested`
+    (`paired_group_sizes`): the first cells of one uniform permutation of the grid, so that with the same
+    seed agent i starts on the same cell in a group of any size (a paired group-size contrast)."""
     rng = np.random.default_rng(seed)
+    if nested and group_size <= n_cells:
+        return rng.permutation(n_cells)[:group_size].astype(np.int32)
     if group_size <= n_cells:
         return rng.choice(n_cells, size=group_size, replace=False).astype(np.int32)
     return rng.integers(0, n_cells, size=group_size).astype(np.int32)

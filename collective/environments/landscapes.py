@@ -75,6 +75,7 @@ class FitnessLandscape:
     motion: str
     k_min: int = 0
     k_max: int = np.iinfo(np.int32).max
+    nested_starts: bool = False  # see `lambda_star.start_cells`
 
     @property
     def entropy_bits(self) -> float:
@@ -102,7 +103,7 @@ class FitnessLandscape:
             path = np.repeat(optimum[:, None], self.iterations + 1, axis=1).astype(np.int32)
             k_raw = np.array([lz76_phrase_count(row[:self.iterations].astype(np.int64)) for row in path], np.int32)
             k_normalised = np.array([lz76_normalised(int(k), self.iterations) for k in k_raw])
-        starts = start_cell_table(seed_table, n_cells, group_size)
+        starts = start_cell_table(seed_table, n_cells, group_size, self.nested_starts)
         return EnvironmentBatch(path, path.copy(), starts, seed_table[:, AGENT_SEED].copy(), k_raw, k_normalised,
                                 landscapes=fields, local_optima=count_local_optima(fields, self.rows, self.cols),
                                 correlation_length=correlation_length(fields, self.rows, self.cols))

@@ -405,7 +405,7 @@ class _Overhearing:
         for k, (member, lanes) in enumerate(zip(self.copies, self.lanes)):
             listener = members[k]
             mixed = Observation(heard.window[:, members], heard.cell[:, members], obs.t, heard.reward[:, members],
-                                heard.target[:, members], heard.field[:, members])
+                                obs.target[:, members], obs.field[:, members])  # nothing delivered yet
             for name in ("window", "cell", "reward"):
                 getattr(mixed, name)[:, k] = getattr(obs, name)[:, listener]
             lanes[:] = heard_streams[:, :, 0]

@@ -14,6 +14,10 @@ The 2016 program's switches (`config.CPP_SWITCHES`) change how agents play, not 
 the seeds' cell word (`Cell.seed_key`) leaves them out, so cells that differ only in switches (the
 `cpp_switch_off` factor, an ablation) play the same episodes with the same agent streams, and a
 cell's key leaves out the switches that are off, so every spec without them keeps its keys and seeds.
+With `paired_group_sizes` (profile `sound`; issue 22 point 8) the seed word leaves out the group size
+too: cells that differ only in group size play the same ⊕/⊖ paths and agent i the same start cell
+(`lambda_star.start_cells`) and stream, so group-size contrasts within a grid are paired by (seed word,
+episode), the first word of the rows' `spawn_key`.
 
     name = "quickstart"          # optional, default: the file's stem
     description = "..."          # optional
@@ -435,8 +439,11 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
         raise SpecError(f"factors.group_size[{choice['group_size'][0]}]", f"no group type plays cell {context}")
     record = {name: value for name, value in played[0].as_record().items()
               if name not in GROUP_FIELDS and name not in ("seed", "episodes")}
-    environment = {name: value for name, value in record.items() if name not in CPP_SWITCHES}
-    identity = {name: value for name, value in record.items() if name not in CPP_SWITCHES or value}
+    unkeyed_when_off = CPP_SWITCHES + ("paired_group_sizes",)  # specs without them keep their keys and seeds
+    paired = ("group_size",) if record["paired_group_sizes"] else ()
+    environment = {name: value for name, value in record.items()
+                   if (name not in unkeyed_when_off or name == "paired_group_sizes" and value) and name not in paired}
+    identity = {name: value for name, value in record.items() if name not in unkeyed_when_off or value}
     return Cell(key=stable_key(identity), seed_key=stable_key(environment), factors=factor_values,
                 configs=tuple(configs))
 
