@@ -9,7 +9,7 @@ import math
 import shutil
 
 import pyarrow.parquet as pq
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from test_hostile_inputs import error_lines, outcome, run_cli
 
@@ -19,34 +19,42 @@ BUDGET = settings(max_examples=30, deadline=None, derandomize=True, database=Non
 HOSTILE_NUMBERS = ["", "0", "-1", "1.5", "x", "1e3", "１０", " 7", "1_0", str(10**13), str(2**64)]
 
 
-def _option(name: str, valid) -> st.SearchStrategy:
-    return st.one_of(st.just([]), st.builds(lambda value: [name, str(value)], st.one_of(valid,
-                                                                                        st.sampled_from(HOSTILE_NUMBERS))))
+VALID_OPTIONS = {"--group-size": st.integers(1, 4), "--episodes": st.integers(1, 4), "--iterations": st.integers(1, 12),
+                 "--grid": st.sampled_from(["5", "6x7"]), "--seed": st.integers(0, 2**63 - 1),
+                 "--complexity": st.sampled_from(["3", "2:5"])}
+HOSTILE_OPTIONS = {"--grid": st.sampled_from(["2", "0x5", "5x", "100000", "x"]),
+                   "--complexity": st.sampled_from(["5:2", "0", "1:99", "a:b"]),
+                   "--behaviour": st.sampled_from(["nope", "x:Y", "", "hostile.py:Nothing", "random:3"]),
+                   "--mix": st.sampled_from(["random:0", "random:x", "local_search:1000000000", "random:2,,", ":3"]),
+                   "--protocol-param": st.sampled_from(["memory=maybe", "x=1", "=", "memory"])}
 
 
-EVALUATE_ARGS = st.tuples(
-    st.one_of(st.builds(lambda b: ["--behaviour", b], st.sampled_from(["random", "local_search", "oracle", "nope",
-                                                                        "x:Y", "", "hostile.py:Nothing"])),
-              st.builds(lambda m: ["--mix", m], st.sampled_from(["random:2,local_search:1", "random:0", "random:x",
-                                                                   "local_search:1000000000", "random:2,,", ":3"]))),
-    _option("--group-size", st.integers(1, 4)),
-    _option("--episodes", st.integers(1, 4)),
-    _option("--iterations", st.integers(1, 12)),
-    _option("--grid", st.sampled_from(["5", "6x7", "2", "0x5", "5x", "100000"])),
-    _option("--seed", st.integers(0, 2**63)),
-    _option("--complexity", st.sampled_from(["3", "2:5", "5:2", "0", "1:99"])),
-    st.one_of(st.just([]), st.builds(lambda p, v: ["--protocol", p, "--protocol-param", v],
-                                     st.sampled_from(["broadcast", "wisdom", "nope"]),
-                                     st.sampled_from(["memory=true", "memory=maybe", "x=1", "=", "memory=true"]))),
-    st.sampled_from([[], ["--json"]]),
-)
+@st.composite
+def evaluate_args(draw) -> list[str]:
+    """Valid arguments (random or local_search groups, maybe a protocol), then at most one option
+    made hostile: a malformed or out-of-range number or name."""
+    args = ["--behaviour", draw(st.sampled_from(["random", "local_search"]))]
+    for option, values in VALID_OPTIONS.items():
+        if draw(st.booleans()):
+            args += [option, str(draw(values))]
+    if draw(st.booleans()):
+        args += ["--protocol", "broadcast", "--protocol-param", "memory=true"]
+    hostile = draw(st.sampled_from([None, None, None, *VALID_OPTIONS, *HOSTILE_OPTIONS]))
+    if hostile in ("--behaviour", "--mix"):
+        args[:2] = [hostile, draw(HOSTILE_OPTIONS[hostile])]
+    elif hostile in HOSTILE_OPTIONS:
+        args += [hostile, draw(HOSTILE_OPTIONS[hostile])]
+    elif hostile:
+        args += [hostile, draw(st.sampled_from(HOSTILE_NUMBERS))]
+    return args + draw(st.sampled_from([[], ["--json"]]))
 
 
 @BUDGET
-@given(EVALUATE_ARGS)
+@given(evaluate_args())
 def test_evaluate_finishes_or_fails_in_one_line(args):
-    argv = ["evaluate", "--profile", "paper"] + [part for option in args for part in option]
+    argv = ["evaluate", "--profile", "paper", *args]
     status, stdout, stderr = run_cli(*argv)
+    event(f"exit {status}")
     assert outcome(status, stderr, status) == "clean", (argv, stderr)
     if status == 0:
         if "--json" in argv:
@@ -73,23 +81,32 @@ def _toml(value) -> str:
     return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
 
 
-ODD = st.sampled_from([-1, 0, 1.5, "2", "x", True, [], 10**9, float("nan")])
-SPECS = st.fixed_dictionaries({
-    "seed": st.one_of(st.integers(0, 100), ODD),
-    "profile": st.sampled_from(["paper", "sound", "bogus"]),
-    "episodes": st.one_of(st.integers(1, 3), ODD),
-    "iterations": st.one_of(st.integers(2, 8), ODD),
-    "factors": st.fixed_dictionaries({
-        "grid": st.lists(st.one_of(st.sampled_from(["5", "6x6", 5]), ODD), min_size=0, max_size=2),
-        "group_size": st.lists(st.one_of(st.integers(1, 3), ODD), min_size=0, max_size=2)}),
-    "groups": st.fixed_dictionaries({
-        "behaviours": st.lists(st.sampled_from(["random", "local_search", "nope", "x:Y", 3]), min_size=0, max_size=2,
-                               unique_by=str)}),
-})
+# Odd values: malformed, out of range, or too large to run (10**13 episodes need --yes)
+ODD = st.sampled_from([-1, 0, 1.5, "2", "x", True, [], 10**13, 10**19, float("nan"), {"a": 1}])
+
+
+@st.composite
+def specs(draw) -> dict:
+    """A small valid spec, then at most one value (or one list item) replaced by an odd one."""
+    spec = {"seed": draw(st.integers(0, 100)), "profile": draw(st.sampled_from(["paper", "sound"])),
+            "episodes": draw(st.integers(1, 3)), "iterations": draw(st.integers(4, 8)),
+            "factors": {"grid": draw(st.lists(st.sampled_from(["5", "6x6", 7]), min_size=1, max_size=2, unique=True)),
+                        "group_size": draw(st.lists(st.integers(1, 3), min_size=1, max_size=2, unique=True))},
+            "groups": {"behaviours": draw(st.lists(st.sampled_from(["random", "local_search"]), min_size=1,
+                                                   max_size=2, unique=True))}}
+    where = draw(st.sampled_from([None, None, None, "seed", "profile", "episodes", "iterations", "grid", "group_size",
+                                  "behaviours"]))
+    odd = draw(ODD)
+    if where in ("seed", "profile", "episodes", "iterations"):
+        spec[where] = odd
+    elif where:
+        table = spec["groups" if where == "behaviours" else "factors"]
+        table[where][draw(st.integers(0, len(table[where]) - 1))] = odd
+    return spec
 
 
 @BUDGET
-@given(SPECS)
+@given(specs())
 def test_sweep_finishes_completely_or_fails_in_one_line(tmp_path_factory, spec):
     directory = tmp_path_factory.mktemp("spec")
     text = "\n".join(f"{key} = {_toml(value)}" for key, value in spec.items() if not isinstance(value, dict))
@@ -98,6 +115,7 @@ def test_sweep_finishes_completely_or_fails_in_one_line(tmp_path_factory, spec):
     (directory / "spec.toml").write_text(text + "\n")
     out = directory / "out"
     status, stdout, stderr = run_cli("sweep", str(directory / "spec.toml"), "--out", str(out), "--executor", "serial")
+    event(f"exit {status}")
     assert outcome(status, stderr, status) == "clean", (text, stderr)
     if status == 0:  # complete: every planned row is in the dataset
         planned = json.loads((out / "sweep.json").read_text())["plan"]["rows"]
