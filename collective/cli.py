@@ -444,7 +444,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             print(f"{name:<14}{get_behaviour(name).description}")
         print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (README: Bring your own agent)")
         print("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
-              "lambdastar2016); they differ with epsilon > 0 (profile sound: 0.1)")
+              f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
         return 0
     if args.command == "protocols":
         print(describe_protocols())

@@ -69,10 +69,12 @@ PROFILES: dict[str, dict[str, object]] = {
         k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
         # learners and the anytime test (points 4-6): learners train ε-greedily on held-out episodes of
         # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19
-        q_initial=0.0, q_reward_scale=1.0, q_epsilon=0.1, learning_protocol="held_out", training_episodes=10,
+        q_initial=0.0, q_reward_scale=1.0, q_epsilon=0.2, learning_protocol="held_out", training_episodes=10,
         # issue 21: learners observe (the signs of their window) and keep one table, trained once on held-out
-        # episodes of the cell, then scored greedily on unseen test episodes
-        learner_state="window_signs", learner_training="pretrained",
+        # episodes of the cell, then scored greedily on unseen test episodes; α 0.2 and ε 0.2 (γ 0.3 as paper)
+        # gave the best Υ of 36 settings (α 0.1-0.3, γ 0.3-0.9, ε 0.05-0.2) on 10x10 and 20x20, groups of 10,
+        # T = 100, 1000 training passes, seeds 1-3 (reported runs use seed 0)
+        learner_state="window_signs", learner_training="pretrained", q_alpha=0.2,
         anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1},
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
