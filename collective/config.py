@@ -71,10 +71,10 @@ PROFILES: dict[str, dict[str, object]] = {
         # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19
         q_initial=0.0, q_reward_scale=1.0, q_epsilon=0.2, learning_protocol="held_out", training_episodes=10,
         # issue 21: learners observe (the signs of their window) and keep one table, trained once on held-out
-        # episodes of the cell, then scored greedily on unseen test episodes; α 0.2 and ε 0.2 (γ 0.3 as paper)
-        # gave the best Υ of 36 settings (α 0.1-0.3, γ 0.3-0.9, ε 0.05-0.2) on 10x10 and 20x20, groups of 10,
-        # T = 100, 1000 training passes, seeds 1-3 (reported runs use seed 0)
-        learner_state="window_signs", learner_training="pretrained", q_alpha=0.2,
+        # episodes of the cell, then scored greedily on unseen test episodes; α 0.1, γ 0.7, ε 0.2 gave the best
+        # mean Υ of the settings tried (α 0.1-0.3, γ 0.3-0.9, ε 0.05-0.3) on 10x10 and 20x20, groups of 10,
+        # T = 100, 1000 training passes, seeds 1-6 (issue 21's note; its reported runs use other seeds)
+        learner_state="window_signs", learner_training="pretrained", q_alpha=0.1, q_gamma=0.7,
         anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1},
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
         landscape_normalisation="optimum_one", landscape_entropy="optimum",

@@ -35,7 +35,7 @@ from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, R
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import Scene, reset_scene, scene_reward
+from collective.environments.scene import Scene, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
 from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from protocols.auction import auction_rule
@@ -49,6 +49,7 @@ from protocols.stigmergy import stigmergy_rule
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
 CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); signs of the 3x3 window's rewards
 WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
+BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window that pays 0 everywhere: digits all 1
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
@@ -154,6 +155,8 @@ def window_state_base(scene, r, c, row):
     rewards of the 3x3 window around (r, c) in `scene`, row by row, each digit 0 (< 0), 1 (0) or
     2 (> 0), the first cell the most significant (issue 21; paper 003 §5.2.1 names the learners
     but no state that transfers between episodes)."""
+    if scene_blind(scene, r, c, 1):  # every cell pays 0: each digit 1 (most windows; skips 9 rewards)
+        return (row * WINDOW_STATES + BLANK_WINDOW) * 9
     code = 0
     for dr in range(-1, 2):
         for dc in range(-1, 2):
