@@ -41,6 +41,7 @@ FIELD_OPTIONS = {
     "q_alpha": "--alpha", "q_gamma": "--gamma", "q_epsilon": "--epsilon", "q_initial": "--q-initial",
     "q_training_passes": "--training-passes", "q_reward_scale": "--reward-scale",
     "learning_protocol": "--learning-protocol", "training_episodes": "--training-episodes",
+    "learner_state": "--learner-state", "learner_training": "--learner-training",
 }
 
 DEMO_BEHAVIOURS = ("random", "local_search", "oracle", "q_learning", "sarsa", "imitation")
@@ -184,8 +185,15 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                     help="train on the scored episode itself (replay: paper, lambdastar2016) or on held-out "
                          "episodes of the same class, then score an unseen one (held_out: sound)")
     rl.add_argument("--training-episodes", type=whole, default=None, metavar="N",
-                    help="held_out: training episodes per scored episode, the passes cycling through them "
-                         f"({profile_defaults('training_episodes')})")
+                    help="held_out: training episodes per scored episode (per_episode) or per table, the passes "
+                         f"cycling through them ({profile_defaults('training_episodes')})")
+    rl.add_argument("--learner-state", default=None, metavar="cell_time|window_signs",
+                    help="the learners' state: (cell, t) (paper, lambdastar2016) or the signs of the rewards of "
+                         "their 3x3 window (sound)")
+    rl.add_argument("--learner-training", default=None, metavar="per_episode|pretrained|online",
+                    help="a table trained and reset per scored episode (paper, lambdastar2016); one table per group "
+                         "trained once on held-out episodes, then scored greedily (pretrained: sound); or that "
+                         "keeps learning in the test episodes (online)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -263,7 +271,7 @@ def check_work(parser: argparse.ArgumentParser, args: argparse.Namespace, steps:
 
 def agent_steps(config: EvaluationConfig) -> int:
     """Agent-steps of an evaluation: scored steps and the learners' training passes."""
-    return config.episodes * config.iterations * (config.group_size + config.learner_count * config.q_training_passes)
+    return config.episodes * config.iterations * config.group_size + config.training_steps(config.episodes)
 
 
 def config_from_args(args: argparse.Namespace, behaviour: str | None) -> EvaluationConfig:
@@ -283,7 +291,8 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None) -> Evaluat
         q_alpha=args.alpha, q_gamma=args.gamma,
         q_epsilon=args.epsilon, q_initial=args.q_initial, q_training_passes=args.training_passes,
         q_reward_scale=args.reward_scale, learning_protocol=args.learning_protocol,
-        training_episodes=args.training_episodes)
+        training_episodes=args.training_episodes, learner_state=args.learner_state,
+        learner_training=args.learner_training)
 
 
 # AnytimeConfig field -> its option; an episode's iterations are the anytime test's budget.
@@ -492,7 +501,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             print(f"{name:<14}{get_behaviour(name).description}")
         print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (README: Bring your own agent)")
         print("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
-              "lambdastar2016); they differ with epsilon > 0 (profile sound: 0.1)")
+              f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
         return 0
     if args.command == "protocols":
         print(describe_protocols())

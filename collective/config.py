@@ -22,7 +22,7 @@ from collective.environments.landscapes import (LANDSCAPE_ENTROPIES, LANDSCAPE_M
 from collective.environments.pattern_probability import pattern_probability_unavailable
 from collective.environments.patterns import (K_SAMPLINGS, PATTERN_GENERATORS, SEGMENT_CAPS, CyclicPatternGenerator,
                                               PatternGenerator, StratifiedComplexity, reachable_k, unpairable_k)
-from collective.simulation.kernel import LearnerParameters
+from collective.simulation.kernel import LearnerParameters, table_states
 from collective.simulation.plugins import PluginClass, PluginError
 from protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
 
@@ -36,6 +36,18 @@ ENVIRONMENT_CLASSES = ("lambda_star", "landscape")
 # What the learners train on before the scored pass: "replay" the scored episode itself (paper 003
 # §5.2.1), or "held_out" episodes of the same class never scored (paper 000 §5.2's no-reuse rule).
 LEARNING_PROTOCOLS = ("replay", "held_out")
+# The built-in learners' state (issue 21; paper 003 §5.2.1 names the learners, not their state): "cell_time"
+# (the agent's cell and the iteration, paper 003's reading and the 2016 program's), or "window_signs": the sign
+# (< 0, 0, > 0) of the reward of each cell of the agent's 3x3 window (its observation range's inner 3x3),
+# 3^9 states, which transfer from one episode to another where (cell, t) cannot
+LEARNER_STATES = ("cell_time", "window_signs")
+# How long a learner's table lives (issue 21): "per_episode", trained before each scored episode and reset after
+# it (paper 003 §5.2.1; spec §5); "pretrained", one table per group (per learner, or the shared_q table) trained
+# once on the q_training_passes passes over the training_episodes held-out episodes of the cell, never reset,
+# then scored greedily on every test episode; "online", the same pretrained table keeps learning, ε-greedily, in
+# the test episodes, in episode order, scored as it goes (paper 000's anytime intent: it carries what it learned
+# from one environment to the next), from the start of each evaluation (or sweep block) on
+LEARNER_TRAININGS = ("per_episode", "pretrained", "online")
 
 # What a run uses unless it names a profile (CLI, adapters, `from_profile`): the confound-free test
 # of issue 12. The dataclass defaults stay `paper`'s, so `paper` is every new field's baseline.
@@ -56,7 +68,12 @@ PROFILES: dict[str, dict[str, object]] = {
         k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
         # learners and the anytime test (points 4-6): learners train ε-greedily on held-out episodes of
         # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19
-        q_initial=0.0, q_reward_scale=1.0, q_epsilon=0.1, learning_protocol="held_out", training_episodes=10,
+        q_initial=0.0, q_reward_scale=1.0, q_epsilon=0.2, learning_protocol="held_out", training_episodes=10,
+        # issue 21: learners observe (the signs of their window) and keep one table, trained once on held-out
+        # episodes of the cell, then scored greedily on unseen test episodes; α 0.1, γ 0.7, ε 0.2 gave the best
+        # mean Υ of the settings tried (α 0.1-0.3, γ 0.3-0.9, ε 0.05-0.3) on 10x10 and 20x20, groups of 10,
+        # T = 100, 1000 training passes, seeds 1-6 (issue 21's note; its reported runs use other seeds)
+        learner_state="window_signs", learner_training="pretrained", q_alpha=0.1, q_gamma=0.7,
         anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1},
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
@@ -144,6 +161,8 @@ class EvaluationConfig:
     q_reward_scale: float = 1.0
     learning_protocol: str = "replay"  # see LEARNING_PROTOCOLS
     training_episodes: int = 1  # held_out: fresh episodes the training passes cycle through
+    learner_state: str = "cell_time"  # see LEARNER_STATES
+    learner_training: str = "per_episode"  # see LEARNER_TRAININGS
     # Legg-Hutter Υ (paper 001; `collective.analysis.scores`): "sampled_phrases" = Σ 2^-c R̄ / Σ 2^-c over the
     # sampled episodes, c in LZ76 phrases (spec §4 literally; not an estimator of paper 001's sum);
     # "importance_bits" = K in Lempel-Ziv code bits, episodes weighted by 2^-K / the pattern's probability
@@ -301,8 +320,30 @@ class EvaluationConfig:
 
     @property
     def trains_on_held_out(self) -> bool:
-        """Whether the group's learners train on held-out episodes, which must then be generated."""
-        return self.learning_protocol == "held_out" and self.q_training_passes > 0 and any(map(learns, self.behaviours))
+        """Whether the group's learners train on held-out episodes before each scored episode, which must then
+        be generated with it (a pretrained table trains on the cell's own, `evaluate.trained_tables`)."""
+        return self.learning_protocol == "held_out" and self.q_training_passes > 0 and \
+            self.learner_training == "per_episode" and any(map(learns, self.behaviours))
+
+    @property
+    def keeps_tables(self) -> bool:
+        """Whether the group's learners keep a pretrained table across episodes (learner_training not per_episode)."""
+        return self.learner_training != "per_episode" and self.learner_count > 0
+
+    @property
+    def learns_online(self) -> bool:
+        """Whether the group's learners keep learning in the test episodes, which must then play in order."""
+        return self.learner_training == "online" and self.learner_count > 0
+
+    @property
+    def passes_per_episode(self) -> int:
+        """Training passes played before each scored episode (per_episode learners only)."""
+        return self.q_training_passes if self.learner_count and self.learner_training == "per_episode" else 0
+
+    def training_steps(self, episodes: int) -> int:
+        """Learner agent-steps of training behind `episodes` scored episodes: per episode, or once per table."""
+        once = self.iterations * self.learner_count * self.q_training_passes
+        return once * episodes if self.learner_training == "per_episode" else once * (self.learner_count > 0)
 
     @property
     def learner(self) -> LearnerParameters:
@@ -442,6 +483,7 @@ def _validate(c: EvaluationConfig) -> None:
     _validate_memory(c)  # before anything that lists the agents
     _validate_protocol(c)
     _validate_communication(c)
+    _validate_learners(c)
     _validate_cpp_switches(c)
     _validate_landscape(c)
     _validate_k_range(c)
@@ -562,6 +604,24 @@ def _validate_learning_protocol(c: EvaluationConfig) -> None:
                                                f"passes play every training episode (got {episodes})")
 
 
+def _validate_learners(c: EvaluationConfig) -> None:
+    """The learners' state and table life are known; a kept table trains on held-out episodes; the 2016
+    learner switches read (cell, t) states reset every episode."""
+    _require_choice(c, "learner_state", LEARNER_STATES)
+    _require_choice(c, "learner_training", LEARNER_TRAININGS)
+    if c.learner_training != "per_episode" and c.learning_protocol != "held_out":
+        raise ConfigError("learner_training", f"{c.learner_training} trains one table on held-out episodes of the "
+                                              "cell: use learning_protocol held_out (replay trains on each scored "
+                                              "episode, per_episode)")
+    if c.learner_state != "cell_time" and c.cpp_learner_bootstrap:
+        raise ConfigError("learner_state", "cpp_learner_bootstrap bootstraps from the 2016 program's (cell, t=0) "
+                                           "state: use cell_time (or set cpp_learner_bootstrap false)")
+    for switch in ("cpp_first_observation", "cpp_learner_bootstrap"):
+        if c.learner_training != "per_episode" and getattr(c, switch):
+            raise ConfigError("learner_training", f"{switch} reproduces the 2016 program, whose tables are trained "
+                                                  "and reset per episode: use per_episode (or set the switch false)")
+
+
 def physical_memory_limit() -> int:
     """Half the physical memory: the most one run may plan to use."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
@@ -576,13 +636,15 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
     `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
     sweep's work unit may play more)."""
     learners = c.learner_count
-    steps = c.group_size * c.iterations * (1 + (c.q_training_passes if learners else 0))
+    steps = c.group_size * c.iterations * (1 + c.passes_per_episode)
     if batch is None:
         batch = max(1, min(c.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps))  # played (a sham: half + shadows)
     cells, agents = c.rows * c.cols, c.group_size
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
     window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.on_stepping_core else 0
-    tables = learners * cells * c.iterations * (9 * 8 + 1)
+    tables = learners * table_states(LEARNER_STATES.index(c.learner_state), c.rows, c.cols, c.iterations) * (9 * 8 + 1)
+    if c.keeps_tables:  # a pretrained table's training passes, as one batch of episodes
+        tables += c.q_training_passes * (2 * (c.iterations + 1) + c.group_size) * 8
     logs = batch * c.iterations * (2 * agents + 1) * 8 if c.on_stepping_core and c.protocol != "none" else 0
     # held-out training episodes: their paths and fields, and the kernel's (n, T+1) coordinates of them
     held_out = batch * c.training_episodes if c.trains_on_held_out else 0

@@ -19,17 +19,18 @@ from pathlib import Path
 import numpy as np
 
 from collective.behaviours import load_behaviour
-from collective.config import TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
+from collective.config import LEARNER_STATES, LEARNER_TRAININGS, TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
 from collective.environments.ceiling import upsilon_best
 from collective.environments.complexity import alphabet_normalised
 from collective.progress import Progress, announce_compilation, compilation_done
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.simulation.random_streams import episode_seed_table, training_seed_table
+from collective.simulation.random_streams import (AGENT_SEED, episode_seed_table, table_training_seed_table,
+                                                 training_seed_table)
 from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
-from collective.simulation.kernel import (KernelSwitches, learner_workspace, separate_tables, simulate_batch,
-                                         talk_workspace)
+from collective.simulation.kernel import (ONLINE, KernelSwitches, Tables, learner_workspace, separate_tables,
+                                          simulate_batch, talk_workspace)
 from collective.simulation.stepping import Group, Member, play_group, play_overhearing
 from collective.version import VERSION
 from protocols import NONE, load_protocol
@@ -107,7 +108,7 @@ def batch_episodes(config: EvaluationConfig) -> int:
     """Episodes per batch: enough work per kernel call to amortise its overhead, or fewer when a
     plug-in declares `batch_episodes` (a persistent learner learns from batch to batch)."""
     steps = config.group_size * config.iterations * (2 if config.sham else 1)  # a sham plays each episode's shadow
-    steps *= 1 + (config.q_training_passes if config.learner_count else 0)
+    steps *= 1 + config.passes_per_episode
     declared = [plugin.batch_episodes for plugin in config.plugins if plugin.batch_episodes]
     return int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps] + declared)))
 
@@ -140,7 +141,7 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_p
     is rescaled here to the config's `k_normalisation`, for every environment class."""
     environment = config.environment()
     batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
-    batch = replace(batch, episode_index=np.asarray(episodes, np.int64))
+    batch = replace(batch, episode_index=np.asarray(episodes, np.int64), seed_prefix=tuple(seed_prefix))
     if config.k_normalisation == "log_alphabet":
         batch = replace(batch, k_normalised=alphabet_normalised(batch.k_normalised, config.rows * config.cols))
     if config.trains_on_held_out if training is None else training:
@@ -183,7 +184,7 @@ def held_out_training(environment, seed: int, episodes: np.ndarray, seed_prefix:
         replacement = environment.generate(np.concatenate(redraws), group_size)
         for field in dataclasses.fields(EnvironmentBatch):
             values = getattr(training, field.name)
-            if values is not None and field.name != "training":
+            if values is not None and field.name not in ("training", "seed_prefix"):
                 values[repeats] = getattr(replacement, field.name)
     raise ValueError(f"the environment class has too few distinct episodes: {TRAINING_REDRAWS} draws did not "
                      "give a training episode unlike its test episode")
@@ -201,18 +202,73 @@ def _equals_its_test(training: EnvironmentBatch, tests: EnvironmentBatch, count:
 
 
 def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
-         group: Group | None = None) -> EpisodeRun:
+         group: Group | None = None, tables: Tables | None = None) -> EpisodeRun:
     """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
     A plug-in group plays on the stepping core with `group` (made once per evaluation by
     `plugin_group`, so that persistent plug-ins keep their state), or a fresh one; so does the sham
-    control (`play_sham`)."""
+    control (`play_sham`). Learners that keep their tables (`learner_training`) play with `tables`
+    (an online learner's, carried from batch to batch by `evaluate`), or with their pretrained
+    tables (`trained_tables`; an online learner's copied, so each call starts from them)."""
     load_code(config)
     if config.on_stepping_core:
         group = group or plugin_group(config)
         if config.sham:
             return play_sham(config, environments, record, group)
         return _episode_run(play_group(group, environments, record), environments)
-    return _play(config, environments, record)
+    if config.keeps_tables and tables is None:
+        tables = starting_tables(config, environments.seed_prefix)
+    return _play(config, environments, record, tables)
+
+
+@dataclass(frozen=True)
+class TrainedTables:
+    """A group's learner tables after training (`trained_tables`)."""
+
+    tables: Tables  # as `learner_workspace` makes them
+    mean_rewards: np.ndarray  # (q_training_passes,) R̄ of each training pass, in order: the training curve
+    kernel_seconds: float
+
+
+@functools.lru_cache(maxsize=8)
+def trained_tables(config: EvaluationConfig, seed_prefix: tuple[int, ...] = ()) -> TrainedTables:
+    """The tables a group's learners keep (`learner_training` pretrained or online; issue 21), trained once
+    per configuration and seed prefix (a sweep's cell): the group plays q_training_passes passes as it plays
+    test episodes, its learners learning ε-greedily (ONLINE), the tables never reset; pass p plays held-out
+    episode p mod training_episodes, drawn by the environment class from the seeds of
+    `table_training_seed_table` (a root no test episode is drawn from; paper 000 §5.2's no-reuse rule),
+    with the agents' streams of row p. So the tables depend on the configuration and the prefix only,
+    never on the batch, the worker or the episodes scored."""
+    tables = _workspace(config, ONLINE)
+    run = _play(config, table_training_batch(config, seed_prefix), False, tables, ONLINE) \
+        if config.q_training_passes else None
+    return TrainedTables(tables, run.mean_rewards if run else np.empty(0), run.kernel_seconds if run else 0.0)
+
+
+def table_training_batch(config: EvaluationConfig, seed_prefix: tuple[int, ...] = ()) -> EnvironmentBatch:
+    """The q_training_passes episodes `trained_tables` plays, in order: pass p is held-out episode
+    p mod training_episodes with the agents' seed of row p of `table_training_seed_table`."""
+    passes = config.q_training_passes
+    seeds = table_training_seed_table(config.seed, passes, seed_prefix)
+    drawn = config.environment().generate(seeds[:min(config.training_episodes, passes)], config.group_size)
+    cycle = np.arange(passes) % max(1, len(drawn))
+    return EnvironmentBatch(drawn.good[cycle], drawn.evil[cycle], drawn.starts[cycle], seeds[:, AGENT_SEED].copy(),
+                            drawn.k_raw[cycle], drawn.k_normalised[cycle],
+                            landscapes=None if drawn.landscapes is None else drawn.landscapes[cycle])
+
+
+def starting_tables(config: EvaluationConfig, seed_prefix: tuple[int, ...] = ()) -> Tables:
+    """The tables the test episodes start from: the trained ones, copied when they keep learning (online)."""
+    tables = trained_tables(config, tuple(seed_prefix)).tables
+    return Tables(*(array.copy() for array in tables)) if config.learns_online else tables
+
+
+def _workspace(config: EvaluationConfig, table_mode: int) -> Tables:
+    """Fresh learner tables for the configured group, played in `table_mode`."""
+    codes = np.array([load_behaviour(name).cls.code for name in config.behaviours], np.int64)
+    protocol = load_protocol(config.protocol).cls
+    return learner_workspace(codes, config.rows, config.cols, config.iterations, config.passes_per_episode,
+                             config.q_initial, separate_tables(config.coordination_threshold, protocol.code, table_mode),
+                             LEARNER_STATES.index(config.learner_state), table_mode)
 
 
 def _episode_run(run, environments: EnvironmentBatch) -> EpisodeRun:
@@ -334,7 +390,10 @@ def load_compiled(config: EvaluationConfig, notify: bool = False) -> float:
     return seconds
 
 
-def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool) -> EpisodeRun:
+def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool, tables: Tables | None = None,
+          table_mode: int | None = None) -> EpisodeRun:
+    """Play on the fused kernel; learners with `tables` (else fresh ones), in `table_mode` (else the config's)."""
+    table_mode = LEARNER_TRAININGS.index(config.learner_training) if table_mode is None else table_mode
     codes = np.array([load_behaviour(name).cls.code for name in config.behaviours], np.int64)
     protocol = load_protocol(config.protocol).cls
     talk = talk_workspace(protocol.code, config.protocol_values, config.protocol_members, config.group_size,
@@ -345,8 +404,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     mixed = len(set(config.behaviours)) > 1  # a mix's per-capita scores need each agent's total
     agent_totals = np.zeros((len(environments), config.group_size)) if mixed else None  # (episodes, agents)
     learner = config.learner
-    tables = learner_workspace(codes, config.rows, config.cols, config.iterations, learner.training_passes,
-                               learner.q_initial, separate_tables(config.coordination_threshold, protocol.code))
+    tables = _workspace(config, table_mode) if tables is None else tables
     training = training_arrays(config, environments)
     start = time.perf_counter()
     mean_rewards = simulate_batch(
@@ -355,7 +413,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         environments.starts, environments.agent_seeds, *training,
         learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals,
-        kernel_switches(config, environments))
+        kernel_switches(config, environments), LEARNER_STATES.index(config.learner_state), table_mode)
     seconds = time.perf_counter() - start
     messages, bits = talk.comm[config.accounting_offset:config.accounting_offset + 2]
     agent_scores = agent_totals / config.iterations if mixed else None
@@ -396,9 +454,9 @@ def training_arrays(config: EvaluationConfig, environments: EnvironmentBatch) ->
 
 
 def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
-                 record: bool = False, group: Group | None = None) -> EpisodeRun:
+                 record: bool = False, group: Group | None = None, tables: Tables | None = None) -> EpisodeRun:
     """Generate the given episode indices' environments and play them."""
-    return play(config, generate_environments(config, episodes, seed_prefix), record, group)
+    return play(config, generate_environments(config, episodes, seed_prefix), record, group, tables)
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
@@ -409,15 +467,17 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
     group = plugin_group(config) if config.on_stepping_core else None
+    tables = starting_tables(config) if config.keeps_tables else None  # online: carried from batch to batch
     accumulator = ScoreAccumulator()
-    kernel_seconds = messages = bits = optima = correlation = best = k_evil = transfers = entropy_sum = 0.0
+    kernel_seconds = trained_tables(config).kernel_seconds if config.keeps_tables else 0.0
+    messages = bits = optima = correlation = best = k_evil = transfers = entropy_sum = 0.0
     distinct_sum = distinct_information_sum = 0.0
     entropy_episodes = 0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
     with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar:
         for first in range(0, config.episodes, size):
             episodes = np.arange(first, min(first + size, config.episodes))
-            run = run_episodes(config, episodes, group=group)
+            run = run_episodes(config, episodes, group=group, tables=tables)
             k_raw = run.environments.k_raw
             weights = legg_hutter_log2_weights(config.legg_hutter_estimator, k_raw, config.rows * config.cols,
                                                pattern_log2_probabilities(config, run.environments))
@@ -443,7 +503,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         config=config, estimate=accumulator.estimate(), entropy_bits=config.environment().entropy_bits,
         wall_seconds=time.perf_counter() - started, kernel_seconds=kernel_seconds, compile_seconds=compile_seconds,
         agent_steps=agent_steps,
-        training_steps=config.episodes * config.iterations * config.learner_count * config.q_training_passes,
+        training_steps=config.training_steps(config.episodes),
         messages=messages, bits=bits, transfers=transfers,
         message_entropy_bits=entropy_sum / entropy_episodes if entropy_episodes else math.nan,
         distinct_messages_per_iteration=distinct_sum / (entropy_episodes * config.iterations) if entropy_episodes

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from collective.config import CPP_SWITCHES, EvaluationConfig
-from collective.evaluate import generate_environments, play, run_episodes, shadow_environments
+from collective.evaluate import (generate_environments, play, run_episodes, shadow_environments, table_training_batch,
+                                 trained_tables)
 from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
-                                             reference_episode, reference_sham_episode)
+                                             learner_tables, reference_episode, reference_sham_episode)
 from protocols import get_protocol
 
 
@@ -19,24 +20,55 @@ def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:
     return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members))
 
 
+def reference_learner(config: EvaluationConfig) -> LearnerSettings:
+    return LearnerSettings(alpha=config.q_alpha, gamma=config.q_gamma, epsilon=config.q_epsilon,
+                           q_initial=config.q_initial, training_passes=config.q_training_passes,
+                           reward_scale=config.q_reward_scale, state=config.learner_state)
+
+
+def episode_worlds(config: EvaluationConfig, env) -> tuple[ReferenceWorld, list[ReferenceWorld]]:
+    """The configuration's world, and each episode's (a landscape's own field)."""
+    world = ReferenceWorld(config.rows, config.cols, config.iterations, config.observation_range,
+                           config.reward_radius, config.coordination_threshold)
+    if env.landscapes is not None:
+        return world, [dataclasses.replace(world, landscape=tuple(field)) for field in env.landscapes]
+    return world, [world] * len(env)
+
+
+def reference_kept_tables(config: EvaluationConfig) -> dict | None:
+    """Kept tables (learner_training pretrained or online) as the reference makes them: the training
+    episodes of `table_training_batch`, each played as a scored pass that learns, the tables kept; checks
+    each training pass's R̄ against the kernel's; None for per-episode tables."""
+    if not config.keeps_tables:
+        return None
+    learner, protocol = reference_learner(config), reference_protocol(config)
+    tables = learner_tables(config.behaviours, learner, protocol)
+    training = table_training_batch(config)
+    _, worlds = episode_worlds(config, training)
+    expected = trained_tables(config).mean_rewards
+    assert len(expected) == len(training) == config.q_training_passes
+    for row in range(len(training)):
+        _, rewards, _ = reference_episode(worlds[row], config.behaviours, training.good[row].tolist(),
+                                          training.evil[row].tolist(), training.starts[row].tolist(),
+                                          int(training.agent_seeds[row]), learner, protocol, None,
+                                          cpp_switches(config), kept_tables=tables, online=True)
+        assert expected[row] == pytest.approx(np.mean(rewards), abs=1e-12), f"training pass {row} differs"
+    return tables
+
+
 def assert_lockstep(config: EvaluationConfig, episodes: int = 4):
     run = run_episodes(config, np.arange(episodes), record=True)
     env = run.environments
-    world = ReferenceWorld(config.rows, config.cols, config.iterations, config.observation_range,
-                           config.reward_radius, config.coordination_threshold)
-    if env.landscapes is not None:  # each episode's own field
-        worlds = [dataclasses.replace(world, landscape=tuple(field)) for field in env.landscapes]
-    else:
-        worlds = [world] * episodes
-    learner = LearnerSettings(alpha=config.q_alpha, gamma=config.q_gamma, epsilon=config.q_epsilon,
-                              q_initial=config.q_initial, training_passes=config.q_training_passes,
-                              reward_scale=config.q_reward_scale)
+    world, worlds = episode_worlds(config, env)
+    learner = reference_learner(config)
+    tables = reference_kept_tables(config)
     messages = bits = transfers = 0
     for e in range(episodes):
         positions, rewards, traffic = reference_episode(
             worlds[e], config.behaviours, env.good[e].tolist(), env.evil[e].tolist(), env.starts[e].tolist(),
             int(env.agent_seeds[e]), learner, reference_protocol(config), reference_training(config, env, e, world),
-            cpp_switches(config), first_episode=int(env.episode_index[e]) == 0)
+            cpp_switches(config), first_episode=int(env.episode_index[e]) == 0, kept_tables=tables,
+            online=config.learns_online)
         for t, (expected, actual) in enumerate(zip(positions, run.positions[e])):
             assert list(actual) == expected, f"episode {e}: positions differ at t={t}"
         assert np.array_equal(np.array(rewards), run.rewards[e]), f"episode {e}: rewards differ"
@@ -90,8 +122,17 @@ GROUPS = {
     dict(learning_protocol="held_out", training_episodes=4, q_epsilon=0.2),
     dict(learning_protocol="held_out", training_episodes=3, coordination_threshold=2),
     dict(learning_protocol="held_out", training_episodes=6, env="landscape", landscape_peaks=3),
+    dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.2, learner_state="window_signs",
+         observation_range=2, rows=9, cols=11),
+    dict(learning_protocol="held_out", training_episodes=4, q_epsilon=0.2, learner_state="window_signs",
+         learner_training="pretrained"),
+    dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.2, learner_state="window_signs",
+         learner_training="online", coordination_threshold=2),
+    dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.2, learner_training="online",
+         env="landscape", landscape_peaks=3),
 ], ids=["default", "epsilon-optimistic", "range2-rect", "coordination", "independent-pingpong", "landscape",
-        "static-landscape-range2", "held-out-epsilon", "held-out-coordination", "held-out-landscape"])
+        "static-landscape-range2", "held-out-epsilon", "held-out-coordination", "held-out-landscape",
+        "window-per-episode-range2", "window-pretrained", "window-online-coordination", "cell-time-online-landscape"])
 def test_behaviours_match_reference(mix, variant):
     settings = {**SMALL, **{k: v for k, v in variant.items() if v is not None}}
     config = EvaluationConfig.from_profile("paper", mix=mix, **settings)
@@ -140,6 +181,18 @@ def test_held_out_training_matches_reference(protocol, mix, threshold):
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, coordination_threshold=threshold,
                                            learning_protocol="held_out", training_episodes=4, q_epsilon=0.1,
                                            **{**SMALL, "rows": 9, "cols": 8})
+    assert_lockstep(config)
+
+
+@pytest.mark.parametrize("protocol, mix", [("shared_q", "sarsa:2,q_learning:1,local_search:1"),
+                                           ("wisdom", "local_search:2,q_learning:2,imitation:1")])
+@pytest.mark.parametrize("training", ["pretrained", "online"])
+def test_kept_window_tables_match_reference(protocol, mix, training):
+    """Window-sign learners whose tables persist (issue 21), under a shared table and a talking protocol:
+    the training passes and the test episodes, in lock-step."""
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, learning_protocol="held_out",
+                                           training_episodes=4, q_epsilon=0.1, learner_state="window_signs",
+                                           learner_training=training, **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)
 
 

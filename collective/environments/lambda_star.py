@@ -105,6 +105,8 @@ class EnvironmentBatch:
     training: EnvironmentBatch | None = None
     # (episodes,) int64 the evaluation's episode indices (`evaluate.generate_environments`); None when unknown
     episode_index: np.ndarray | None = None
+    # the seed prefix the batch was generated under (a sweep's cell): keys a kept learner table's training
+    seed_prefix: tuple[int, ...] = ()
 
     def __len__(self) -> int:
         return self.good.shape[0]

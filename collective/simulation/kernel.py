@@ -14,6 +14,13 @@ playing them together (the reference's order; the lock-step tests check it):
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone, its table
   hot in cache (one reused block when the scored pass is played alone too).
+
+Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
+resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
+episode and from call to call (the caller trains them first by playing the training episodes with
+ONLINE, `collective.evaluate.trained_tables`): PRETRAINED scores greedily without learning, ONLINE
+keeps learning in the scored passes, ε-greedily, scored as it goes. Their state (`learner_state`) is
+(cell, t), or the signs of the rewards of the agent's 3x3 window (`window_state_base`).
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, R
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import Scene, reset_scene, scene_reward
+from collective.environments.scene import Scene, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
 from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from protocols.auction import auction_rule
@@ -40,16 +47,21 @@ from protocols.shared_q import count_table_accesses
 from protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
+CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); signs of the 3x3 window's rewards
+WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
+BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window that pays 0 everywhere: digits all 1
+PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_best.
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
 # The settings of a batch: the grid, the agents' view and reward radius, the coordination
-# threshold, the learners' α, γ, ε and training reward scale, and the 2016 program's switches
-# (`KernelSwitches`).
+# threshold, the learners' α, γ, ε and training reward scale, the 2016 program's switches
+# (`KernelSwitches`), the learners' state encoding and table mode (CELL_TIME..., PER_EPISODE...).
 Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold alpha gamma epsilon reward_scale "
-                            "reset_first_observation imitation_steps learner_bootstrap oracle_approach")
+                            "reset_first_observation imitation_steps learner_bootstrap oracle_approach "
+                            "state_encoding table_mode", defaults=(CELL_TIME, PER_EPISODE))
 # The 2016 switches the kernel's behaviours read (collective.config.CPP_SWITCHES; the auction's and
 # the tree's travel in the protocol's values), as ints, and first_episode: the row of the batch that
 # is the evaluation's episode 0 (-1: none), whose hidden oracle keeps its own random start cell.
@@ -69,8 +81,9 @@ TrainingSet = namedtuple("TrainingSet", "good_r good_c evil_r evil_c landscapes 
 # protocols.kernel_support), entropy (episodes,), each episode's message entropy, and distinct (episodes,), its
 # distinct messages (both NaN: no message).
 Talk = namedtuple("Talk", "code values members targets choice observed field state comm log entropy distinct")
-# Learners' tables: q (learners, T, cells, 9) flat; dirty (learners, T, cells); written/n_written
-# list the states written this episode so that only those are reset.
+# Learners' tables: q (blocks, states, 9) flat, states (T, cells) under CELL_TIME or WINDOW_STATES;
+# dirty (blocks, states); written/n_written list the states written this episode so that only those
+# are reset (PER_EPISODE only: the other modes keep their tables).
 Tables = namedtuple("Tables", "q dirty written n_written")
 
 
@@ -94,9 +107,11 @@ def play_together(coordination_threshold, protocol_code):
 
 
 @njit(cache=True)
-def separate_tables(coordination_threshold, protocol_code):
-    """Whether each learner needs its own table block at once (see the module docstring)."""
-    return play_together(coordination_threshold, protocol_code) and protocol_code != SHARED_Q
+def separate_tables(coordination_threshold, protocol_code, table_mode):
+    """Whether each learner needs its own table block at once (see the module docstring): when the
+    learners play together with tables of their own, or keep their tables across episodes."""
+    return protocol_code != SHARED_Q and (table_mode != PER_EPISODE or play_together(coordination_threshold,
+                                                                                     protocol_code))
 
 
 def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: np.ndarray,
@@ -111,21 +126,52 @@ def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: 
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
-                      training_passes: int, q_initial: float, separate_tables: bool) -> Tables:
+                      training_passes: int, q_initial: float, separate_tables: bool,
+                      state_encoding: int = CELL_TIME, table_mode: int = PER_EPISODE) -> Tables:
     """The learners' Q-tables, filled with Q0, and the bookkeeping of written states: one block
-    per learner when they play together with tables of their own, else a single block (shared,
-    or reused by each agent in turn when agents play alone)."""
+    per learner when they need tables of their own at once (`separate_tables`), else a single
+    block (shared, or reused by each agent in turn when agents play alone and reset)."""
     learners = int(np.isin(codes, (Q_LEARNING, SARSA)).sum())
     blocks = learners if separate_tables else min(learners, 1)
-    n_states = rows * cols * iterations * blocks
-    written = np.empty(min(n_states, training_passes * iterations * learners), np.int64)
+    n_states = table_states(state_encoding, rows, cols, iterations) * blocks
+    resets = training_passes * iterations * learners if table_mode == PER_EPISODE else 0
+    written = np.empty(min(n_states, resets), np.int64)
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
+
+
+def table_states(state_encoding: int, rows: int, cols: int, iterations: int) -> int:
+    """States of one learner's table: T·cells under CELL_TIME, 3^9 under WINDOW_SIGNS."""
+    return WINDOW_STATES if state_encoding == WINDOW_SIGNS else rows * cols * iterations
 
 
 @njit(cache=True, inline="always")
 def _q_base(t, row, cell, iterations, n_cells):
     """Offset of Q(s=(cell, t), ·) for learner `row` in the flat table (learners, T, cells, 9)."""
     return ((row * iterations + t) * n_cells + cell) * 9
+
+
+@njit(cache=True, inline="always")
+def window_state_base(scene, r, c, row):
+    """Offset of Q(s, ·) for learner `row` in the flat table (learners, 3^9, 9), s the signs of the
+    rewards of the 3x3 window around (r, c) in `scene`, row by row, each digit 0 (< 0), 1 (0) or
+    2 (> 0), the first cell the most significant (issue 21; paper 003 §5.2.1 names the learners
+    but no state that transfers between episodes)."""
+    if scene_blind(scene, r, c, 1):  # every cell pays 0: each digit 1 (most windows; skips 9 rewards)
+        return (row * WINDOW_STATES + BLANK_WINDOW) * 9
+    code = 0
+    for dr in range(-1, 2):
+        for dc in range(-1, 2):
+            reward = scene_reward(scene, wrap(r + dr, scene.rows), wrap(c + dc, scene.cols))
+            code = code * 3 + (2 if reward > 0.0 else (0 if reward < 0.0 else 1))
+    return (row * WINDOW_STATES + code) * 9
+
+
+@njit(cache=True, inline="always")
+def _state_base(rules, scene, t, row, r, c, n_cells):
+    """Offset of Q(s, ·) for learner `row` at (r, c) at iteration t under the rules' state encoding."""
+    if rules.state_encoding == WINDOW_SIGNS:
+        return window_state_base(scene, r, c, row)
+    return _q_base(t, row, r * rules.cols + c, rules.iterations, n_cells)
 
 
 @njit(cache=True)
@@ -200,13 +246,13 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 else:
                     dr, dc = local_search_step(r, c, scene, view, stream, s.window)
             else:  # Q_LEARNING or SARSA
-                base = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
+                base = _state_base(rules, scene, t, table_row[i], r, c, n_cells)
                 s.state[i] = base
                 if talk.code == SHARED_Q:  # every access to the group's table is traffic (protocols/shared_q.py)
                     count_table_accesses(talk.comm, learning, code == Q_LEARNING and t + 1 < iterations,
                                          table_address_bits)
                 if learning:
-                    if not tables.dirty[base // 9]:
+                    if rules.table_mode == PER_EPISODE and not tables.dirty[base // 9]:
                         tables.dirty[base // 9] = True
                         tables.written[tables.n_written[0]] = base
                         tables.n_written[0] += 1
@@ -239,7 +285,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             else:  # Λ* only: the positive part is withheld
                 reward = -proximity(chebyshev(r, c, er, ec, rows, cols), radius)
             total += reward
-            if not learning:
+            if pass_index == SCORED_PASS:
                 add_to(agent_totals, agent_ids[i], reward)
             s.pos_r[i], s.pos_c[i] = r, c
             if record:
@@ -261,11 +307,11 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
                     if t + 1 < iterations:  # the state after the last iteration is terminal
-                        target += gamma * max_q(q, _q_base(t + 1, table_row[i], r * cols + c, iterations, n_cells))
+                        target += gamma * max_q(q, _state_base(rules, after, t + 1, table_row[i], r, c, n_cells))
                     q[here] += alpha * (target - q[here])
                 else:  # SARSA: the update waits for the next action; the last one is terminal.
                     # With ε = 0 this is Q-learning's update exactly (issue 12): the next action
-                    # is greedy, so Q(s', a') = max Q(s', ·); states carry t, so nothing writes
+                    # is greedy, so Q(s', a') = max Q(s', ·); with states (cell, t) nothing writes
                     # Q(s', ·) between Q-learning's read (end of step t) and SARSA's (the decision
                     # at t+1), and both add α·((r + γ·Q) − Q) with the same operations, and draw
                     # the same tie-breaks. With ε > 0, a' is sometimes exploratory and they differ.
@@ -311,7 +357,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    good, evil, landscapes, starts, seeds,
                    training_good, training_evil, training_landscapes, training_starts, training_seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
-                   tables, talk, record, rec_positions, rec_rewards, agent_totals, switches):
+                   tables, talk, record, rec_positions, rec_rewards, agent_totals, switches,
+                   state_encoding, table_mode):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
@@ -329,13 +376,19 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     per-capita scores of a mixed group's behaviours, Melting Pot's focal/background returns); None
     skips them (a homogeneous group: its per-capita score is R̄; the store cost 35% of a lone
     local searcher's speed, A/B best of 3). switches: the 2016 program's (`KernelSwitches`).
+    state_encoding: the learners' states (CELL_TIME, WINDOW_SIGNS); table_mode: PER_EPISODE (train
+    `training_passes` passes before each scored episode, then reset), PRETRAINED (no training
+    passes, greedy scored passes, tables kept) or ONLINE (no training passes, scored passes that
+    learn, tables kept); see the module docstring.
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
     rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale,
-                  switches.first_observation, switches.imitation, switches.learner_bootstrap, switches.oracle)
+                  switches.first_observation, switches.imitation, switches.learner_bootstrap, switches.oracle,
+                  state_encoding, table_mode)
     together = play_together(threshold, talk.code)
-    own_tables = separate_tables(threshold, talk.code)
+    own_tables = separate_tables(threshold, talk.code, table_mode)
+    scored_learning = table_mode == ONLINE
     shared = talk.code == SHARED_Q
     agent_ids = np.arange(agents)
     table_row = np.full(agents, -1, np.int64)
@@ -346,7 +399,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             table_row[i] = learner_ids.shape[0] if own_tables else 0
             learner_ids = np.append(learner_ids, i)
         has_imitator |= codes[i] == IMITATION
-    passes = training_passes if learner_ids.shape[0] > 0 else 0
+    passes = training_passes if learner_ids.shape[0] > 0 and table_mode == PER_EPISODE else 0
     others = np.flatnonzero(table_row < 0)  # the non-learners
     recorded = others.shape[0] if record else 0
     others_positions = np.empty((recorded, iterations + 1), np.int32)
@@ -411,7 +464,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                  scratch, talk)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
-                               SCORED_PASS, False, tables, scratch, talk, record, positions_out, rewards_out,
+                               SCORED_PASS, scored_learning, tables, scratch, talk, record, positions_out,
+                               rewards_out,
                                episode_row(agent_totals, e))
             talk.entropy[e] = table_entropy_bits(talk.log)
             talk.distinct[e] = table_distinct(talk.log)
@@ -424,8 +478,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 agent_rewards = rewards_out[one] if record else no_rewards
                 _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
-                                    hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
-                                    agent_positions, agent_rewards, episode_row(agent_totals, e))
+                                    hidden_start, seeds[e], SCORED_PASS, scored_learning, tables, scratch, talk,
+                                    record, agent_positions, agent_rewards, episode_row(agent_totals, e))
                 _reset_written(tables, q_initial)
             if others.shape[0] > 0:
                 total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,

@@ -52,6 +52,20 @@ def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tupl
     return sequence.generate_state(3 * (int(draws.max()) + 1), dtype=np.uint64).reshape(-1, 3)[draws]
 
 
+TABLE_BRANCH = 0x7EA2  # entropy word of the episodes a kept learner table trains on (`learner_training`)
+
+
+def table_training_seed_table(seed: int, passes: int, prefix: tuple[int, ...] = ()) -> np.ndarray:
+    """Seeds of the training passes of a kept learner table (`learner_training` pretrained or online), shape
+    (passes, 3) as `episode_seed_table`'s: row p of the words of SeedSequence([seed, TABLE_BRANCH],
+    spawn_key=prefix), so one set per evaluation or sweep cell, the same for any batch split or worker. A root
+    of its own, like `training_seed_table`'s: never a test episode's seeds."""
+    if passes <= 0:
+        return np.empty((0, 3), np.uint64)
+    sequence = np.random.SeedSequence([seed, TABLE_BRANCH], spawn_key=tuple(prefix))
+    return sequence.generate_state(3 * passes, dtype=np.uint64).reshape(-1, 3)
+
+
 @njit(cache=True, inline="always")
 def _mix64(z):
     """splitmix64's output function: a bijective avalanche of 64 bits."""

@@ -119,6 +119,7 @@ class LearnerSettings:
     q_initial: float = 0.0
     training_passes: int = 100
     reward_scale: float = 1.0
+    state: str = "cell_time"  # `learner_state`: "cell_time" or "window_signs"
 
 
 @dataclass(frozen=True)
@@ -147,29 +148,27 @@ def _hidden_start(world: ReferenceWorld, behaviours: list[str], seed: int, start
 def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[int], evil: list[int],
                       starts: list[int], seed: int, learner: LearnerSettings | None = None,
                       protocol: ReferenceProtocol | None = None, training: list[TrainingEpisode] | None = None,
-                      cpp: frozenset[str] = frozenset(), first_episode: bool = False
+                      cpp: frozenset[str] = frozenset(), first_episode: bool = False,
+                      kept_tables: dict | None = None, online: bool = False
                       ) -> tuple[list[list[int]], list[list[float]], Traffic]:
     """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
     and the protocol's traffic. Training pass p plays training[p mod n] (held-out episodes), or the
     scored episode itself when `training` is None (paper 003 §5.2.1). `cpp` names the 2016
     switches on (collective.config.CPP_SWITCHES); `first_episode`: this is the evaluation's episode
-    0, whose hidden oracle keeps its own random cell under cpp_imitation."""
+    0, whose hidden oracle keeps its own random cell under cpp_imitation. With `kept_tables`
+    (`learner_tables`; learner_training pretrained or online) the learners play with those tables,
+    no training pass, and keep them; `online`: the scored pass learns (ε-greedily) as training does."""
     learner = learner or LearnerSettings()
     protocol = protocol or ReferenceProtocol(members=tuple(False for _ in behaviours))
     cost = Traffic()
     imitation = "cpp_imitation" in cpp
     hidden_start = _hidden_start(world, behaviours, seed, starts, imitation and not first_episode)
     training = training or [TrainingEpisode(world, good, evil, starts, seed)]
-    learners = [i for i, b in enumerate(behaviours) if b in ("q_learning", "sarsa")]
-    if protocol.name == "shared_q":  # one table object for every learner
-        shared = defaultdict(lambda: [learner.q_initial] * 9)
-        tables = {i: shared for i in learners}
-    else:
-        tables = {i: defaultdict(lambda: [learner.q_initial] * 9) for i in learners}
-    passes = learner.training_passes if tables else 0
+    tables = learner_tables(behaviours, learner, protocol) if kept_tables is None else kept_tables
+    passes = learner.training_passes if tables and kept_tables is None else 0
     # Training passes (spec §5): under a coordination threshold rewards depend on everyone, so the
     # whole group trains; otherwise only the learners move, and only a shared table links them.
-    trainees = list(range(len(behaviours))) if world.coordination_threshold > 1 else learners
+    trainees = list(range(len(behaviours))) if world.coordination_threshold > 1 else sorted(tables)
     training_protocol = protocol if world.coordination_threshold > 1 or protocol.name == "shared_q" else \
         ReferenceProtocol(members=tuple(False for _ in behaviours))
     for p in range(passes):
@@ -184,7 +183,7 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
     cost.contents.clear()  # the scored pass's messages only
     positions, rewards = _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner,
-                               protocol, cost, cpp, learning=False)
+                               protocol, cost, cpp, learning=online)
     return positions, rewards, cost
 
 
@@ -226,6 +225,27 @@ def _overheard_targets(world, protocol, here, pays, streams, heard, memory, cpp)
             targets[i] = _targets(world, protocol, mixed_here, mixed_pays, mixed_streams, memory.setdefault(i, {}),
                                   Traffic(), cpp)[i]
     return targets
+
+
+def learner_tables(behaviours: list[str], learner: LearnerSettings, protocol: ReferenceProtocol) -> dict:
+    """agent -> its Q-table (state -> 9 values, Q0 until written); under shared_q one table for all."""
+    learners = [i for i, b in enumerate(behaviours) if b in ("q_learning", "sarsa")]
+    if protocol.name == "shared_q":  # one table object for every learner
+        shared = defaultdict(lambda: [learner.q_initial] * 9)
+        return {i: shared for i in learners}
+    return {i: defaultdict(lambda: [learner.q_initial] * 9) for i in learners}
+
+
+def _state(world: ReferenceWorld, learner: LearnerSettings, cell: int, t: int, pays):
+    """A learner's state: (cell, t), or the signs (-1, 0, +1) of the rewards of its 3x3 window, row by row."""
+    if learner.state == "window_signs":
+        return tuple((pays(world.moved(cell, dr, dc)) > 0) - (pays(world.moved(cell, dr, dc)) < 0)
+                     for dr in (-1, 0, 1) for dc in (-1, 0, 1))
+    return (cell, t)
+
+
+def _table_states(world: ReferenceWorld, learner: LearnerSettings) -> int:
+    return 3 ** 9 if learner.state == "window_signs" else world.rows * world.cols * world.iterations
 
 
 def _restrict(protocol: ReferenceProtocol, agents: list[int]) -> ReferenceProtocol:
@@ -423,9 +443,9 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                     moved.append(_local_search(world, cell, pays, stream))
             else:
                 q = tables[i]
-                state = (cell, t)
+                state = _state(world, learner, cell, t, pays)
                 if protocol.name == "shared_q":  # protocols/shared_q.py: reads, and writes in training
-                    address = math.ceil(math.log2(max(2, world.rows * world.cols * T * 9)))
+                    address = math.ceil(math.log2(max(2, _table_states(world, learner) * 9)))
                     bootstraps = learning and behaviour == "q_learning" and t + 1 < T
                     cost.add(1 + bootstraps, (1 + bootstraps) * (9 * 64 + address), ("reads_and_writes",))
                     if learning:
@@ -466,7 +486,7 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                     q[state][action] += learner.alpha * (scaled + learner.gamma * following[next_action]
                                                          - q[state][action])
                 elif behaviours[i] == "q_learning":
-                    future = max(q[(cell, t + 1)]) if t + 1 < T else 0.0
+                    future = max(q[_state(world, learner, cell, t + 1, pays_next)]) if t + 1 < T else 0.0
                     q[state][action] += learner.alpha * (scaled + learner.gamma * future - q[state][action])
                 elif t + 1 < T:
                     pending[i] = (state, action, scaled)

@@ -20,7 +20,6 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import pyarrow as pa
 
-from collective.behaviours import learns
 from collective.config import EvaluationConfig, memory_needs
 from collective.evaluate import (batch_episodes, generate_environments, load_code, load_generator, play, plugin_group,
                                  with_ceiling)
@@ -69,9 +68,7 @@ class EnvironmentBlock:
 def episode_cost(config: EvaluationConfig) -> int:
     """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns, plus
     the shadow episode of a sham."""
-    trains = any(learns(name) for name in config.behaviours)
-    return config.iterations * config.group_size * (1 + (config.q_training_passes if trains else 0)) * \
-        (2 if config.sham else 1)
+    return config.iterations * config.group_size * (1 + config.passes_per_episode) * (2 if config.sham else 1)
 
 
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
@@ -159,7 +156,8 @@ def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, gro
            limit: int) -> tuple[WorkUnit, ...]:
     """Units playing `groups` of cell c on episodes [first, stop), each costing about `limit` or
     less, costliest first: a costlier group is split by episodes, cheaper ones packed together; a
-    group with a persistent plug-in is never split (see `_play_in_order`)."""
+    group with a persistent plug-in, or with learners that learn online, is never split (see `_play_in_order`;
+    an online learner's table starts from its pretrained table in each block, as a plug-in's object does)."""
     cell = spec.cells[c]
     units, packed, packed_cost = [], [], 0
 
@@ -171,7 +169,7 @@ def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, gro
     for g in groups:
         per_episode = episode_cost(cell.configs[g])
         cost = per_episode * (stop - first)
-        if cell.configs[g].persistent:  # one unit, one plug-in object, the episodes in order
+        if cell.configs[g].persistent or cell.configs[g].learns_online:  # one unit, the episodes in order
             units.append(unit((g,), first, stop, cost))
             continue
         if cost >= limit:
@@ -277,8 +275,8 @@ def _episodes_of(environments: EnvironmentBatch, start: int, stop: int) -> Envir
 
     def rows(field):
         values = getattr(environments, field.name)
-        if values is None:
-            return None
+        if values is None or field.name == "seed_prefix":
+            return values
         if field.name == "training":
             return _episodes_of(values, start * count, stop * count)
         return np.array(values[start:stop])
