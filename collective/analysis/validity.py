@@ -9,9 +9,12 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
 - oracle_ceiling: the oracle plays about as well as the episode allows: per grid, its accuracy against the
   ceiling (tables.ACCURACY_NOTE) is at least ORACLE_ACCURACY.
 - below_ceiling: no episode's R̄ exceeds its ceiling upsilon_best (an upper bound by construction).
-- sham_keeps_sensing: a sham control removes only what others tell a listener; it keeps the listener's own
-  sensing, so the sham keeps at least SHAM_SHARE of isolated agents' lead over random (a sham near random is
-  a blindfold, issue 22 point 2). Reported beside the real protocol's gain over its sham.
+- sham_not_above_real: a sham control replaces what the others tell a listener by what they said in another
+  episode and keeps everything else (its own sensing and its own part in the protocol), so the real protocol
+  is not beaten by its sham: the upper end of real - sham's 95% CI is >= 0 (else the messages mislead). The
+  sham is shown beside isolated agents: a sham far below them means the protocol's rule trusts the others'
+  reports over the listener's own window (they lead it away), which is the protocol's property; that the sham
+  keeps the listener's sensing is checked by construction in CI (messages nobody reads: real = sham = isolated).
 - k_by_motion (a report, not a check): Υ for still patterns (K <= 2: one position repeated, LZ76 c = 2),
   moving patterns that cannot drift round the torus (3 <= K <= side: a drift's position sequence repeats no
   sooner than after `side` distinct cells, so it has K >= side + 1) and patterns that may drift (K >= side +
@@ -32,7 +35,6 @@ from collective.analysis.tables import (CONFIDENCE, _is_reference, ceiling_accur
 RANDOM_TOLERANCE = 0.01  # |Υ_random| below this is 0 for every purpose (R̄ lies in [-1, 1])
 ORACLE_ACCURACY = 0.95  # the oracle's accuracy against the ceiling at least this
 CEILING_SLACK = 1e-9  # rounding allowed above the ceiling
-SHAM_SHARE = 0.5  # share of isolated agents' lead over random a sham keeps at least
 STILL_K = 2  # K <= 2: a still pattern
 HOLDS, FAILS, REPORT, NOT_APPLICABLE = "holds", "FAILS", "report", "n/a"
 COLUMNS = ["check", "subject", "status", "figure", "criterion"]
@@ -41,7 +43,8 @@ VALIDITY_NOTE = (
     "isolated_group_size, groups that cannot interact show no G or G/N effect within grids (regression with the "
     "grid as a factor, Holm over the tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
     "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
-    "ceiling; sham_keeps_sensing, a sham keeps at least half of isolated agents' lead over random; k_by_motion "
+    "ceiling; sham_not_above_real, the real protocol is not beaten by its sham (real - sham's CI reaches 0 or "
+    "above); k_by_motion "
     "(a report), Υ of still (K <= 2), periodic (3..side) and possibly drifting (K >= side + 1) patterns.")
 
 
@@ -141,31 +144,25 @@ def below_ceiling(rows: pd.DataFrame) -> list[Check]:
                   f"({worst})", criterion)]
 
 
-def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
+def sham_not_above_real(rows: pd.DataFrame) -> list[Check]:
     from collective.analysis.communication import CONTROL, sham_table
 
-    criterion = (f"(Υ_sham - Υ_random) >= {SHAM_SHARE} (Υ_isolated - Υ_random): the sham keeps the listener's "
-                 "own sensing; real_over_sham is the gain that needs informative messages")
+    criterion = ("upper end of real - sham's 95% CI >= 0: the others' messages do not mislead on average; "
+                 "the sham's distance below isolated agents is how far trusting uninformative reports leads "
+                 "listeners away")
     if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
-        return [Check("sham_keeps_sensing", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
+        return [Check("sham_not_above_real", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
     keys = reference_keys(rows)
-    random = rows[_is_reference(rows, "random")].groupby(keys, dropna=False)["score"].mean()
     checks = []
     for record in sham_table(rows, keys).to_dict("records"):
         key = tuple(record[c] for c in keys)
-        base = float(random.get(key if len(keys) > 1 else key[0], 0.0))  # expectation 0 without a random group
         subject = f"{record['sham']} @ " + " ".join(map(str, key))
         gain = _ci(record["real_over_sham"], record["real_over_sham_ci95_low"], record["real_over_sham_ci95_high"])
-        lead = record["upsilon_isolated"] - base
-        if not record["isolated"] or math.isnan(lead):
-            checks.append(Check("sham_keeps_sensing", subject, NOT_APPLICABLE,
-                                f"no isolated group to compare; real - sham = {gain}", criterion))
-            continue
-        kept = record["upsilon_sham"] - base
-        status = HOLDS if lead <= 0 or kept >= SHAM_SHARE * lead else FAILS
-        checks.append(Check("sham_keeps_sensing", subject, status,
-                            f"Υ sham {record['upsilon_sham']:.4f}, isolated {record['upsilon_isolated']:.4f}, "
-                            f"real {record['upsilon_real']:.4f}, random {base:.4f}; real - sham = {gain}", criterion))
+        isolated = f", isolated {record['upsilon_isolated']:.4f}" if record["isolated"] else ""
+        status = HOLDS if record["real_over_sham_ci95_high"] >= 0 else FAILS
+        checks.append(Check("sham_not_above_real", subject, status,
+                            f"Υ real {record['upsilon_real']:.4f}, sham {record['upsilon_sham']:.4f}{isolated}; "
+                            f"real - sham = {gain}", criterion))
     return checks
 
 
@@ -202,7 +199,7 @@ def k_by_motion(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
-SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_keeps_sensing, k_by_motion)
+SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, k_by_motion)
 
 
 def validate(rows: pd.DataFrame) -> pd.DataFrame:
