@@ -373,3 +373,17 @@ def test_a_module_in_the_working_directory_does_not_shadow_an_installed_package(
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "ray-was-executed").exists() and "sweep tiny" in result.stdout
+
+
+def test_a_plugin_that_kills_its_ray_worker_is_named(tmp_path):
+    """os._exit in a plug-in's act kills the GroupHost each time Ray restarts it: the sweep ends with a
+    PluginError naming the plug-in and its group, not Ray's ActorDiedError (Ray's own `(raylet)`
+    lines about the restarts still come before it: issue 26 point 9)."""
+    (tmp_path / "crash.py").write_text("import os\n\nclass Crash:\n    def act(self, obs):\n        os._exit(1)\n")
+    (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
+        'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["crash:Crash"]'))
+    result = subprocess.run([sys.executable, "-m", "collective", "sweep", "spec.toml", "--out", "out", "--workers",
+                             "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    last = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert last.startswith("collective sweep: error: plug-in crash:Crash: the Ray worker playing groups crash:Crash")
