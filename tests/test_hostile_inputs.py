@@ -320,15 +320,13 @@ def test_analyze_states_what_it_left_out(dataset, tmp_path, monkeypatch):
 def test_a_sweep_whose_executor_stops_early_never_reports_success(tmp_path):
     """The driver counts the units reported: an executor that stops (a worker's os._exit, a lost
     cluster) ends the sweep with an error, never the summary."""
-    from collective.sweeps.command import IncompleteSweep
-
     spec = parse_spec(tomllib.loads(SMALL_SPEC), "small")
 
     class StopsAfterOneUnit(SerialExecutor):
         def run(self, blocks):
             yield next(iter(super().run(blocks)))
 
-    with pytest.raises(IncompleteSweep, match="work units unreported"):
+    with pytest.raises(RuntimeError, match="work units unreported"):  # collective.sweeps.command.IncompleteSweep
         run_spec(spec, tmp_path / "out", StopsAfterOneUnit(spec))
     assert not (tmp_path / "out" / LOCK_FILE).exists()
     assert len((tmp_path / "out" / MANIFEST_FILE).read_text().splitlines()) == 1  # the finished unit is kept
@@ -375,3 +373,17 @@ def test_a_module_in_the_working_directory_does_not_shadow_an_installed_package(
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "ray-was-executed").exists() and "sweep tiny" in result.stdout
+
+
+def test_a_plugin_that_kills_its_ray_worker_is_named(tmp_path):
+    """os._exit in a plug-in's act kills the GroupHost each time Ray restarts it: the sweep ends with a
+    PluginError naming the plug-in and its group, not Ray's ActorDiedError (Ray's own `(raylet)`
+    lines about the restarts still come before it: issue 26 point 9)."""
+    (tmp_path / "crash.py").write_text("import os\n\nclass Crash:\n    def act(self, obs):\n        os._exit(1)\n")
+    (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
+        'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["crash:Crash"]'))
+    result = subprocess.run([sys.executable, "-m", "collective", "sweep", "spec.toml", "--out", "out", "--workers",
+                             "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    last = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert last.startswith("collective sweep: error: plug-in crash:Crash: the Ray worker playing groups crash:Crash")
