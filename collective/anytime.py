@@ -44,7 +44,8 @@ Where the paper leaves the mapping to the environment class open, our choices (a
   train on held-out episodes (`learning_protocol` "held_out") train on `training_episodes` fresh
   episodes of the environment's K and budget (`evaluate.held_out_training`, on the training branch
   of the environment's seeds, never equal to it); with "replay" they train on the scored
-  environment itself, as paper 003 §5.2.1 does.
+  environment itself, as paper 003 §5.2.1 does; either way their table is reset per environment
+  (`learner_training` per_episode, whatever the profile says).
 - **Stopping.** Between environments: KeyboardInterrupt, `budget_seconds` (Θ), `max_environments`,
   or an episode whose arrays (mostly learners' Q-tables, N·T·9 values each) would exceed
   `memory_limit_bytes` (a first environment above it is refused up front; `planned_agent_steps`,
@@ -105,6 +106,10 @@ class AnytimeConfig:
             # (Definition 19, from K = 1 at n = 1), so a stratified K range, meant for fixed-T episodes,
             # gives way to the generator drawing the exact K asked, with the range's top kept
             object.__setattr__(self, "evaluation", self.evaluation.with_changes(k_sampling="generator", k_min=1))
+        if self.evaluation.learner_training != "per_episode":  # sound's pretrained table is trained on a cell's
+            # fixed-T episodes; here each environment has its own K and budget, so its learners train on held-out
+            # episodes of that K and budget (issue 12 point 6), with the profile's state (issue 21)
+            object.__setattr__(self, "evaluation", self.evaluation.with_changes(learner_training="per_episode"))
         if self.budget_rounding is None:
             object.__setattr__(self, "budget_rounding", defaults.get("budget_rounding", "floor"))
         if self.budget_rounding not in BUDGET_ROUNDINGS:

@@ -622,6 +622,11 @@ def _validate_learners(c: EvaluationConfig) -> None:
                                                   "and reset per episode: use per_episode (or set the switch false)")
 
 
+def training_chunk(c: EvaluationConfig) -> int:
+    """Training passes of a kept table played per kernel call (`evaluate.trained_tables`): a batch's work."""
+    return max(1, min(c.q_training_passes, TARGET_AGENT_STEPS_PER_BATCH // (c.iterations * c.group_size)))
+
+
 def physical_memory_limit() -> int:
     """Half the physical memory: the most one run may plan to use."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
@@ -643,8 +648,8 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
     window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.on_stepping_core else 0
     tables = learners * table_states(LEARNER_STATES.index(c.learner_state), c.rows, c.cols, c.iterations) * (9 * 8 + 1)
-    if c.keeps_tables:  # a pretrained table's training passes, as one batch of episodes
-        tables += c.q_training_passes * (2 * (c.iterations + 1) + c.group_size) * 8
+    if c.keeps_tables:  # a pretrained table's training passes, one chunk of episodes at a time
+        tables += training_chunk(c) * (2 * (c.iterations + 1) + c.group_size) * 8
     logs = batch * c.iterations * (2 * agents + 1) * 8 if c.on_stepping_core and c.protocol != "none" else 0
     # held-out training episodes: their paths and fields, and the kernel's (n, T+1) coordinates of them
     held_out = batch * c.training_episodes if c.trains_on_held_out else 0

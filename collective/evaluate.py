@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from collective.behaviours import load_behaviour
-from collective.config import LEARNER_STATES, LEARNER_TRAININGS, TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig
+from collective.config import (LEARNER_STATES, LEARNER_TRAININGS, TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig,
+                               training_chunk)
 from collective.environments.ceiling import upsilon_best
 from collective.environments.complexity import alphabet_normalised
 from collective.progress import Progress, announce_compilation, compilation_done
@@ -229,7 +230,7 @@ class TrainedTables:
     kernel_seconds: float
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=2)  # a sweep unit's or an evaluation's batches reuse it; few, tables may be large
 def trained_tables(config: EvaluationConfig, seed_prefix: tuple[int, ...] = ()) -> TrainedTables:
     """The tables a group's learners keep (`learner_training` pretrained or online; issue 21), trained once
     per configuration and seed prefix (a sweep's cell): the group plays q_training_passes passes as it plays
@@ -239,21 +240,25 @@ def trained_tables(config: EvaluationConfig, seed_prefix: tuple[int, ...] = ()) 
     with the agents' streams of row p. So the tables depend on the configuration and the prefix only,
     never on the batch, the worker or the episodes scored."""
     tables = _workspace(config, ONLINE)
-    run = _play(config, table_training_batch(config, seed_prefix), False, tables, ONLINE) \
-        if config.q_training_passes else None
-    return TrainedTables(tables, run.mean_rewards if run else np.empty(0), run.kernel_seconds if run else 0.0)
+    rewards, seconds = [], 0.0
+    for first in range(0, config.q_training_passes, training_chunk(config)):
+        run = _play(config, table_training_batch(config, seed_prefix, first, first + training_chunk(config)),
+                    False, tables, ONLINE)
+        rewards.append(run.mean_rewards)
+        seconds += run.kernel_seconds
+    return TrainedTables(tables, np.concatenate(rewards) if rewards else np.empty(0), seconds)
 
 
-def table_training_batch(config: EvaluationConfig, seed_prefix: tuple[int, ...] = ()) -> EnvironmentBatch:
-    """The q_training_passes episodes `trained_tables` plays, in order: pass p is held-out episode
-    p mod training_episodes with the agents' seed of row p of `table_training_seed_table`."""
-    passes = config.q_training_passes
-    seeds = table_training_seed_table(config.seed, passes, seed_prefix)
-    drawn = config.environment().generate(seeds[:min(config.training_episodes, passes)], config.group_size)
-    cycle = np.arange(passes) % max(1, len(drawn))
-    return EnvironmentBatch(drawn.good[cycle], drawn.evil[cycle], drawn.starts[cycle], seeds[:, AGENT_SEED].copy(),
-                            drawn.k_raw[cycle], drawn.k_normalised[cycle],
-                            landscapes=None if drawn.landscapes is None else drawn.landscapes[cycle])
+def table_training_batch(config: EvaluationConfig, seed_prefix: tuple[int, ...] = (), first: int = 0,
+                         stop: int | None = None) -> EnvironmentBatch:
+    """Passes [first, stop) of the q_training_passes episodes `trained_tables` plays, in order: pass p is
+    held-out episode p mod training_episodes (the environment and start cells of seed row p mod n of
+    `table_training_seed_table`) with the agents' seed of row p."""
+    passes = np.arange(first, min(config.q_training_passes, config.q_training_passes if stop is None else stop))
+    count = min(config.training_episodes, config.q_training_passes)
+    episodes = table_training_seed_table(config.seed, passes % count, seed_prefix)
+    drawn = config.environment().generate(episodes, config.group_size)
+    return replace(drawn, agent_seeds=table_training_seed_table(config.seed, passes, seed_prefix)[:, AGENT_SEED].copy())
 
 
 def starting_tables(config: EvaluationConfig, seed_prefix: tuple[int, ...] = ()) -> Tables:

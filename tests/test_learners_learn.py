@@ -44,7 +44,7 @@ def test_a_kept_table_never_trains_on_a_test_episode():
     config = sound(q_training_passes=200, training_episodes=200)
     tests = generate_environments(config, np.arange(400))
     training = table_training_batch(config)
-    table_seeds = table_training_seed_table(config.seed, 200)
+    table_seeds = table_training_seed_table(config.seed, np.arange(200))
     others = np.concatenate([episode_seed_table(config.seed, np.arange(400))] +
                             [training_seed_table(config.seed, e, np.arange(10)) for e in range(400)])
     assert not {tuple(row) for row in table_seeds} & {tuple(row) for row in others}

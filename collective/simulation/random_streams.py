@@ -55,15 +55,16 @@ def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tupl
 TABLE_BRANCH = 0x7EA2  # entropy word of the episodes a kept learner table trains on (`learner_training`)
 
 
-def table_training_seed_table(seed: int, passes: int, prefix: tuple[int, ...] = ()) -> np.ndarray:
-    """Seeds of the training passes of a kept learner table (`learner_training` pretrained or online), shape
-    (passes, 3) as `episode_seed_table`'s: row p of the words of SeedSequence([seed, TABLE_BRANCH],
-    spawn_key=prefix), so one set per evaluation or sweep cell, the same for any batch split or worker. A root
-    of its own, like `training_seed_table`'s: never a test episode's seeds."""
-    if passes <= 0:
-        return np.empty((0, 3), np.uint64)
-    sequence = np.random.SeedSequence([seed, TABLE_BRANCH], spawn_key=tuple(prefix))
-    return sequence.generate_state(3 * passes, dtype=np.uint64).reshape(-1, 3)
+def table_training_seed_table(seed: int, passes: np.ndarray, prefix: tuple[int, ...] = ()) -> np.ndarray:
+    """Seeds of the given training passes of a kept learner table (`learner_training` pretrained or online),
+    shape (passes, 3) as `episode_seed_table`'s: row p is SeedSequence([seed, TABLE_BRANCH], spawn_key=(*prefix,
+    p)), so one set per evaluation or sweep cell, the same for any batch split or worker. A root of its own,
+    like `training_seed_table`'s: never a test episode's seeds."""
+    table = np.empty((len(passes), 3), dtype=np.uint64)
+    for row, index in enumerate(passes):
+        table[row] = np.random.SeedSequence([seed, TABLE_BRANCH], spawn_key=(*prefix, int(index))).generate_state(
+            3, dtype=np.uint64)
+    return table
 
 
 @njit(cache=True, inline="always")
