@@ -1,6 +1,7 @@
 """`collective sweep` on bad input and in bad environments, through the real CLI in subprocesses:
 one line on stderr, no traceback, exit 2 for bad input (1 for a full disk), nothing written; and
 the notices and progress lines that make its silent actions visible."""
+import json
 import os
 import re
 import shutil
@@ -246,7 +247,7 @@ def test_a_file_the_sweep_did_not_write_is_refused_and_kept(tmp_path):
     mine.write_text("a,b\n1,2\n")
     _refused_leaving(collective("sweep", str(spec), "--out", str(fresh), "--executor", "serial"),
                      "(my_results.csv)", mine, "a,b\n1,2\n")
-    assert sorted(path.name for path in fresh.iterdir()) == ["dataset"]
+    assert sorted(path.name for path in fresh.iterdir() if not path.name.startswith(".sweep.lock")) == ["dataset"]
 
 
 def test_a_symlinked_dataset_is_refused_and_its_target_untouched(tmp_path):
@@ -258,3 +259,17 @@ def test_a_symlinked_dataset_is_refused_and_its_target_untouched(tmp_path):
     _refused_leaving(collective("sweep", str(spec), "--out", str(out), "--executor", "serial"),
                      "is a symbolic link", precious / "a.txt", "keep")
     assert sorted(path.name for path in precious.iterdir()) == ["a.txt"]
+
+
+@pytest.mark.parametrize("damage", ["sweep.json a list", "sweep.json binary", "manifest binary"])
+def test_damaged_run_files_are_redone_with_a_notice(tmp_path, damage):
+    """Issue 26 point 7: these raised tracebacks (and a garbled manifest failed every rerun)."""
+    spec, out = write_spec(tmp_path, SMALL_SPEC), tmp_path / "out"
+    first = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
+    assert first.returncode == 0, first.stderr
+    name = "manifest.jsonl" if damage.startswith("manifest") else "sweep.json"
+    (out / name).write_bytes(b"[1, 2]" if damage.endswith("list") else b"\xff\xfe\x00garbage\n\x9c")
+    again = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert f"{name}" in again.stderr and "notice" in again.stderr
+    json.loads((out / "sweep.json").read_text())  # rewritten whole

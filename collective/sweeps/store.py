@@ -249,9 +249,12 @@ class ResultsStore:
         spec_file = self.directory / SPEC_FILE
         if spec_file.exists():
             try:
-                self.previous = json.loads(spec_file.read_text())
-            except ValueError:
-                self.previous = {}  # cut short while being written: rewritten below
+                self.previous = json.loads(spec_file.read_bytes())
+            except ValueError:  # cut short while being written, or damaged: rewritten below
+                self.previous = None
+            if not isinstance(self.previous, dict):
+                self.notices.append(f"{spec_file} was not the JSON object a sweep writes: rewritten")
+                self.previous = {}
             existing = self.previous.get("sweep_id")
             if existing not in (None, self.sweep_id):
                 raise StoreError(f"{self.directory} holds sweep {existing}, not {self.sweep_id}: "
@@ -283,12 +286,16 @@ class ResultsStore:
         manifest = self.directory / MANIFEST_FILE
         listed: dict[str, ChunkRecord] = {}
         if manifest.exists():
-            for line in manifest.read_text().splitlines():
+            damaged = 0
+            for line in manifest.read_bytes().splitlines():
                 try:
                     record = ChunkRecord(**json.loads(line))
-                except (ValueError, TypeError):
-                    continue  # a line cut short by a killed driver: its chunk is redone
+                except (ValueError, TypeError):  # cut short by a killed driver, or garbled: its chunk is redone
+                    damaged += 1
+                    continue
                 listed[record.unit] = record
+            if damaged:
+                self.notices.append(f"{manifest}: {damaged} damaged line(s) ignored; their chunks are computed again")
         intact = {unit: record for unit, record in listed.items() if unit in self.planned and self._intact(record)}
         keep = {record.file for record in intact.values()}
         removed = sorted(path.name for path in self.dataset.iterdir() if path.name not in keep)
