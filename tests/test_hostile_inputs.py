@@ -208,7 +208,7 @@ CASES = [
                                                       "patience=4", *QUICK], 2, ["--behaviour-param", "twice"]),
     ("analyze, the same dataset twice", lambda tmp, d: ["analyze", str(d), str(d / "dataset")], 2, ["given twice"]),
     ("analyze, an unfinished sweep", lambda tmp, d: ["analyze", _unfinished(d, tmp), "--tables", "upsilon"], 0,
-     ["Υ by group, group_size"]),
+     ["Υ by group, grid, group_size"]),
     ("analyze, NaN scores", lambda tmp, d: ["analyze", _nan_scores(d, tmp), "--tables", "upsilon"], 0, ["Υ by"]),
     ("analyze, a chunk copied", lambda tmp, d: ["analyze", _duplicated_chunk(d, tmp), "--tables", "upsilon"], 0,
      ["Υ by"]),
