@@ -480,10 +480,10 @@ def _validate(c: EvaluationConfig) -> None:
     _require_range(c, "q_reward_scale", 0.0, 1e6, low_open=True)
     _require_int(c, "q_training_passes", 0)
     _validate_learning_protocol(c)
+    _validate_learners(c)  # before the memory estimate, which reads the learners' state
     _validate_memory(c)  # before anything that lists the agents
     _validate_protocol(c)
     _validate_communication(c)
-    _validate_learners(c)
     _validate_cpp_switches(c)
     _validate_landscape(c)
     _validate_k_range(c)
