@@ -19,7 +19,7 @@ from pathlib import Path
 from collective.behaviours import behaviour_names, get_behaviour
 from collective.simulation.plugins import PluginError, on_ctrl_c
 from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, mix_counts
-from collective.progress import CONFIRM_AGENT_STEPS, Progress, announce_compilation, unconfirmed_work
+from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
 from collective.sweeps.command import add_sweep_parser, run_sweep
 from collective.version import DISTRIBUTION, VERSION
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
@@ -197,11 +197,6 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
-def _add_yes_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--yes", action="store_true",
-                        help=f"run even above {CONFIRM_AGENT_STEPS:.0e} agent-steps (training passes included)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collective", description=(
         "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."))
@@ -212,14 +207,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    description="Score one agent group on Λ*: Υ (paper 003 Definition 3) "
                                                "with a 95% confidence interval.")
     _add_group_options(evaluate)
-    _add_yes_option(evaluate)
+    add_yes_option(evaluate)
     demo = commands.add_parser("demo", help="compare the six behaviours on one grid",
                                description="Evaluate random, local search, oracle, Q-learning, SARSA and "
                                            "imitation, each as a group of 5 over 300 episodes unless told "
                                            "otherwise, with the same environments and print a table "
                                            "(--behaviour or --mix: that group only).")
     _add_group_options(demo, group_size=5, episodes=300)
-    _add_yes_option(demo)
+    add_yes_option(demo)
     commands.add_parser("behaviours", help="list the behaviours")
     commands.add_parser("protocols", help="list the protocols and their parameters")
     add_sweep_parser(commands)
@@ -325,7 +320,7 @@ def _add_anytime_parser(commands) -> None:
                       help="stop after S seconds (Θ; default: until Ctrl-C)")
     test.add_argument("--max-environments", type=whole, default=None, metavar="M", help="stop after M environments")
     test.add_argument("--trace-out", default=None, metavar="FILE.parquet", help="write the trace as Parquet")
-    _add_yes_option(anytime)
+    add_yes_option(anytime)
 
 
 def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -20,6 +20,12 @@ CONFIRM_AGENT_STEPS = 10**12  # a larger evaluate, demo, anytime or sweep needs 
 AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 
 
+def add_yes_option(parser) -> None:
+    """The `--yes` option of every command that can start a large run (see `unconfirmed_work`)."""
+    parser.add_argument("--yes", action="store_true",
+                        help=f"run even above {CONFIRM_AGENT_STEPS:.0e} agent-steps (training passes included)")
+
+
 def unconfirmed_work(steps: int, yes: bool, scope: str = "") -> str | None:
     """The `--yes` error for more than CONFIRM_AGENT_STEPS agent-steps without it, else None."""
     if steps <= CONFIRM_AGENT_STEPS or yes:

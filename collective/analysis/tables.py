@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from scipy import stats
 
-from collective.sweeps.store import DATASET_DIR, SPEC_FILE
+from collective.sweeps.store import DATASET_DIR, SPEC_FILE, parse_sweep_file
 
 REQUIRED_COLUMNS = ("cell", "episode", "group", "score", "k_raw", "entropy_bits", "group_size", "behaviour",
                     "mix", "protocol", "env", "grid", "iterations", "q_training_passes", "kernel_seconds")
@@ -172,10 +172,10 @@ def _sweep_description(spec_file: Path) -> dict | None:
     if not spec_file.is_file():
         return None
     try:
-        description = json.loads(spec_file.read_bytes())
-    except (OSError, ValueError) as error:
-        description = error
-    if not isinstance(description, dict) or not isinstance(description.get("plan", {}), dict):
+        description = parse_sweep_file(spec_file)
+    except OSError:
+        description = None
+    if description is None or not isinstance(description.get("plan", {}), dict):
         raise DatasetError(f"{spec_file}: damaged (not the JSON object `collective sweep` writes); rerun the sweep "
                            f"command to rewrite it, or analyse {spec_file.parent / DATASET_DIR} alone")
     return description

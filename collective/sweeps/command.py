@@ -22,7 +22,7 @@ from collective.simulation.plugins import PluginError
 from collective.evaluate import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
-from collective.progress import (CONFIRM_AGENT_STEPS, Progress, announce_compilation, announce_compiling,
+from collective.progress import (Progress, add_yes_option, announce_compilation, announce_compiling,
                                  compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
 
@@ -236,8 +236,7 @@ def add_sweep_parser(commands) -> None:
     sweep.add_argument("--executor", choices=("ray", "serial"), default="ray",
                        help="ray (default) or serial: the same code in this process, for debugging")
     sweep.add_argument("--dry-run", action="store_true", help="print the plan and an estimated time, then exit")
-    sweep.add_argument("--yes", action="store_true",
-                       help=f"run even above {CONFIRM_AGENT_STEPS:.0e} agent-steps (training passes included)")
+    add_yes_option(sweep)
 
 
 def run_sweep(args: argparse.Namespace) -> int:

@@ -122,6 +122,21 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _first_names(names: list[str]) -> str:
+    """Up to five names, then how many more: a notice's or an error's list of files."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def parse_sweep_file(path: Path) -> dict | None:
+    """A sweep.json's content; None when it is not the JSON object a sweep writes (cut short while
+    being written, or damaged). Errors reading the file are the caller's."""
+    try:
+        description = json.loads(path.read_bytes())
+    except ValueError:
+        return None
+    return description if isinstance(description, dict) else None
+
+
 def _written_by_a_sweep(path: Path) -> bool:
     """A regular file (not a link) named as a sweep names its chunks and their temporaries."""
     return CHUNK_NAME.fullmatch(path.name) is not None and path.is_file() and not path.is_symlink()
@@ -248,11 +263,8 @@ class ResultsStore:
         """Refuse a directory that holds another sweep, or other files."""
         spec_file = self.directory / SPEC_FILE
         if spec_file.exists():
-            try:
-                self.previous = json.loads(spec_file.read_bytes())
-            except ValueError:  # cut short while being written, or damaged: rewritten below
-                self.previous = None
-            if not isinstance(self.previous, dict):
+            self.previous = parse_sweep_file(spec_file)
+            if self.previous is None:  # cut short while being written, or damaged: rewritten below
                 self.notices.append(f"{spec_file} was not the JSON object a sweep writes: rewritten")
                 self.previous = {}
             existing = self.previous.get("sweep_id")
@@ -276,8 +288,8 @@ class ResultsStore:
             raise StoreError(f"{self.dataset} is not a directory: move it away or choose another --out")
         foreign = sorted(path.name for path in self.dataset.iterdir() if not _written_by_a_sweep(path))
         if foreign:
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise StoreError(f"{self.dataset} holds {len(foreign)} file(s) a sweep did not write ({shown}): "
+            raise StoreError(f"{self.dataset} holds {len(foreign)} file(s) a sweep did not write "
+                             f"({_first_names(foreign)}): "
                              f"move them out (nothing was changed) or choose another --out")
 
     def _verified_manifest(self) -> dict[str, ChunkRecord]:
@@ -304,9 +316,8 @@ class ResultsStore:
         if not manifest.exists() and self.previous:
             self.notices.append(f"{manifest} is missing: no chunk can be verified, so every unit is computed again")
         if removed:
-            shown = ", ".join(removed[:5]) + (f" and {len(removed) - 5} more" if len(removed) > 5 else "")
             self.notices.append(f"removed {len(removed)} chunk file(s) from {self.dataset} that no intact manifest "
-                                f"entry lists (unfinished or damaged): {shown}")
+                                f"entry lists (unfinished or damaged): {_first_names(removed)}")
         if intact != listed or not manifest.exists():
             self._atomic_write_text(manifest, "".join(json.dumps(asdict(r)) + "\n" for r in intact.values()))
         return intact
