@@ -20,7 +20,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from collective.analysis.tables import (Analysis, Table, environment_ids, mean_ci, reference_upsilon,
+from scipy import stats
+
+from collective.analysis.tables import (CONFIDENCE, Analysis, Table, ceiling_accuracy, cell_ids, clustered_mean_ci,
+                                        environment_ids, learns, mean_ci, reference_keys, reference_upsilon,
                                         training_experience)
 
 HELD_OUT = "held_out"
@@ -133,17 +136,219 @@ def replay_curves(rows: pd.DataFrame) -> pd.DataFrame:
                                           "ci95_high", "accuracy", "gain_per_1000_replay_steps"])
 
 
+# Learning curves of every held-out learner (issue 21 point 3), kept tables included: one curve per group type,
+# size, task and table life, x = the novel training episodes the learners had (see CURVES_NOTE)
+CURVE_TASK = ["grid", "iterations"]
+TABLE_LIVES = ("pretrained", "online")  # learner_training values whose one table serves every test episode
+EFFICIENCY_FRACTION = 0.8  # sample efficiency: episodes to reach this fraction of local search (issue 21's 0.8)
+EFFICIENCY_REFERENCE = "local_search"
+CURVES_NOTE = (
+    "Learning curves (issue 21): Υ on unseen test episodes and accuracy against the ceiling (the accuracy table's "
+    "formula: (Υ - Υ_random)/(Υ_best - Υ_random), upsilon_best the per-episode ceiling, random the random group "
+    "of the grid) against training_episodes, the novel held-out episodes the learners had: "
+    "min(training_episodes, q_training_passes) per table (pretrained, online: one table per cell, trained once) "
+    "or per test episode (per_episode). The q_training_passes passes replay them passes/novel times "
+    "(replays_per_episode): curves of different replays are different curves, and the untrained level "
+    "(q_training_passes 0, training_episodes 0) starts every curve of its group. 95% CI of Υ clustered at the "
+    "level the data vary (ci_unit): the table (seed, cell) when a kept-table level has two or more, else the "
+    "environment (seed, cell, episode; then conditional on the one table); Student-t on clusters - 1 df "
+    "(Cameron & Miller 2015). Accuracy CI: the accuracy table's delta method over episodes.")
+EFFICIENCY_NOTE = (
+    f"Sample efficiency (issue 21 point 3): per learning curve, the training episodes at which Υ first reaches "
+    f"fraction x Υ(local_search) of the same grid, T and group size (all its rows there), linearly interpolated "
+    f"between the two levels around the crossing (0 when the untrained level reaches it); 'not reached' when no "
+    f"level does, 'no local_search' when the dataset lacks that reference. fraction = {EFFICIENCY_FRACTION} by "
+    f"default (issue 21's headline: a learner at 0.8 of local search); an analysis parameter, not a measured one.")
+SHARING_NOTE = (
+    "Sharing (issue 21 point 4): Υ of a group of G learners pooling one table (protocol shared_q) minus Υ of G "
+    "independent learners of the same behaviour (protocol none), same grid, T and table life. same_per_agent: both "
+    "at the same training_episodes n (each agent played n episodes; the shared table holds G x n agent-episodes). "
+    "same_per_table: the shared table at n against independent tables at G x n, each table holding G x n "
+    "agent-episodes (the group's total experience in one table against one agent's own); a shared table pooling "
+    "perfectly scores the difference 0 there. Paired by environment (seed, cell, episode) when the two levels "
+    "share environments (one sweep), the mean of the per-environment differences with a Student-t CI clustered by "
+    "table (seed, cell) when kept tables give two or more (ci_unit), else over environments; otherwise the "
+    "difference of two independent means with a Welch CI, over the tables' means when each side has two or more "
+    "tables, else over episodes (then conditional on the tables trained).")
+
+
+def _curve_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Held-out learner rows with their novel training episodes (0 untrained) and replays per episode."""
+    learner = pd.Series([learns(b, m) for b, m in zip(rows["behaviour"], rows["mix"])], index=rows.index, dtype=bool)
+    learners = rows[learner.to_numpy() & (_learning_protocol(rows) == HELD_OUT).to_numpy()]
+    passes = learners["q_training_passes"].to_numpy(int)
+    novel = np.minimum(learners["training_episodes"].to_numpy(int), passes)
+    life = learners["learner_training"] if "learner_training" in learners else "per_episode"
+    return learners.assign(learner_training=life, novel=novel,
+                           replays_per_episode=np.where(novel > 0, passes / np.maximum(novel, 1), np.nan))
+
+
+def _references(rows: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """Scores of the random group per reference level (the accuracy table's grid and class columns)."""
+    random = rows[(rows["behaviour"] == "random") & (rows["protocol"] == "none") & (rows["mix"] == "")]
+    return {key if isinstance(key, tuple) else (key,): part["score"].to_numpy(float)
+            for key, part in random.groupby(reference_keys(rows), dropna=False)}
+
+
+def _level_point(rows: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, kept: bool) -> dict:
+    """Υ with its clustered CI and accuracy with its CI at one level of a curve (CURVES_NOTE)."""
+    tables = cell_ids(rows.loc[level.index]) if kept else np.zeros(len(level), int)
+    by_table = kept and len(np.unique(tables)) > 1
+    clusters = tables if by_table else environment_ids(rows.loc[level.index])
+    count, mean, low, high = clustered_mean_ci(level["score"].to_numpy(float), clusters)
+    ceilings = level["upsilon_best"].to_numpy(float) if "upsilon_best" in level else np.full(len(level), np.nan)
+    accuracy, accuracy_low, accuracy_high = ceiling_accuracy(level["score"].to_numpy(float), ceilings, random)
+    return dict(episodes=len(level), tables=len(np.unique(tables)) if kept else math.nan,
+                ci_unit="table" if by_table else "environment", clusters=count, upsilon=mean, ci95_low=low,
+                ci95_high=high, accuracy=accuracy, accuracy_ci95_low=accuracy_low, accuracy_ci95_high=accuracy_high)
+
+
+def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (curve, training_episodes) of held-out learners with two or more levels (CURVES_NOTE)."""
+    learners = _curve_rows(rows)
+    keys = ["group", "group_size", *[c for c in CURVE_TASK if c in rows], "learner_training"]
+    references = _references(rows)
+    records = []
+    for key, group in learners.groupby(keys, sort=True):
+        untrained = group[group["novel"] == 0]
+        for replays, trained in group[group["novel"] > 0].groupby("replays_per_episode", sort=True):
+            curve = pd.concat([untrained, trained])
+            if curve["novel"].nunique() < 2:
+                continue
+            labels = dict(zip(keys, key))
+            random = references.get(tuple(curve[c].iloc[0] for c in reference_keys(rows)), np.empty(0))
+            for novel, level in curve.groupby("novel", sort=True):
+                records.append(dict(labels, replays_per_episode=replays, training_episodes=int(novel),
+                                    **_level_point(rows, level, random, labels["learner_training"] in TABLE_LIVES)))
+    columns = [*keys, "replays_per_episode", "training_episodes", "episodes", "tables", "ci_unit", "clusters",
+               "upsilon", "ci95_low", "ci95_high", "accuracy", "accuracy_ci95_low", "accuracy_ci95_high"]
+    return pd.DataFrame(records, columns=columns)
+
+
+def episodes_to_reach(levels: np.ndarray, upsilon: np.ndarray, target: float) -> float:
+    """Training episodes at which the curve (levels ascending) first reaches `target`, linearly interpolated
+    between the levels around the crossing; NaN when no level reaches it."""
+    reached = np.flatnonzero(upsilon >= target)
+    if not len(reached):
+        return math.nan
+    first = reached[0]
+    if first == 0:
+        return float(levels[0])
+    x0, x1, y0, y1 = levels[first - 1], levels[first], upsilon[first - 1], upsilon[first]
+    return float(x0 + (target - y0) / (y1 - y0) * (x1 - x0))
+
+
+def sample_efficiency(rows: pd.DataFrame, curves: pd.DataFrame, fraction: float = EFFICIENCY_FRACTION) -> pd.DataFrame:
+    """Per learning curve, training episodes to reach `fraction` of local search's Υ (EFFICIENCY_NOTE)."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction: must be in (0, 1], got {fraction}")
+    task = [c for c in CURVE_TASK if c in rows]
+    reference = rows[(rows["behaviour"] == EFFICIENCY_REFERENCE) & (rows["protocol"] == "none") & (rows["mix"] == "")]
+    local = reference.groupby(["group_size", *task])["score"].mean()
+    keys = ["group", "group_size", *task, "learner_training", "replays_per_episode"]
+    records = []
+    for key, curve in curves.groupby(keys, sort=True):
+        labels = dict(zip(keys, key))
+        target_key = tuple(labels[c] for c in ["group_size", *task])
+        base = local.get(target_key, math.nan)
+        reached = episodes_to_reach(curve["training_episodes"].to_numpy(float), curve["upsilon"].to_numpy(float),
+                                    fraction * base) if np.isfinite(base) else math.nan
+        status = ("no local_search" if not np.isfinite(base) else "not reached" if math.isnan(reached) else "reached")
+        records.append(dict(labels, fraction=fraction, upsilon_local_search=base, target=fraction * base,
+                            most_trained=int(curve["training_episodes"].max()),
+                            upsilon_most_trained=float(curve["upsilon"].iloc[-1]),
+                            training_episodes_to_reach=reached, status=status))
+    return pd.DataFrame(records, columns=[*keys, "fraction", "upsilon_local_search", "target", "most_trained",
+                                          "upsilon_most_trained", "training_episodes_to_reach", "status"])
+
+
+def _welch(first: np.ndarray, second: np.ndarray) -> tuple[float, float, float]:
+    """Difference of two independent means with its Welch 95% interval (NaN bounds below 2 values a side)."""
+    mean = float(first.mean() - second.mean())
+    if min(len(first), len(second)) < 2:
+        return mean, math.nan, math.nan
+    va, vb = first.var(ddof=1) / len(first), second.var(ddof=1) / len(second)
+    df = (va + vb) ** 2 / (va ** 2 / (len(first) - 1) + vb ** 2 / (len(second) - 1))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * math.sqrt(va + vb)
+    return mean, mean - half, mean + half
+
+
+def _difference(rows: pd.DataFrame, shared: pd.DataFrame, independent: pd.DataFrame, kept: bool) -> dict:
+    """Υ(shared) - Υ(independent) (SHARING_NOTE): paired by environment when they share any, clustered by table
+    when kept tables give two or more; else independent means, of the tables' means when each side has two."""
+    environments = pd.Series(environment_ids(rows), index=rows.index)
+    tables = pd.Series(cell_ids(rows), index=rows.index)
+    first = shared.groupby(environments.loc[shared.index])["score"].mean()
+    second = independent.groupby(environments.loc[independent.index])["score"].mean()
+    common = first.index.intersection(second.index)
+    if len(common):
+        table_of = pd.Series(tables.loc[shared.index].to_numpy(), index=environments.loc[shared.index].to_numpy())
+        table_of = table_of[~table_of.index.duplicated()].loc[common].to_numpy()
+        by_table = kept and len(np.unique(table_of)) > 1
+        differences = (first.loc[common] - second.loc[common]).to_numpy(float)
+        count, mean, low, high = clustered_mean_ci(differences, table_of if by_table else np.arange(len(common)))
+        return dict(paired=True, ci_unit="table" if by_table else "environment", clusters=count, difference=mean,
+                    ci95_low=low, ci95_high=high)
+    sides = [part.groupby(tables.loc[part.index])["score"].mean() for part in (shared, independent)]
+    by_table = kept and min(len(side) for side in sides) > 1
+    if not by_table:
+        sides = [first, second]
+    mean, low, high = _welch(sides[0].to_numpy(float), sides[1].to_numpy(float))
+    return dict(paired=False, ci_unit="table" if by_table else "environment", clusters=len(sides[0]) + len(sides[1]),
+                difference=mean, ci95_low=low, ci95_high=high)
+
+
+def sharing_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Shared against independent tables per group size at the same per-agent and per-table experience
+    (SHARING_NOTE); empty without shared_q learners and their independent counterparts."""
+    learners = _curve_rows(rows)
+    task = [c for c in CURVE_TASK if c in rows]
+    records = []
+    shared_rows = learners[(learners["protocol"] == "shared_q") & (learners["mix"] == "")]
+    for key, shared in shared_rows.groupby(["behaviour", "group_size", *task, "learner_training"], sort=True):
+        behaviour, size = key[0], key[1]
+        labels = dict(zip(["behaviour", "group_size", *task, "learner_training"], key))
+        others = learners[(learners["protocol"] == "none") & (learners["mix"] == "")]
+        for column, value in labels.items():
+            others = others[others[column] == value]
+        for novel, at in shared.groupby("novel", sort=True):
+            for comparison, level in (("same_per_agent", novel), ("same_per_table", novel * size)):
+                independent = others[others["novel"] == level]
+                if independent.empty or (comparison == "same_per_table" and level == novel):
+                    continue  # no such level, or the same comparison as same_per_agent (n = 0, G = 1)
+                records.append(dict(labels, comparison=comparison, shared_training_episodes=int(novel),
+                                    independent_training_episodes=int(level), agent_episodes_per_table=int(novel * size),
+                                    upsilon_shared=float(at["score"].mean()),
+                                    upsilon_independent=float(independent["score"].mean()),
+                                    **_difference(rows, at, independent, labels["learner_training"] in TABLE_LIVES)))
+    return pd.DataFrame(records, columns=["behaviour", "group_size", *task, "learner_training", "comparison",
+                                          "shared_training_episodes", "independent_training_episodes",
+                                          "agent_episodes_per_table", "upsilon_shared", "upsilon_independent",
+                                          "paired", "ci_unit", "clusters", "difference", "ci95_low", "ci95_high"])
+
+
 def add_learning_tables(analysis: Analysis, rows: pd.DataFrame) -> None:
-    """`learning` (held-out learners with varied novel experience) and `replay_learning` (replay learners
-    with varied passes), each when the data has it; a note in `analysis.skipped` when learners lack the
-    held-out levels."""
+    """`learning` (held-out learners with varied novel experience at fixed passes), `learning_curves`,
+    `sample_efficiency` and `sharing` (held-out learners, kept tables included, issue 21) and `replay_learning`
+    (replay learners with varied passes), each when the data has it; a note in `analysis.skipped` when
+    learners lack the held-out levels."""
     slopes, _ = held_out_learning(rows)
-    if slopes.empty and (training_experience(rows) > 0).any():  # say why, when the data has learners
+    curves = learning_curves(rows)
+    if slopes.empty and curves.empty and (training_experience(rows) > 0).any():  # say why, when it has learners
         analysis.skipped["learning"] = ("needs learners with learning_protocol held_out at two or more levels of "
                                         "training_episodes (same group, size and q_training_passes)")
     elif not slopes.empty:
         analysis.add(Table("learning", "Held-out learning slope: skill on unseen episodes per novel training "
                            "episode (not paper 002's skill-acquisition efficiency)", LEARNING_NOTE, slopes))
+    if not curves.empty:
+        analysis.add(Table("learning_curves", "Learning curves: Υ and accuracy on unseen episodes against "
+                           "training episodes", CURVES_NOTE, curves))
+        analysis.add(Table("sample_efficiency", f"Sample efficiency: training episodes to reach "
+                           f"{EFFICIENCY_FRACTION:g} of local search's Υ", EFFICIENCY_NOTE,
+                           sample_efficiency(rows, curves)))
+    sharing = sharing_table(rows)
+    if not sharing.empty:
+        analysis.add(Table("sharing", "Shared Q-table against independent learners", SHARING_NOTE, sharing))
     curves = replay_curves(rows)
     if not curves.empty:
         analysis.add(Table("replay_learning", "Replay learning: accuracy on the trained episode against replays",
