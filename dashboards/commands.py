@@ -12,7 +12,8 @@ COMMANDS = ("analyze", "figures", "dashboard", "validate")
 FORMATS = ("table", "csv", "json", "markdown")
 MAX_K_BIN_WIDTH = 10**6  # K is at most T + 1 phrases; wider bins are one bin
 TABLES = ("accuracy", "upsilon", "legg_hutter", "gains", "protocols", "communication", "communication_entropy", "sham", "focal",
-          "regression", "regression_fit", "pgi", "learning", "replay_learning", "validity")
+          "regression", "regression_fit", "pgi", "learning", "replay_learning",
+          "learning_curves", "sample_efficiency", "sharing", "validity")
 
 
 def _comma_list(text: str) -> list[str]:

@@ -19,7 +19,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from collective.analysis.learning import held_out_learning, replay_curves  # noqa: E402
+from collective.analysis.learning import (EFFICIENCY_REFERENCE, held_out_learning, learning_curves,  # noqa: E402
+                                         replay_curves)
 from collective.analysis.tables import (K_BIN, K_MID, Dataset, add_k_bins, clustered_mean_ci,  # noqa: E402
                                        environment_ids, mean_ci)
 
@@ -272,6 +273,41 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
     return FigureSpec("learning_curves", title, caption + "; random and oracle levels of the same cells.", figure)
 
 
+def _training_curves(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
+    """Υ on unseen episodes against training episodes (the `learning_curves` table), one panel per group
+    size, grid and T, with local search's Υ there as a level; None when no learner has two levels."""
+    curves = learning_curves(rows)
+    if curves.empty:
+        return None
+    task = ["group_size"] + [key for key in ("grid", "iterations") if key in curves]
+    panels = list(curves.groupby(task, sort=True))
+    figure, axes = _grid(len(panels))
+    for ax, (values, panel) in zip(axes, panels):
+        for (label, life, replays), part in panel.groupby(["group", "learner_training", "replays_per_episode"]):
+            curve = part.rename(columns={"training_episodes": "x", "ci95_low": "low", "ci95_high": "high"})
+            name = label + (f" ({life}, {replays:g} replays)" if (life, replays) != ("pretrained", 1) else "")
+            _plot_curve(ax, curve, name, color=types.loc[label, "colour"], marker=types.loc[label, "marker"])
+        level = dict(zip(task, values))
+        local = rows[(rows["behaviour"] == EFFICIENCY_REFERENCE) & (rows["protocol"] == "none")
+                     & (rows["mix"] == "")]
+        for key, value in level.items():
+            local = local[local[key] == value]
+        if not local.empty:
+            n, mean, low, high = _pooled_ci(local)
+            ax.axhline(mean, label=EFFICIENCY_REFERENCE, color="#7f7f7f", linestyle=":", linewidth=1.0)
+            if n > 1:
+                ax.axhspan(low, high, color="#7f7f7f", alpha=0.12, linewidth=0)
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlabel("training episodes (each played once)")
+        ax.set_title(", ".join(f"{'$G$' if key == 'group_size' else key} = {value}" for key, value in level.items()))
+    title = "Learning curves"
+    _finish(figure, axes, title)
+    return FigureSpec("training_curves", title, "Υ with 95% CI (the learning_curves table) of learners' tables "
+                      "scored greedily on unseen test episodes against the held-out training episodes they "
+                      "learned from (symlog x: 0 is the untrained table); dotted: local search on the same grid, "
+                      "T and group size.", figure)
+
+
 def _communication(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
     """Υ of each collective per cell against the cell's mean message entropy (the `communication_entropy`
     table's points); sham groups as open markers."""
@@ -325,7 +361,7 @@ def build_figures(dataset: Dataset, k_bin_width: int = 4) -> list[FigureSpec]:
             _heat_maps(rows, types),
             _structures(rows, types),
         ]
-        optional = [_learning(rows, types), _communication(rows, types)]
+        optional = [_learning(rows, types), _communication(rows, types), _training_curves(rows, types)]
     return figures + [figure for figure in optional if figure]
 
 

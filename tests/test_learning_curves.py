@@ -10,6 +10,8 @@ import pytest
 from collective.analysis.learning import (add_learning_tables, episodes_to_reach, learning_curves, sample_efficiency,
                                          sharing_table)
 from collective.analysis.tables import Analysis
+from collective.sweeps.spec import SpecError, parse_spec
+from dashboards.figures import _group_types, _training_curves
 
 LEVELS = (0, 10, 30, 100, 300, 1000)  # training episodes (0: q_training_passes 0, the untrained table)
 CURVE = dict(zip(LEVELS, (0.0, 0.1, 0.2, 0.3, 0.45, 0.5)))  # set Υ of an independent learner's table
@@ -132,3 +134,33 @@ def test_no_pooling_ties_per_agent_and_loses_per_table():
     per_table = table[table["comparison"] == "same_per_table"].set_index("shared_training_episodes")
     for level in (10, 30, 100):
         assert per_table.loc[level, "ci95_high"] < 0, per_table.loc[level]
+
+
+def spec_source(**factors):
+    return dict(seed=1, profile="sound", episodes=2, iterations=50, groups=dict(behaviours=["q_learning"]),
+                factors=dict(grid=["5x5"], group_size=[1], **factors))
+
+
+def test_training_episodes_factor_plays_each_level_once():
+    """factors.training_episodes n: n held-out episodes, each played once; 0 the untrained table."""
+    spec = parse_spec(spec_source(training_episodes=[0, 10]))
+    assert [(cell.configs[0].training_episodes, cell.configs[0].q_training_passes) for cell in spec.cells] == \
+        [(1, 0), (10, 10)]
+    with pytest.raises(SpecError, match=r"factors.training_episodes\[1\]: must be a whole number >= 0"):
+        parse_spec(spec_source(training_episodes=[10, -1]))
+    clash = dict(spec_source(training_episodes=[10]), settings=dict(q_training_passes=100))
+    with pytest.raises(SpecError, match="settings.q_training_passes: set by factors.training_episodes"):
+        parse_spec(clash)
+
+
+def test_the_curve_figure_has_a_panel_per_group_size_with_local_search():
+    rows = dataset()
+    spec = _training_curves(rows, _group_types(rows))
+    axes = [ax for ax in spec.figure.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == ["$G$ = 1, grid = 10x10, iterations = 100",
+                                               "$G$ = 10, grid = 10x10, iterations = 100"]
+    labels = {line.get_label() for line in axes[1].get_lines()}
+    assert {"q_learning", "q_learning+shared_q", "local_search"} <= labels
+    curve, = [line for line in axes[0].get_lines() if line.get_label() == "q_learning"]
+    assert list(curve.get_xdata()) == list(LEVELS)
+    assert _training_curves(rows[rows["q_training_passes"] == 10], _group_types(rows)) is None  # one level

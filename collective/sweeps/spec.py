@@ -33,6 +33,8 @@ episode), the first word of the rows' `spawn_key`.
     observation_range = [1]      # optional (default [1])
     environment = ["lambda_star"]  # optional: lambda_star and/or landscape (default ["lambda_star"])
     cpp_switch_off = ["none", "cpp_oracle"]  # optional: "none", one 2016 switch to turn off, or "all" (an ablation)
+    training_episodes = [0, 10, 100]  # optional: learning curves (issue 21): n held-out training episodes, each
+                                 # played once (training_episodes = q_training_passes = n; 0: untrained, passes 0)
 
     [groups]                     # the group types every cell plays
     behaviours = ["random", "local_search"]       # homogeneous groups; plug-ins by import path too
@@ -67,7 +69,8 @@ from collective.simulation.plugins import PluginError
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
                   "settings")
 REQUIRED_KEYS = ("seed", "profile", "episodes", "iterations", "factors", "groups")
-FACTOR_KEYS = ("grid", "group_size", "complexity", "observation_range", "environment", "cpp_switch_off")
+FACTOR_KEYS = ("grid", "group_size", "complexity", "observation_range", "environment", "cpp_switch_off",
+               "training_episodes")
 REQUIRED_FACTORS = ("grid", "group_size")
 GROUP_KEYS = ("behaviours", "mixes", "protocols")
 PROTOCOL_KEYS = ("name", "params", "behaviours", "mixes", "group_sizes", "controls")
@@ -201,6 +204,9 @@ def parse_spec(source: dict, default_name: str = "sweep") -> SweepSpec:
     _check_keys(factors, "factors.", FACTOR_KEYS, REQUIRED_FACTORS)
     settings = _table(source.get("settings", {}), "settings")
     _check_settings(settings)
+    for key in ("training_episodes", "q_training_passes"):
+        if "training_episodes" in factors and key in settings:
+            raise SpecError(f"settings.{key}", "set by factors.training_episodes, not in [settings]")
     groups = _group_types(_table(source["groups"], "groups"))
     behaviour_params = {str(key): _param_text(value, f"settings.behaviour_params.{key}") for key, value in
                         _table(settings.get("behaviour_params", {}), "settings.behaviour_params").items()}
@@ -307,7 +313,7 @@ def _factor_choices(factors: dict, groups: int) -> list[dict[str, tuple[int | No
     they and the `groups` group types make more than MAX_CELL_GROUPS (cell, group) pairs."""
     lists = {name: _list(factors.get(name, default), f"factors.{name}") for name, default in
              (("grid", None), ("group_size", None), ("complexity", [None]), ("observation_range", [1]),
-              ("environment", [ENVIRONMENT_CLASSES[0]]), ("cpp_switch_off", [None]))}
+              ("environment", [ENVIRONMENT_CLASSES[0]]), ("cpp_switch_off", [None]), ("training_episodes", [None]))}
     cells = math.prod(map(len, lists.values()))
     if cells * groups > MAX_CELL_GROUPS:
         raise SpecError("factors", f"{cells:,} cells x {groups} group types = {cells * groups:,} (cell, group) pairs; "
@@ -316,6 +322,9 @@ def _factor_choices(factors: dict, groups: int) -> list[dict[str, tuple[int | No
         if value not in (None, "none", "all") and value not in CPP_SWITCHES:
             raise SpecError(f"factors.cpp_switch_off[{index}]",
                             f"unknown value {value!r}; allowed: none, all, {', '.join(CPP_SWITCHES)}")
+    for index, value in enumerate(lists["training_episodes"]):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise SpecError(f"factors.training_episodes[{index}]", f"must be a whole number >= 0 (got {value!r})")
     for name, values in lists.items():
         _require_distinct([json.dumps(v) for v in values], f"factors.{name}", "values must be distinct")
     choices = [{}]
@@ -419,6 +428,9 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
     switched_off = choice["cpp_switch_off"][1]
     if switched_off not in (None, "none"):
         fields_.update(dict.fromkeys(CPP_SWITCHES if switched_off == "all" else (switched_off,), False))
+    if choice["training_episodes"][1] is not None:  # n episodes each played once; 0: the untrained table
+        episodes = choice["training_episodes"][1]
+        fields_.update(training_episodes=max(episodes, 1), q_training_passes=episodes)
     factor_values = tuple((name, value) for name, (_, value) in choice.items() if value is not None)
     context = ", ".join(f"{name}={value}" for name, value in factor_values)
     configs = []
@@ -452,6 +464,8 @@ def _key_path(field: str, choice: dict[str, tuple[int | None, object]], group: G
     """The TOML key path that set config field `field`."""
     factor_of = {"rows": "grid", "cols": "grid", "k_min": "complexity", "k_max": "complexity",
                  "group_size": "group_size", "observation_range": "observation_range", "env": "environment"}
+    if field in ("training_episodes", "q_training_passes") and choice["training_episodes"][0] is not None:
+        return f"factors.training_episodes[{choice['training_episodes'][0]}]"
     if field in factor_of:
         factor = factor_of[field]
         index = choice[factor][0]
