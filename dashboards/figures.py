@@ -298,6 +298,7 @@ def _training_curves(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | No
             if n > 1:
                 ax.axhspan(low, high, color="#7f7f7f", alpha=0.12, linewidth=0)
         ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(left=0)
         ax.set_xlabel("training episodes (each played once)")
         ax.set_title(", ".join(f"{'$G$' if key == 'group_size' else key} = {value}" for key, value in level.items()))
     title = "Learning curves"
