@@ -2,6 +2,7 @@
 kept tables (learner_training pretrained) whose Υ at each number of training episodes is known, a local-search
 reference and shared tables that pool perfectly (or not at all)."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,7 @@ import pytest
 from collective.analysis.learning import (add_learning_tables, episodes_to_reach, learning_curves, sample_efficiency,
                                          sharing_table)
 from collective.analysis.tables import Analysis
-from collective.sweeps.spec import SpecError, parse_spec
+from collective.sweeps.spec import SpecError, load_spec, parse_spec
 from dashboards.figures import _group_types, _training_curves
 
 LEVELS = (0, 10, 30, 100, 300, 1000)  # training episodes (0: q_training_passes 0, the untrained table)
@@ -164,3 +165,11 @@ def test_the_curve_figure_has_a_panel_per_group_size_with_local_search():
     curve, = [line for line in axes[0].get_lines() if line.get_label() == "q_learning"]
     assert list(curve.get_xdata()) == list(LEVELS)
     assert _training_curves(rows[rows["q_training_passes"] == 10], _group_types(rows)) is None  # one level
+
+
+def test_the_learning_curves_experiment_plays_every_level_under_sound():
+    spec = load_spec(Path(__file__).parent.parent / "experiments" / "learning_curves.toml")
+    levels = sorted({(dict(cell.factors)["training_episodes"], dict(cell.factors)["group_size"]) for cell in spec.cells})
+    assert levels == sorted((n, g) for n in LEVELS for g in (1, 5, 10))
+    learner = [config for cell in spec.cells for config in cell.configs if config and config.behaviour == "q_learning"]
+    assert {(c.profile, c.learner_training, c.learner_state, (c.rows, c.cols)) for c in learner} == {("sound", "pretrained", "window_signs", (10, 10))}
