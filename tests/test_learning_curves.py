@@ -173,3 +173,9 @@ def test_the_learning_curves_experiment_plays_every_level_under_sound():
     assert levels == sorted((n, g) for n in LEVELS for g in (1, 5, 10))
     learner = [config for cell in spec.cells for config in cell.configs if config and config.behaviour == "q_learning"]
     assert {(c.profile, c.learner_training, c.learner_state, (c.rows, c.cols)) for c in learner} == {("sound", "pretrained", "window_signs", (10, 10))}
+
+
+def test_rows_without_held_out_learners_give_empty_tables():
+    """Rows from before held-out learning (no learning_protocol nor training_episodes): empty tables, no error."""
+    rows = dataset().drop(columns=["learning_protocol", "training_episodes", "learner_training"])
+    assert learning_curves(rows).empty and sharing_table(rows).empty

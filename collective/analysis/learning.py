@@ -176,6 +176,8 @@ def _curve_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Held-out learner rows with their novel training episodes (0 untrained) and replays per episode."""
     learner = pd.Series([learns(b, m) for b, m in zip(rows["behaviour"], rows["mix"])], index=rows.index, dtype=bool)
     learners = rows[learner.to_numpy() & (_learning_protocol(rows) == HELD_OUT).to_numpy()]
+    if learners.empty:  # datasets from before held-out learning may lack its columns
+        return learners.assign(learner_training="per_episode", novel=0, replays_per_episode=math.nan)
     passes = learners["q_training_passes"].to_numpy(int)
     novel = np.minimum(learners["training_episodes"].to_numpy(int), passes)
     life = learners["learner_training"] if "learner_training" in learners else "per_episode"
