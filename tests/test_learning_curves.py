@@ -169,10 +169,12 @@ def test_the_curve_figure_has_a_panel_per_group_size_with_local_search():
 
 def test_the_learning_curves_experiment_plays_every_level_under_sound():
     spec = load_spec(Path(__file__).parent.parent / "experiments" / "learning_curves.toml")
-    levels = sorted({(dict(cell.factors)["training_episodes"], dict(cell.factors)["group_size"]) for cell in spec.cells})
+    factors = [dict(cell.factors) for cell in spec.cells]
+    levels = sorted((factor["training_episodes"], factor["group_size"]) for factor in factors)
     assert levels == sorted((n, g) for n in LEVELS for g in (1, 5, 10))
-    learner = [config for cell in spec.cells for config in cell.configs if config and config.behaviour == "q_learning"]
-    assert {(c.profile, c.learner_training, c.learner_state, (c.rows, c.cols)) for c in learner} == {("sound", "pretrained", "window_signs", (10, 10))}
+    learners = [config for cell in spec.cells for config in cell.configs if config and config.behaviour == "q_learning"]
+    assert {(c.profile, c.learner_training, c.learner_state, (c.rows, c.cols)) for c in learners} == \
+        {("sound", "pretrained", "window_signs", (10, 10))}
 
 
 def test_rows_without_held_out_learners_give_empty_tables():

@@ -319,7 +319,8 @@ def sharing_table(rows: pd.DataFrame) -> pd.DataFrame:
                 if independent.empty or (comparison == "same_per_table" and level == novel):
                     continue  # no such level, or the same comparison as same_per_agent (n = 0, G = 1)
                 records.append(dict(labels, comparison=comparison, shared_training_episodes=int(novel),
-                                    independent_training_episodes=int(level), agent_episodes_per_table=int(novel * size),
+                                    independent_training_episodes=int(level),
+                                    agent_episodes_per_table=int(novel * size),
                                     upsilon_shared=float(at["score"].mean()),
                                     upsilon_independent=float(independent["score"].mean()),
                                     **_difference(rows, at, independent, labels["learner_training"] in TABLE_LIVES)))
