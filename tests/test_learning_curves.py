@@ -93,6 +93,8 @@ def test_sample_efficiency_is_the_interpolated_crossing_of_the_set_curve():
     row = efficiency.loc[("q_learning", 1)]
     assert row["status"] == "reached"
     assert row["training_episodes_to_reach"] == pytest.approx(CROSSING, rel=0.15)
+    assert row["reached_by_band_high"] <= row["training_episodes_to_reach"] <= row["reached_by_band_low"]
+    assert row["reached_by_band_high"] < CROSSING < row["reached_by_band_low"]
     low = rows.assign(score=np.where(rows["group"] == "q_learning", rows["score"] - 0.3, rows["score"]))
     unreached = sample_efficiency(low, learning_curves(low)).set_index(["group", "group_size"])
     assert unreached.loc[("q_learning", 1), "status"] == "not reached"

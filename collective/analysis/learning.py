@@ -157,7 +157,9 @@ EFFICIENCY_NOTE = (
     f"Sample efficiency (issue 21 point 3): per learning curve, the training episodes at which Υ first reaches "
     f"fraction x Υ(local_search) of the same grid, T and group size (all its rows there), linearly interpolated "
     f"between the two levels around the crossing (0 when the untrained level reaches it); 'not reached' when no "
-    f"level does, 'no local_search' when the dataset lacks that reference. fraction = {EFFICIENCY_FRACTION} by "
+    f"level does, 'no local_search' when the dataset lacks that reference. reached_by_band_high and _low: the "
+    f"same on the curve's pointwise 95% bands (ci95_high, ci95_low; the earliest and latest crossing they allow, not a "
+    f"CI of the crossing, and without the local-search mean's own error). fraction = {EFFICIENCY_FRACTION} by "
     f"default (issue 21's headline: a learner at 0.8 of local search); an analysis parameter, not a measured one.")
 SHARING_NOTE = (
     "Sharing (issue 21 point 4): Υ of a group of G learners pooling one table (protocol shared_q) minus Υ of G "
@@ -253,15 +255,18 @@ def sample_efficiency(rows: pd.DataFrame, curves: pd.DataFrame, fraction: float 
         labels = dict(zip(keys, key))
         target_key = tuple(labels[c] for c in ["group_size", *task])
         base = local.get(target_key, math.nan)
-        reached = episodes_to_reach(curve["training_episodes"].to_numpy(float), curve["upsilon"].to_numpy(float),
-                                    fraction * base) if np.isfinite(base) else math.nan
+        levels = curve["training_episodes"].to_numpy(float)
+        reached, early, late = (episodes_to_reach(levels, curve[column].to_numpy(float), fraction * base)
+                                if np.isfinite(base) else math.nan for column in ("upsilon", "ci95_high", "ci95_low"))
         status = ("no local_search" if not np.isfinite(base) else "not reached" if math.isnan(reached) else "reached")
         records.append(dict(labels, fraction=fraction, upsilon_local_search=base, target=fraction * base,
                             most_trained=int(curve["training_episodes"].max()),
                             upsilon_most_trained=float(curve["upsilon"].iloc[-1]),
-                            training_episodes_to_reach=reached, status=status))
+                            training_episodes_to_reach=reached, reached_by_band_high=early, reached_by_band_low=late,
+                            status=status))
     return pd.DataFrame(records, columns=[*keys, "fraction", "upsilon_local_search", "target", "most_trained",
-                                          "upsilon_most_trained", "training_episodes_to_reach", "status"])
+                                          "upsilon_most_trained", "training_episodes_to_reach", "reached_by_band_high",
+                                          "reached_by_band_low", "status"])
 
 
 def _welch(first: np.ndarray, second: np.ndarray) -> tuple[float, float, float]:
