@@ -6,7 +6,7 @@ mostly the start cells) while the kernel's cost stays that of the training passe
 of training episodes n this prints, per scored episode, the seconds to generate the episode with its
 n training episodes and the kernel seconds of a Q-learner group playing it (best of 3, profile
 `sound`, 10x10, T=200), for a lone learner (the costliest case for generation) and a group of 10.
-The default `training_episodes` of `sound` is chosen from this table (README, Profiles).
+The default `training_episodes` of `sound` is chosen from this table (docs/concepts.md, Profiles).
 
     .venv/bin/python benchmarks/training_episodes.py [--episodes 100]
 """

@@ -1,7 +1,7 @@
 """collective: measure the collective intelligence of agent groups.
 
-The plug-in interface (see `collective.simulation.plugins` and the README's "Bring your own
-agent"): `Observation`, `Messages`, `Batch`, `Parameter`, the typing Protocols `BehaviourPlugin`
+The plug-in interface (see `collective.simulation.plugins` and docs/reference/plugins.md):
+`Observation`, `Messages`, `Batch`, `Parameter`, the typing Protocols `BehaviourPlugin`
 and `ProtocolPlugin`, and `PluginError`; the conformance suite is `collective.testing`.
 """
 from collective.numba_cache import use_source_keyed_cache

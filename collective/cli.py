@@ -16,14 +16,23 @@ import sys
 import threading
 from pathlib import Path
 
-from collective.behaviours import behaviour_names, get_behaviour
 from collective.simulation.plugins import PluginError, on_ctrl_c
-from collective.config import DEFAULT_PROFILE, PROFILES, ConfigError, EvaluationConfig, mix_counts
 from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
-from collective.sweeps.command import add_sweep_parser, run_sweep
+from collective.sweeps.options import add_sweep_parser
 from collective.version import DISTRIBUTION, VERSION
 from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
-from protocols import get_protocol, protocol_names
+
+# The modules that load numba, Ray, pandas, pyarrow or matplotlib (collective.config, the behaviours and
+# protocols, the sweeps, the analysis) are imported where a command runs: `--help` takes a fraction of a
+# second. What the help says of the profiles is therefore written out here; tests/test_cli.py checks it
+# against collective.config.PROFILES and the dataclass defaults.
+DEFAULT_PROFILE = "sound"
+PROFILE_NAMES = ("sound", "paper", "lambdastar2016")
+PROFILE_DEFAULTS = {
+    "evil_pairing": "default independent under sound; index_shift under paper, lambdastar2016",
+    "q_epsilon": "default 0.2 under sound; 0.0 under paper, lambdastar2016",
+    "training_episodes": "default 10 under sound; 1 under paper, lambdastar2016",
+}
 
 # Config field -> the option that sets it, so errors name what the user typed.
 FIELD_OPTIONS = {
@@ -44,6 +53,27 @@ FIELD_OPTIONS = {
     "learner_state": "--learner-state", "learner_training": "--learner-training",
 }
 
+# One or two examples per subcommand, shown under its --help (tests/test_cli.py parses each).
+EXAMPLES = {
+    "evaluate": ["collective evaluate --behaviour local_search --group-size 10 --episodes 200",
+                 "collective evaluate --mix local_search:8,q_learning:2 --protocol wisdom --json"],
+    "demo": ["collective demo --episodes 100", "collective demo --mix local_search:3,oracle:2"],
+    "behaviours": ["collective behaviours"],
+    "protocols": ["collective protocols"],
+    "sweep": ["collective sweep experiments/quickstart.toml --dry-run",
+              "collective sweep experiments/quickstart.toml --out runs/quickstart"],
+    "analyze": ["collective analyze runs/quickstart",
+                "collective analyze runs/quickstart --tables upsilon,gains --format csv"],
+    "figures": ["collective figures runs/quickstart --out runs/quickstart/figures"],
+    "dashboard": ["collective dashboard runs/quickstart --out runs/quickstart/report.html"],
+    "validate": ["collective validate runs/quickstart"],
+    "anytime": ["collective anytime --behaviour local_search --group-size 5 --budget-seconds 5",
+                "collective anytime --behaviour q_learning --max-environments 20 --trace-out trace.parquet"],
+}
+# Said when a protocol refuses the default group of one agent: the group size stays 1 whatever the protocol
+# (a default that followed the protocol would compare groups of different sizes without saying so).
+GROUP_SIZE_HINT = "; without --group-size the group is 1 agent: give e.g. --group-size 10"
+
 DEMO_BEHAVIOURS = ("random", "local_search", "oracle", "q_learning", "sarsa", "imitation")
 LANDSCAPE_OPTIONS = {"peaks": "--peaks", "peak_width": "--peak-width", "deception": "--deception",
                      "noise": "--noise", "motion": "--motion"}
@@ -58,6 +88,15 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's help, with the epilog's example lines kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if not text.startswith("examples:"):  # the description: wrapped
+            return super()._fill_text(text, width, indent)
+        return "\n".join(indent + line for line in text.splitlines())
 
 
 def whole(text: str) -> int:
@@ -99,18 +138,6 @@ def parse_param(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def profile_defaults(field: str) -> str:
-    """The defaults of a config field per profile, the default profile's first, e.g. "default independent
-    under sound; index_shift under paper, lambdastar2016"."""
-    from dataclasses import fields
-
-    plain = next(f.default for f in fields(EvaluationConfig) if f.name == field)
-    values: dict[str, list[str]] = {}
-    for name in sorted(PROFILES, key=lambda name: name != DEFAULT_PROFILE):
-        values.setdefault(str(PROFILES[name].get(field, plain)), []).append(name)
-    return "default " + "; ".join(f"{value} under {', '.join(names)}" for value, names in values.items())
-
-
 def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, episodes: int = 1000) -> None:
     """The group and environment options; `group_size` and `episodes` are the command's defaults."""
     env = parser.add_argument_group("environment (spec §1-2)")
@@ -121,8 +148,8 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                      help=f"episodes to average over (default {episodes})")
     env.add_argument("--seed", type=whole, default=0, metavar="S", help="root seed of all randomness (default 0)")
     env.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME",
-                     help=f"setting bundle: {', '.join(PROFILES)} (default {DEFAULT_PROFILE}: paper 003's test "
-                          "without its confounds; paper: as published; see README)")
+                     help=f"setting bundle: {', '.join(PROFILE_NAMES)} (default {DEFAULT_PROFILE}: paper 003's test "
+                          "without its confounds; paper: as published; see docs/concepts.md)")
     env.add_argument("--observation-range", type=whole, default=None, metavar="K",
                      help="Moore neighbourhood range agents observe (default 1)")
     env.add_argument("--reward-radius", type=whole, default=None, metavar="D", help="reward radius (default 1)")
@@ -134,7 +161,7 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                      help="pattern generator: cyclic (paper) or ping_pong (reference)")
     env.add_argument("--evil", default=None, metavar="NAME",
                      help="Evil pairing: index_shift or independent (own pattern, same K); "
-                          f"{profile_defaults('evil_pairing')}")
+                          f"{PROFILE_DEFAULTS['evil_pairing']}")
     env.add_argument("--env", default=None, metavar="CLASS",
                      help="environment class: lambda_star (default) or landscape (fitness landscape, spec §7)")
     land = parser.add_argument_group("fitness landscapes (--env landscape; paper 003 §6.2)")
@@ -151,8 +178,8 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                       help="pattern: the field moves along a movement pattern of complexity K (default); static")
     group = parser.add_argument_group("agents (spec §5)")
     group.add_argument("--behaviour", default=None, metavar="NAME",
-                       help=f"one of: {', '.join(behaviour_names())}; or your own class by import path, "
-                            "MODULE:CLASS or FILE.py:CLASS (README: Bring your own agent)")
+                       help="a built-in (`collective behaviours` lists them), or your own class by import path, "
+                            "MODULE:CLASS or FILE.py:CLASS (docs/tutorial.md)")
     group.add_argument("--group-size", type=whole, default=None, metavar="G",
                        help=f"agents in the group (default {group_size})")
     parser.set_defaults(default_group_size=group_size)
@@ -162,8 +189,8 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     group.add_argument("--behaviour-param", type=parse_param, action="append", default=[], metavar="KEY=VALUE",
                        help="a parameter a plug-in behaviour declares; repeatable")
     group.add_argument("--protocol", default=None, metavar="NAME",
-                       help=f"how the group talks: {', '.join(protocol_names())} (default none; "
-                            "see `collective protocols`), or MODULE:CLASS")
+                       help="how the group talks: a built-in (`collective protocols` lists them and the group sizes they "
+                            "need; default none), or MODULE:CLASS")
     group.add_argument("--protocol-param", type=parse_param, action="append", default=[],
                        metavar="KEY=VALUE", help="a protocol parameter; repeatable")
     group.add_argument("--communication-control", default=None, metavar="real|sham",
@@ -176,7 +203,7 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
     rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
     rl.add_argument("--epsilon", type=float, default=None,
-                    help=f"exploration rate while training ({profile_defaults('q_epsilon')})")
+                    help=f"exploration rate while training ({PROFILE_DEFAULTS['q_epsilon']})")
     rl.add_argument("--q-initial", type=float, default=None, help="initial Q value (paper 0, lambdastar2016 2)")
     rl.add_argument("--training-passes", type=whole, default=None, help="training passes per episode (default 100)")
     rl.add_argument("--reward-scale", type=float, default=None,
@@ -186,7 +213,7 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                          "episodes of the same class, then score an unseen one (held_out: sound)")
     rl.add_argument("--training-episodes", type=whole, default=None, metavar="N",
                     help="held_out: training episodes per scored episode (per_episode) or per table, the passes "
-                         f"cycling through them ({profile_defaults('training_episodes')})")
+                         f"cycling through them ({PROFILE_DEFAULTS['training_episodes']})")
     rl.add_argument("--learner-state", default=None, metavar="cell_time|window_signs",
                     help="the learners' state: (cell, t) (paper, lambdastar2016) or the signs of the rewards of "
                          "their 3x3 window (sound)")
@@ -198,8 +225,10 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="collective", description=(
-        "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."))
+    parser = OneLineParser(prog="collective", formatter_class=ExamplesFormatter, description=(
+        "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."),
+        epilog="examples:\n  collective demo --episodes 100\n  collective evaluate --help\n"
+               "see docs/tutorial.md for a tour from an agent to a paper figure")
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failing plug-in")
     parser.add_argument("--version", action="version", version=f"collective {VERSION} ({DISTRIBUTION})")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -215,11 +244,19 @@ def build_parser() -> argparse.ArgumentParser:
                                            "(--behaviour or --mix: that group only).")
     _add_group_options(demo, group_size=5, episodes=300)
     add_yes_option(demo)
-    commands.add_parser("behaviours", help="list the behaviours")
-    commands.add_parser("protocols", help="list the protocols and their parameters")
+    commands.add_parser("behaviours", help="list the behaviours and what each does",
+                        description="The built-in agent behaviours (spec §5), one line each, and how to name "
+                                    "your own class instead.")
+    commands.add_parser("protocols", help="list the protocols, their members and parameters",
+                        description="The built-in communication protocols (spec §6): what each does, which "
+                                    "behaviours take part (a protocol needs at least 2 of them: give "
+                                    "--group-size), and the parameters --protocol-param sets.")
     add_sweep_parser(commands)
     add_analysis_commands(commands)
     _add_anytime_parser(commands)
+    for name, command in commands.choices.items():
+        command.epilog = "examples:\n" + "\n".join(f"  {example}" for example in EXAMPLES[name])
+        command.formatter_class = ExamplesFormatter
     for command in commands.choices.values():  # `collective sweep s.toml --debug` as well as before the command
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show the traceback of a failing plug-in")
@@ -235,6 +272,8 @@ def check_group_args(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     if args.mix and args.behaviour:
         usage("--behaviour", "not with --mix (the mix names each agent's behaviour)")
     if args.mix and args.group_size is not None:
+        from collective.config import mix_counts
+
         try:
             size = sum(count for _, count in mix_counts(args.mix))
         except ValueError:
@@ -251,7 +290,7 @@ def check_group_args(parser: argparse.ArgumentParser, args: argparse.Namespace) 
                 usage(option, "only with --env landscape")
 
 
-def check_config(parser: argparse.ArgumentParser, args: argparse.Namespace, config: EvaluationConfig) -> None:
+def check_config(parser: argparse.ArgumentParser, args: argparse.Namespace, config) -> None:
     """Reject a coordination threshold the group cannot reach: Good would never pay (spec §6.1)."""
     if config.coordination_threshold > config.group_size:
         parser.exit(2, f"collective {args.command}: error: argument --coordination-threshold: at most the "
@@ -264,12 +303,21 @@ def check_work(parser: argparse.ArgumentParser, args: argparse.Namespace, steps:
         parser.exit(2, f"collective {args.command}: error: {message}\n")
 
 
-def agent_steps(config: EvaluationConfig) -> int:
+def group_size_hint(args: argparse.Namespace, error) -> str:
+    """GROUP_SIZE_HINT when a protocol refused a group of the default size (one agent), else ''."""
+    defaulted = args.group_size is None and not args.mix and args.default_group_size == 1
+    return GROUP_SIZE_HINT if defaulted and error.field == "protocol" and "needs at least" in error.message else ""
+
+
+def agent_steps(config) -> int:
     """Agent-steps of an evaluation: scored steps and the learners' training passes."""
     return config.episodes * config.iterations * config.group_size + config.training_steps(config.episodes)
 
 
-def config_from_args(args: argparse.Namespace, behaviour: str | None) -> EvaluationConfig:
+def config_from_args(args: argparse.Namespace, behaviour: str | None):
+    """The EvaluationConfig the options describe (ConfigError names a bad field)."""
+    from collective.config import EvaluationConfig
+
     k_min, k_max = args.complexity if args.complexity else (None, None)
     group_size = args.group_size if args.group_size is not None or args.mix else args.default_group_size
     return EvaluationConfig.from_profile(
@@ -352,6 +400,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
             usage("--trace-out", f"the directory of {args.trace_out!r} does not exist")
         if not os.access(target.parent, os.W_OK):  # the trace is written beside it, then renamed into place
             usage("--trace-out", f"the directory of {args.trace_out!r} is not writable")
+    from collective.config import ConfigError
     from collective.anytime import (TRACE_HEADER, AnytimeConfig, format_step, format_summary, planned_budgets,
                                     planned_agent_steps, run_anytime, write_trace)
 
@@ -360,7 +409,8 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
     try:
         config = AnytimeConfig(config_from_args(args, args.behaviour), time_based=args.time_based, **settings)
     except ConfigError as error:
-        usage(ANYTIME_OPTIONS.get(error.field) or FIELD_OPTIONS.get(error.field, error.field), error.message)
+        usage(ANYTIME_OPTIONS.get(error.field) or FIELD_OPTIONS.get(error.field, error.field),
+              error.message + group_size_hint(args, error))
     check_config(parser, args, config.evaluation)
     check_work(parser, args, planned_agent_steps(config), " until the test stops by itself (at its memory limit "
                                                           "or --max-environments)")
@@ -440,6 +490,8 @@ def format_table(records: list[dict]) -> str:
 
 
 def describe_protocols() -> str:
+    from protocols import get_protocol, protocol_names
+
     lines = []
     for name in protocol_names():
         protocol = get_protocol(name)
@@ -492,19 +544,24 @@ def _main(argv: list[str] | None) -> int:
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "behaviours":
+        from collective.behaviours import behaviour_names, get_behaviour
+        from collective.config import PROFILES
+
         for name in behaviour_names():
             print(f"{name:<14}{get_behaviour(name).description}")
-        print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (README: Bring your own agent)")
+        print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (docs/tutorial.md: bring your own agent)")
         print("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
               f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
         return 0
     if args.command == "protocols":
         print(describe_protocols())
-        print(f"{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) (README: Bring your own agent)")
+        print(f"{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) (docs/tutorial.md: bring your own agent)")
         return 0
     if args.command in ANALYSIS_COMMANDS:
         return run_analysis_command(args)
     if args.command == "sweep":
+        from collective.sweeps.command import run_sweep
+
         return run_sweep(args)
     if args.command == "anytime":
         return run_anytime_command(parser, args)
@@ -512,12 +569,15 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.exit(2, "collective evaluate: error: argument --behaviour: required (or give --mix)\n")
     check_group_args(parser, args)
     behaviours = [args.behaviour] if args.behaviour or args.mix else list(DEMO_BEHAVIOURS)
+    from collective.config import ConfigError
+
     announce_compilation()  # validating the K range may compile the pattern probe
     try:
         configs = [config_from_args(args, b) for b in behaviours]
     except ConfigError as error:
         option = "--mix" if error.field == "group_size" and args.mix else FIELD_OPTIONS.get(error.field, error.field)
-        parser.exit(2, f"collective {args.command}: error: argument {option}: {error.message}\n")
+        parser.exit(2, f"collective {args.command}: error: argument {option}: {error.message}"
+                       f"{group_size_hint(args, error)}\n")
     for config in configs:
         check_config(parser, args, config)
     check_work(parser, args, sum(map(agent_steps, configs)))

@@ -182,7 +182,7 @@ class EvaluationConfig:
     # word, episode). False (`paper`, `lambdastar2016`): start cells drawn for each size and a seed word per
     # cell, as before issue 22
     paired_group_sizes: bool = False
-    # The 2016 C++ program's behaviours (CPP_SWITCHES; README "Replicating the 2016 program"):
+    # The 2016 C++ program's behaviours (CPP_SWITCHES; docs/concepts.md, "Replicating the 2016 program"):
     # the first scored observation sees the field with ⊕ and ⊖ both reset onto cell 0 (main.cpp
     # resets them after training): -0.5 on cell 0, 0 elsewhere; from the second iteration on it is right
     cpp_first_observation: bool = False

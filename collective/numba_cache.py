@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 PACKAGES = ("collective", "protocols")  # every package with compiled (cache=True) functions
@@ -28,9 +29,16 @@ def source_digest() -> str:
 
 def use_source_keyed_cache() -> None:
     """Point numba's cache at <NUMBA_CACHE_DIR or ~/.cache/collective>/numba-<digest>. Must run
-    before any module with compiled functions is imported (the package's __init__ does it)."""
-    from numba.core import config
-
+    before any module with compiled functions is imported (the package's __init__ does it).
+    Without importing numba when it is not loaded yet (`collective --help` stays fast): numba reads
+    NUMBA_CACHE_DIR when it loads, and child processes (Ray workers) inherit the keyed directory."""
     cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "collective"
     base = Path(os.environ.get("NUMBA_CACHE_DIR") or cache_home)
-    config.CACHE_DIR = str(base / f"numba-{source_digest()}")
+    keyed = f"numba-{source_digest()}"
+    directory = str(base if base.name == keyed else base / keyed)  # a child's inherited directory is keyed already
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        config.CACHE_DIR = directory
+    else:
+        os.environ["NUMBA_CACHE_DIR"] = directory

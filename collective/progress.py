@@ -11,8 +11,6 @@ from __future__ import annotations
 import sys
 import time
 
-from numba.core import event
-from tqdm import tqdm
 
 PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
 COMPILE_NOTICE = "collective: compiling kernels (first run only; ~1 min) ..."
@@ -69,6 +67,8 @@ class Progress:
         terminal = sys.stderr.isatty()
         self.lines = enabled and not terminal
         scaled = total is None or total >= 100_000  # '12.3M/40.0M'; smaller counts exactly
+        from tqdm import tqdm  # imported by the work, not by `--help`
+
         self.bar = tqdm(total=total, initial=initial, unit=f" {unit}", unit_scale=scaled, desc=label or None,
                         leave=False, dynamic_ncols=True, disable=not (enabled and terminal))
 
@@ -112,19 +112,12 @@ class Progress:
         print(self.line(), file=sys.stderr, flush=True)
 
 
-class _CompileNotice(event.Listener):
-    """Prints COMPILE_NOTICE when numba starts compiling (a cache miss: loading from the cache
-    fires no event), once until `compilation_done`."""
+class _CompileNotice:
+    """Whether COMPILE_NOTICE stands (since when) and whether numba's compile events print it."""
 
     def __init__(self):
         self.since: float | None = None
         self.registered = False
-
-    def on_start(self, _event) -> None:
-        announce_compiling()
-
-    def on_end(self, _event) -> None:
-        pass
 
 
 _NOTICE = _CompileNotice()
@@ -132,9 +125,20 @@ _NOTICE = _CompileNotice()
 
 def announce_compilation() -> None:
     """From now on in this process, numba's first compilation prints COMPILE_NOTICE on stderr
-    before it starts, whatever triggers it (validating a K range, loading a kernel)."""
+    before it starts, whatever triggers it (validating a K range, loading a kernel; a cache miss:
+    loading from the cache fires no event). numba is imported here, not with the module: `--help`
+    stays fast."""
     if not _NOTICE.registered:
-        event.register("numba:compile", _NOTICE)
+        from numba.core import event
+
+        class Listener(event.Listener):
+            def on_start(self, _event) -> None:
+                announce_compiling()
+
+            def on_end(self, _event) -> None:
+                pass
+
+        event.register("numba:compile", Listener())
         _NOTICE.registered = True
 
 

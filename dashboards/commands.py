@@ -6,10 +6,11 @@ Bad input (a directory that is not a dataset, an unknown factor) exits with stat
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 COMMANDS = ("analyze", "figures", "dashboard", "validate")
-FORMATS = ("table", "csv", "json", "markdown")
+FORMATS = ("table", "wide", "csv", "json", "markdown")
 MAX_K_BIN_WIDTH = 10**6  # K is at most T + 1 phrases; wider bins are one bin
 TABLES = ("accuracy", "upsilon", "legg_hutter", "gains", "protocols", "communication", "communication_entropy", "sham", "focal",
           "regression", "regression_fit", "pgi", "learning", "replay_learning",
@@ -72,7 +73,9 @@ def add_analysis_commands(commands) -> None:
                                               "linear H), the PGI index, the held-out learning slope and "
                                               "replay curves.")
     _add_dataset_options(analyze)
-    analyze.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    analyze.add_argument("--format", choices=FORMATS, default="table",
+                         help="output format (default table: aligned text, on a terminal in panels of columns "
+                              "that fit its width; wide: never split; csv, json, markdown: every column)")
     analyze.add_argument("--tables", type=_table_list, default=None, metavar="T1,T2",
                          help=f"only these tables: {', '.join(TABLES)} (default all)")
     figures = commands.add_parser("figures", help="publication figures (PDF and PNG) of a sweep dataset",
@@ -121,7 +124,8 @@ def run_analysis_command(args: argparse.Namespace) -> int:
             if args.tables:
                 analysis.tables = {name: table for name, table in analysis.tables.items() if name in args.tables}
                 analysis.skipped = {name: why for name, why in analysis.skipped.items() if name in args.tables}
-            print(format_analysis(analysis, args.format))
+            width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None  # a file gets it whole
+            print(format_analysis(analysis, args.format, width))
         elif args.command == "figures":
             from dashboards.figures import write_figures
 

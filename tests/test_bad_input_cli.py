@@ -18,6 +18,7 @@ from collective.numba_cache import source_digest
 from collective.progress import COMPILE_NOTICE
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+CLI_PAGE = README.parent / "docs" / "reference" / "cli.md"  # the command line's documented examples
 FAR = str(10**12)  # agent-steps at which --yes is required
 
 
@@ -232,8 +233,8 @@ def test_a_cold_plugin_run_announces_compiling_first_and_compiles_nothing_while_
     assert record["compile_seconds"] > 5 * record["wall_seconds"] and record["kernel_seconds"] < record["wall_seconds"]
 
 
-def test_readme_landscape_example_runs():
-    line = next(line for line in README.read_text().splitlines() if "evaluate --env landscape" in line)
+def test_documented_landscape_example_runs():
+    line = next(line for line in CLI_PAGE.read_text().splitlines() if "evaluate --env landscape" in line)
     argv = shlex.split(line)
     assert argv[0].endswith("collective")
     result = collective(*argv[1:], "--episodes", "20", "--json")
@@ -247,4 +248,4 @@ def test_help_is_truthful():
     assert "95% CIs" in collective("analyze", "--help").stdout
     demo = " ".join(collective("demo", "--help").stdout.split())
     assert "agents in the group (default 5)" in demo and "episodes to average over (default 300)" in demo
-    assert "collective demo" in README.read_text()
+    assert "collective demo" in CLI_PAGE.read_text()

@@ -99,6 +99,74 @@ def test_help_shows_the_default_profiles_defaults():
     assert f"default {sound.q_epsilon} under {DEFAULT_PROFILE}" in text
 
 
+def test_the_helps_copy_of_the_profiles_matches_the_config():
+    """cli.py writes out what --help says of the profiles (so --help need not load numba): it must say what
+    collective.config does, each profile's value of each field, the default profile first."""
+    from dataclasses import fields
+
+    from collective import cli
+    from collective.config import DEFAULT_PROFILE, PROFILES, EvaluationConfig
+
+    assert cli.DEFAULT_PROFILE == DEFAULT_PROFILE and set(cli.PROFILE_NAMES) == set(PROFILES)
+    assert cli.PROFILE_NAMES[0] == DEFAULT_PROFILE
+    plain = {f.name: f.default for f in fields(EvaluationConfig)}
+    for field, text in cli.PROFILE_DEFAULTS.items():
+        values: dict[str, list[str]] = {}
+        for name in cli.PROFILE_NAMES:
+            values.setdefault(str(PROFILES[name].get(field, plain[field])), []).append(name)
+        assert text == "default " + "; ".join(f"{value} under {', '.join(names)}" for value, names in values.items())
+
+
+HEAVY_MODULES = ("numba", "ray", "pandas", "pyarrow", "matplotlib", "scipy", "statsmodels", "numpy")
+HELP_PROBE = """
+import contextlib, io, sys
+from collective.cli import EXAMPLES, main
+for argv in [["--help"], []] + [[name, "--help"] for name in EXAMPLES]:
+    with contextlib.redirect_stdout(io.StringIO()) as shown:
+        try:
+            main(argv)
+        except SystemExit as stop:
+            assert stop.code in (0, None), (argv, stop.code)
+    assert "usage: collective" in shown.getvalue() and "examples:" in shown.getvalue(), argv
+print(" ".join(name for name in {heavy} if name in sys.modules))
+"""
+
+
+def test_help_loads_no_heavy_module():
+    """`collective --help` and every `collective SUB --help` (and bare `collective`) import none of numba, Ray,
+    pandas, pyarrow, matplotlib, SciPy, statsmodels or NumPy: they stay well under half a second."""
+    probe = subprocess.run([sys.executable, "-c", HELP_PROBE.format(heavy=HEAVY_MODULES)], capture_output=True,
+                           text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == []
+
+
+def test_every_help_example_parses():
+    """Each subcommand's --help shows examples, and each example is a valid command line."""
+    import shlex
+
+    from collective.cli import EXAMPLES, build_parser
+
+    parser = build_parser()
+    commands = next(action for action in parser._actions if action.dest == "command").choices
+    assert set(EXAMPLES) == set(commands)
+    for name, examples in EXAMPLES.items():
+        assert 1 <= len(examples) <= 2
+        for example in examples:
+            argv = shlex.split(example)
+            assert argv[0] == "collective" and argv[1] == name
+            assert parser.parse_args(argv[1:]).command == name
+
+
+def test_a_protocol_with_the_default_group_of_one_says_which_group_size_to_give():
+    result = collective("evaluate", "--behaviour", "local_search", "--protocol", "broadcast", "--episodes", "10")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert "needs at least 2" in lines[0] and "--group-size 10" in lines[0]
+    given = collective("evaluate", "--behaviour", "local_search", "--group-size", "1", "--protocol", "broadcast")
+    assert given.returncode == 2 and "--group-size 10" not in given.stderr  # the user chose 1: no hint
+
+
 def test_evaluate_with_protocol_reports_communication():
     result = collective("evaluate", "--profile", "paper", "--mix", "local_search:4,oracle:1", "--protocol", "broadcast",
                         "--protocol-param", "memory=true", "--iterations", "30", "--episodes", "10", "--json")

@@ -34,3 +34,23 @@ def test_editing_an_inlined_helper_in_another_module_recompiles_its_callers(tmp_
     assert source.count("return 1.0 / (distance + 1.0)") == 1
     torus.write_text(source.replace("return 1.0 / (distance + 1.0)", "return 2.0 / (distance + 1.0)"))
     assert best_reward(tmp_path) == 2.0  # local_best's own file is unchanged; a stale cache would say 1.0
+
+
+KEYED = """
+import os, sys
+import collective
+assert "numba" not in sys.modules  # `import collective` (and so `collective --help`) leaves numba unloaded
+print(os.environ["NUMBA_CACHE_DIR"])
+from numba.core import config
+print(config.CACHE_DIR)
+"""
+
+
+def test_the_keyed_cache_directory_reaches_numba_and_child_processes_without_loading_numba(tmp_path):
+    from collective.numba_cache import source_digest
+
+    keyed = str(tmp_path / f"numba-{source_digest()}")
+    for base in (tmp_path, keyed):  # a user's directory, then a child's inherited keyed one: not nested again
+        shown = subprocess.run([sys.executable, "-c", KEYED], capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "NUMBA_CACHE_DIR": str(base)}, check=True)
+        assert shown.stdout.split() == [keyed, keyed]

@@ -200,7 +200,7 @@ def paired_gain(protocol, params=(), grid=10, behaviour="local_search", episodes
 @pytest.mark.parametrize("protocol, params, grid", [
     ("wisdom", (), 10),
     ("stigmergy", (("form", "reference"),), 10),
-    ("stigmergy", (), 20),  # the paper's one-iteration field only links overlapping windows: see README
+    ("stigmergy", (), 20),  # the paper's one-iteration field only links overlapping windows: see docs/concepts.md
     ("broadcast", (), 20),
     ("hierarchy", (), 20),
 ])

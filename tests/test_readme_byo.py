@@ -1,4 +1,4 @@
-"""The README's "Bring your own agent" example runs as written: its `my_agents.py` saved in a fresh
+"""The tutorial's own agent (docs/tutorial.md) runs as written: its `my_agents.py` saved in a fresh
 directory, its commands run there (with `.venv` linked to the project's), and its Python snippet
 run in the project root."""
 import re
@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def readme_examples() -> dict[str, str]:
-    """Code blocks marked `<!-- readme-example: NAME -->` in the README, by name."""
-    text = (ROOT / "README.md").read_text()
+    """Code blocks marked `<!-- readme-example: NAME -->` in the tutorial, by name."""
+    text = (ROOT / "docs" / "tutorial.md").read_text()
     return dict(re.findall(r"<!-- readme-example: (\S+) -->\n```\w+\n(.*?)```", text, flags=re.S))
 
 

@@ -1,7 +1,8 @@
-"""Every example in the README runs as written. Each fenced `sh` and `python` block (except those
-marked `<!-- readme-example: NAME -->`, which test_readme_byo.py runs) is run in README order in a
-fresh directory holding the project's Makefile, experiments, examples and .venv, command by command
-as a user would paste them; later blocks use what earlier ones made (runs/quickstart)."""
+"""Every example in the README and the documentation runs as written. Each fenced `sh` and `python` block
+(except those marked `<!-- readme-example: NAME -->`, which test_readme_byo.py runs) of EXAMPLE_PAGES is
+run in that order in a fresh directory holding the project's Makefile, experiments, examples and .venv,
+command by command as a user would paste them; later blocks use what earlier ones made (the README's
+`make demo` makes runs/quickstart)."""
 import re
 import shlex
 import subprocess
@@ -13,11 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 MARKER = "<!-- readme-example:"
 STAMP = ".venv/.installed"  # the Makefile's install stamp: the venv under test is installed already
+# The README first (its `make demo` makes what the others read), then the pages with runnable examples.
+EXAMPLE_PAGES = ("README.md", "docs/tutorial.md", "docs/reference/cli.md", "docs/reference/plugins.md",
+                 "docs/reference/config.md", "docs/benchmarks.md")
 
 
-def readme_blocks() -> list[tuple[str, str]]:
-    """(language, code) of every fenced sh or python block without a readme-example marker, in order."""
-    text = (ROOT / "README.md").read_text()
+def readme_blocks(page: str = "README.md") -> list[tuple[str, str]]:
+    """(language, code) of every fenced sh or python block of a page without a readme-example marker, in order."""
+    text = (ROOT / page).read_text()
     blocks = []
     for match in FENCE.finditer(text):
         before = text[:match.start()].rstrip().splitlines()
@@ -40,9 +44,14 @@ def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_readme_blocks_are_found():
-    blocks = readme_blocks()
+    blocks = [block for page in EXAMPLE_PAGES for block in readme_blocks(page)]
     assert {language for language, _ in blocks} == {"sh", "python"}
     assert any("collective evaluate" in code for _, code in blocks) and any("import" in code for _, code in blocks)
+    first = readme_blocks()[0]  # the README's two commands, first and alone
+    assert first[0] == "sh" and [line.split("#")[0].strip() for line in shell_commands(first[1])] == ["make demo",
+                                                                                                     "make test"]
+    pages = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").rglob("*.md") if FENCE.search(path.read_text()))
+    assert set(pages) <= set(EXAMPLE_PAGES), "a page with examples that no test runs"
     assert shell_commands("a \\\n  b  # c\n\n# d\ne\n") == ["a    b  # c", "e"]
 
 
@@ -50,7 +59,7 @@ def test_every_readme_example_runs_as_written(tmp_path):
     for name in ("Makefile", "pyproject.toml", "experiments", "examples"):
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / ".venv").symlink_to(ROOT / ".venv" if (ROOT / ".venv").exists() else Path(sys.prefix))
-    for language, code in readme_blocks():
+    for language, code in [block for page in EXAMPLE_PAGES for block in readme_blocks(page)]:
         if language == "python":
             done = run([sys.executable, "-c", code], tmp_path)
             assert done.returncode == 0 and "Traceback" not in done.stderr, f"{code}\n{done.stderr[-3000:]}"

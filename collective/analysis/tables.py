@@ -757,9 +757,31 @@ def _text_cells(frame: pd.DataFrame) -> list[list[str]]:
     return [[_number(value) for value in row] for row in frame.itertuples(index=False)]
 
 
-def format_analysis(analysis: Analysis, fmt: str) -> str:
+def column_panels(widths: list[int], width: int | None, leading: int) -> list[list[int]]:
+    """The columns (by their `widths`) of an aligned table in panels that each fit `width` characters
+    (None: one panel), each panel repeating the first column and up to `leading - 1` more (the factors a
+    table is read by) while they take at most half the width."""
+    def span(columns: list[int]) -> int:
+        return sum(widths[i] for i in columns) + 2 * (len(columns) - 1)
+
+    if width is None or span(list(range(len(widths)))) <= width:
+        return [list(range(len(widths)))]
+    keys = [0]
+    while len(keys) < min(leading, len(widths) - 1) and span(keys + [len(keys)]) <= width // 2:
+        keys.append(len(keys))
+    panels, panel = [], list(keys)
+    for column in range(len(keys), len(widths)):
+        if len(panel) > len(keys) and span(panel + [column]) > width:
+            panels.append(panel)
+            panel = list(keys)
+        panel.append(column)
+    return panels + [panel]
+
+
+def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> str:
     """The tables as aligned text, CSV sections ("# name" lines), one JSON object or Markdown; then a line
-    per skipped table (in JSON, {"skipped": reason} under its name)."""
+    per skipped table (in JSON, {"skipped": reason} under its name). Aligned text ("table") wider than
+    `width` comes in panels of columns that fit it (`column_panels`); "wide" is never split."""
     if fmt == "json":
         return json.dumps({**{name: dict(title=table.title, note=table.note,
                                          rows=json.loads(table.frame.to_json(orient="records")))
@@ -778,9 +800,14 @@ def format_analysis(analysis: Analysis, fmt: str) -> str:
             blocks.append("\n".join(lines) + "\n")
         else:
             widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
-            lines = [table.title, table.note, "  ".join(h.rjust(w) for h, w in zip(header, widths)),
-                     "  ".join("-" * w for w in widths)]
-            lines += ["  ".join(value.rjust(w) for value, w in zip(row, widths)) for row in cells]
+            lines = [table.title, table.note]
+            floats = [pd.api.types.is_float_dtype(dtype) for dtype in table.frame.dtypes]
+            leading = floats.index(True) if True in floats else len(floats)  # the factors come first
+            for number, panel in enumerate(column_panels(widths, width if fmt == "table" else None, leading)):
+                lines += [""] if number else []
+                lines += ["  ".join(header[i].rjust(widths[i]) for i in panel),
+                          "  ".join("-" * widths[i] for i in panel)]
+                lines += ["  ".join(row[i].rjust(widths[i]) for i in panel) for row in cells]
             if not cells:
                 lines.append("(no rows: the dataset has nothing to compare here)")
             blocks.append("\n".join(lines) + "\n")

@@ -23,12 +23,14 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol as TypingProtocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol as TypingProtocol, runtime_checkable
 
 from collective.parameters import Parameter
-from collective.simulation.random_streams import AgentStreams
+
+if TYPE_CHECKING:  # annotations only: `collective --help` loads neither numpy nor numba
+    import numpy as np
+
+    from collective.simulation.random_streams import AgentStreams
 
 
 # Set on Ray workers by a sweep's runtime environment (`collective.sweeps.runtime`): plug-in files

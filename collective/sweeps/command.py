@@ -22,7 +22,7 @@ from collective.simulation.plugins import PluginError
 from collective.evaluate import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
-from collective.progress import (Progress, add_yes_option, announce_compilation, announce_compiling,
+from collective.progress import (Progress, announce_compilation, announce_compiling,
                                  compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
 
@@ -209,34 +209,6 @@ def _notice_changed_plugins(before: dict[str, str], now: dict[str, str]) -> None
             print(f"collective sweep: notice: plug-in {name} changed since this sweep began (source digest "
                   f"{before[name]} -> {now[name]}); rows already written keep the old digest in plugin_digests",
                   file=sys.stderr)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 (got {text!r})")
-    return value
-
-
-def add_sweep_parser(commands) -> None:
-    """Add `collective sweep` to the CLI's subparsers."""
-    sweep = commands.add_parser(
-        "sweep", help="run a sweep spec (TOML) into a Parquet dataset, on Ray or serially",
-        description="Run every (cell, episode, group) of a TOML sweep spec (see experiments/) into DIR/dataset, "
-                    "one Parquet row each. Rerunning the same command resumes an interrupted sweep.")
-    sweep.add_argument("spec", metavar="SPEC.toml", help="sweep specification, e.g. experiments/quickstart.toml")
-    sweep.add_argument("--out", metavar="DIR", help="results directory (required unless --dry-run)")
-    sweep.add_argument("--address", metavar="A", default=None,
-                       help="join the Ray cluster at A (default: $RAY_ADDRESS, else an embedded local Ray)")
-    sweep.add_argument("--workers", type=_positive_int, metavar="N", default=None,
-                       help="at most N agent-group workers (default: every CPU)")
-    sweep.add_argument("--executor", choices=("ray", "serial"), default="ray",
-                       help="ray (default) or serial: the same code in this process, for debugging")
-    sweep.add_argument("--dry-run", action="store_true", help="print the plan and an estimated time, then exit")
-    add_yes_option(sweep)
 
 
 def run_sweep(args: argparse.Namespace) -> int:
