@@ -43,7 +43,9 @@ HEADERS = {
     "gain_sham": "Gain of sham over isolated",
 }
 UNIT_SUFFIXES = (("_bits", "bits"), ("_seconds", "s"), ("_steps", "agent-steps"), ("_episodes", "episodes"))
-FLOAT_DECIMALS = 3  # every non-integer number: 3 decimals; p-values 3 significant digits, 1 digit below 0.001
+FLOAT_DECIMALS = 3  # non-integer numbers: 3 decimals (a column of tiny numbers: 3 significant digits); p-values
+LONG_TEXT = 40  # a text column with longer cells wraps them
+SCIENTIFIC_BELOW = 1e-2  # a column whose largest size is below this is shown in scientific notation
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
            "#882255", "#44AA99", "#999933", "#AA4499")  # Okabe-Ito then Tol's muted: colour-blind safe
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
@@ -77,9 +79,10 @@ def _is_p_value(column: str) -> bool:
     return column.startswith("p_") or column.endswith(("_p", "_p_holm")) or column == "p"
 
 
-def format_number(value: object, column: str = "") -> str:
+def format_number(value: object, column: str = "", scientific: bool = False) -> str:
     """The one number format of the report: integers with thousands separators, p-values with 3 significant
-    digits, other numbers with FLOAT_DECIMALS decimals (scientific below 0.001 in size), NaN empty."""
+    digits (1 below 0.001), other numbers with FLOAT_DECIMALS decimals or, for a `scientific` column (see
+    `is_scientific`), 3 significant digits in scientific notation; NaN empty."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value)).lower()
     if isinstance(value, (int, np.integer)):
@@ -92,14 +95,30 @@ def format_number(value: object, column: str = "") -> str:
             return "∞" if value > 0 else "−∞"
         if _is_p_value(column):
             return f"{value:.3g}" if value == 0 or value >= 1e-3 else f"{value:.1e}"
-        if value != 0 and abs(value) < 10 ** -FLOAT_DECIMALS:
+        if scientific:
             return f"{value:.2e}".replace("-", "−")
         return f"{value:,.{FLOAT_DECIMALS}f}".replace("-", "−")
     return "" if value is None else str(value)
 
 
-def _order_key(value: object) -> str:
-    """What DataTables sorts a cell by: the number itself (NaN last), else its text."""
+def is_scientific(values: pd.Series) -> bool:
+    """True for a float column whose nonzero values are all smaller in size than SCIENTIFIC_BELOW."""
+    if not pd.api.types.is_float_dtype(values):
+        return False
+    sizes = values.abs().replace([np.inf], np.nan).dropna()
+    return bool((sizes > 0).any() and sizes.max() < SCIENTIFIC_BELOW)
+
+
+def grid_order(grid: object) -> tuple:
+    """Sort key of a grid label: "RxC" by its number of cells, then rows; anything else after, by its text."""
+    match = re.fullmatch(r"(\d+)x(\d+)", str(grid))
+    return (0, int(match[1]) * int(match[2]), int(match[1]), "") if match else (1, 0, 0, str(grid))
+
+
+def _order_key(value: object, column: str) -> str:
+    """What DataTables sorts a cell by: the number itself (NaN last), a grid by its size, else its text."""
+    if column == GRID_COLUMN:
+        return "{}-{:012d}-{:012d}-{}".format(*grid_order(value))
     if isinstance(value, (bool, np.bool_)):
         return str(int(value))
     if isinstance(value, (int, np.integer, float, np.floating)):
@@ -130,14 +149,17 @@ def table_html(table_id: str, frame: pd.DataFrame, protocols: dict[str, str], sh
     if frame.empty:
         return '<p class="note">No rows: the dataset has nothing to compare here.</p>'
     shown, cells = list(frame.columns) if shown is None else shown, cells or {}
-    head = "".join(f'<th title="{html.escape(str(c))}">{html.escape(cells[c][0] if c in cells else header(str(c)))}'
-                   f'</th>' for c in shown)
+    scientific = {c: is_scientific(frame[c]) for c in shown}
+    kind = {c: "number" if pd.api.types.is_numeric_dtype(frame[c]) else
+            "text long" if frame[c].astype(str).str.len().max() > LONG_TEXT else "text" for c in shown}
+    head = "".join(f'<th class="{kind[c]}" title="{html.escape(str(c))}">'
+                   f'{html.escape(cells[c][0] if c in cells else header(str(c)))}</th>' for c in shown)
     body = []
     for record in frame.to_dict(orient="records"):
         tds = "".join(
-            f'<td data-order="{html.escape(_order_key(record[c]))}">'
-            f'{html.escape(cells[c][1](record) if c in cells else format_number(record[c], str(c)))}</td>'
-            for c in shown)
+            f'<td class="{kind[c]}" data-order="{html.escape(_order_key(record[c], str(c)))}">'
+            f'{html.escape(cells[c][1](record) if c in cells else format_number(record[c], str(c), scientific[c]))}'
+            f'</td>' for c in shown)
         body.append(f"<tr{_row_attributes(record, protocols)}>{tds}</tr>")
     return (f'<table id="{table_id}" class="data display compact" data-rows="{len(frame)}"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(body)}</tbody></table>')
@@ -153,8 +175,9 @@ def analysis_tables_html(analysis: Analysis, protocols: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-def _with_ci(record: dict, value: str, low: str, high: str) -> str:
-    return f"{format_number(record[value])} [{format_number(record[low])}, {format_number(record[high])}]"
+def _with_ci(record: dict, value: str, low: str, high: str, scientific: bool) -> str:
+    return (f"{format_number(record[value], value, scientific)} [{format_number(record[low], low, scientific)}, "
+            f"{format_number(record[high], high, scientific)}]")
 
 
 def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
@@ -188,7 +211,8 @@ def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
         extra = [c for c in keep if c in frame.columns and c not in ids]
         parts.append(f'<h3>{html.escape(title)}</h3>' + table_html(
             f"headline-{name}", frame, protocols, [*ids, *extra, value],
-            {value: (f"{header(value)} [95% CI]", lambda record, v=value, lo=low, hi=high: _with_ci(record, v, lo, hi))}))
+            {value: (f"{header(value)} [95% CI]", lambda record, v=value, lo=low, hi=high,
+                     sci=is_scientific(frame[value]): _with_ci(record, v, lo, hi, sci))}))
     return "\n".join(parts) or '<p class="note">No headline: the dataset has no accuracy or gain table.</p>'
 
 
@@ -204,7 +228,7 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
     low, high = (f"{value}_ci95_low", f"{value}_ci95_high") if f"{value}_ci95_low" in frame else (
         "ci95_low", "ci95_high")
     group = next(c for c in GROUP_COLUMNS if c in frame)
-    grids = list(dict.fromkeys(frame[GRID_COLUMN])) if GRID_COLUMN in frame else [""]
+    grids = sorted(set(frame[GRID_COLUMN]), key=grid_order) if GRID_COLUMN in frame else [""]
     count = next((c for c in ("episodes", "pairs", "environments") if c in frame), None)
     x_column = "group_size" if "group_size" in frame else group
     figure = make_subplots(rows=1, cols=len(grids), shared_yaxes=True, horizontal_spacing=0.03,
@@ -271,7 +295,7 @@ def selection_html(analysis: Analysis, protocols: dict[str, str]) -> str:
                 groups.update(dict.fromkeys(v for v in table.frame[column] if isinstance(v, str) and v))
         if GRID_COLUMN in table.frame:
             grids.update(dict.fromkeys(map(str, table.frame[GRID_COLUMN])))
-    choices = {"groups": list(groups), "grids": list(grids),
+    choices = {"groups": sorted(groups), "grids": sorted(grids, key=grid_order),
                "protocols": sorted({protocols[g] for g in groups if g in protocols})}
     boxes = []
     for kind, values in choices.items():

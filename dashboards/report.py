@@ -36,7 +36,8 @@ table.data th { background: #f4f4f4; position: sticky; top: 0; }
 font-size: 0.8em; } dl { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
 dt { font-weight: bold; } dd { margin: 0; }
 table.data { font-family: system-ui, sans-serif; font-variant-numeric: tabular-nums; }
-table.data td { white-space: nowrap; } section.table, .headline { margin-bottom: 2em; }
+table.data td { white-space: nowrap; } table.data .text { text-align: left; }
+table.data td.long { white-space: normal; min-width: 24em; } section.table, .headline { margin-bottom: 2em; }
 #selection-bar { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid #ccc;
                  font-family: system-ui, sans-serif; font-size: 0.85em; }
 #selection { display: flex; gap: 0.6em; flex-wrap: wrap; max-height: 28vh; overflow: auto; }

@@ -167,11 +167,11 @@ def test_every_analysis_table_is_shown_with_readable_headers(report):
     for name, table in analysis.tables.items():
         section = text[text.index(f'id="table-{name}"'):]
         section = section[:section.index("</section>")]
-        headers = re.findall(r'<th title="([^"]*)">([^<]*)</th>', section)
+        headers = re.findall(r'<th class="[^"]*" title="([^"]*)">([^<]*)</th>', section)
         assert [html.unescape(raw) for raw, _ in headers] == [str(c) for c in table.frame.columns] or table.frame.empty
         assert all("_" not in html.unescape(shown) for _, shown in headers), headers
     upsilon = text[text.index('id="data-upsilon"'):]
-    cells = re.findall(r'<td data-order="(-?[0-9.e+-]+)">([^<]*)</td>', upsilon[:upsilon.index("</table>")])
+    cells = re.findall(r'<td class="number" data-order="(-?[0-9.e+-]+)">([^<]*)</td>', upsilon[:upsilon.index("</table>")])
     decimals = {len(shown.split(".")[1]) for order, shown in cells if "." in shown and "e" not in shown}
     assert decimals == {3}
 
@@ -213,11 +213,16 @@ def test_figure_hover_carries_the_tables_ci_and_episodes(report):
 
 
 def test_number_format_and_headers():
-    from dashboards.explore import format_number, header
+    import pandas as pd
+
+    from dashboards.explore import format_number, grid_order, header, is_scientific
 
     assert [format_number(v, c) for v, c in ((0.5, "accuracy"), (-0.25, "difference"), (12345, "episodes"),
                                               (0.0004, "p_holm"), (0.0421, "p_t"), (float("nan"), "x"))] == \
         ["0.500", "−0.250", "12,345", "4.0e-04", "0.0421", ""]
+    assert format_number(0.00004, "gain_per_bit", scientific=True) == "4.00e−05"
+    assert is_scientific(pd.Series([0.00004, -0.002, float("nan")])) and not is_scientific(pd.Series([0.0004, 0.5]))
+    assert sorted(["20x20", "5x5", "10x10", "5x10"], key=grid_order) == ["5x5", "5x10", "10x10", "20x20"]
     assert header("upsilon") == "Υ (mean score, −1…1)"
     assert header("message_entropy_bits") == "Message entropy (bits)"
     assert "_" not in header("some_new_column_a_helper_adds")
