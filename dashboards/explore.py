@@ -29,6 +29,7 @@ from collective.analysis.validity import FAILS, HOLDS, NOT_APPLICABLE
 # the grid column; readable headers.
 GROUP_COLUMNS = ("group", "collective", "real", "first", "second", "sham", "isolated", "focal", "background")
 GRID_COLUMN = "grid"
+COUNT_COLUMNS = ("episodes", "pairs", "environments", "cells")  # a table's counts: its hover shows the first
 HEADERS = {
     "group": "Group", "grid": "Grid (rows×cols)", "group_size": "Group size (agents)", "episodes": "Episodes",
     "environments": "Environments", "pairs": "Pairs (cell, episode)", "upsilon": "Υ (mean score, −1…1)",
@@ -133,6 +134,17 @@ def group_protocols(rows: pd.DataFrame) -> dict[str, str]:
     return dict(rows.drop_duplicates("group").set_index("group")["protocol"].astype(str))
 
 
+def key_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns that name a row's level (group types, grid, group size, environment class...): those before
+    the first count or Υ column."""
+    keys = []
+    for column in map(str, frame.columns):
+        if column in COUNT_COLUMNS or column.startswith("upsilon"):
+            break
+        keys.append(column)
+    return keys
+
+
 def _row_attributes(record: dict, protocols: dict[str, str]) -> str:
     groups = [record[c] for c in GROUP_COLUMNS if isinstance(record.get(c), str) and record[c]]
     grids = [str(record[GRID_COLUMN])] if GRID_COLUMN in record else []
@@ -207,7 +219,7 @@ def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
         frame = table.frame
         low, high = (f"{value}_ci95_low", f"{value}_ci95_high") if f"{value}_ci95_low" in frame else (
             "ci95_low", "ci95_high")
-        ids = [c for c in frame.columns if c in (*GROUP_COLUMNS, GRID_COLUMN, "group_size")]
+        ids = [c for c in key_columns(frame) if c != value]
         extra = [c for c in keep if c in frame.columns and c not in ids]
         parts.append(f'<h3>{html.escape(title)}</h3>' + table_html(
             f"headline-{name}", frame, protocols, [*ids, *extra, value],
@@ -221,44 +233,63 @@ def _color(index: int) -> str:
 
 
 def interactive_figure(table: Table, value: str, y_title: str, title: str, protocols: dict[str, str]) -> go.Figure:
-    """The value with its 95% CI error bars against group size (or group), one panel per grid, one colour and
-    marker per group; hover shows the value, CI and episodes (customdata: CI low, CI high, count); each trace
-    carries its group, grid and protocol in `meta` for the selection."""
+    """The value with its 95% CI bars, one panel per grid and one colour and marker per series (a group, and the
+    table's other varying levels such as a K range): against group size when it varies, else a forest plot (one
+    row per series). Hover shows the value, CI and count (customdata: CI low, CI high, count); each trace carries
+    its group, grid and protocol in `meta` for the selection."""
     frame = table.frame
     low, high = (f"{value}_ci95_low", f"{value}_ci95_high") if f"{value}_ci95_low" in frame else (
         "ci95_low", "ci95_high")
     group = next(c for c in GROUP_COLUMNS if c in frame)
     grids = sorted(set(frame[GRID_COLUMN]), key=grid_order) if GRID_COLUMN in frame else [""]
-    count = next((c for c in ("episodes", "pairs", "environments") if c in frame), None)
-    x_column = "group_size" if "group_size" in frame else group
+    count = next((c for c in COUNT_COLUMNS if c in frame), None)
+    forest = "group_size" not in frame or frame["group_size"].nunique() < 2
+    extra = [c for c in key_columns(frame) if c not in (*GROUP_COLUMNS, GRID_COLUMN, "group_size")
+             and frame[c].nunique() > 1]
     figure = make_subplots(rows=1, cols=len(grids), shared_yaxes=True, horizontal_spacing=0.03,
                            subplot_titles=[f"grid {g}" for g in grids] if grids != [""] else None)
-    for index, (label, part) in enumerate(frame.groupby(group, sort=False)):
+    series = list(frame.groupby([group, *extra], sort=False))
+    for index, (key, part) in enumerate(series):
+        label = str(key[0]) + "".join(f" · {header(c).lower()} {format_number(v, c)}" for c, v in zip(extra, key[1:]))
+        shown = False
         for column, grid in enumerate(grids, start=1):
             cut = part[part[GRID_COLUMN] == grid] if grid != "" else part
             if cut.empty:
                 continue
-            y = cut[value].to_numpy(float)
-            customdata = np.column_stack([cut[low].to_numpy(float), cut[high].to_numpy(float),
-                                          cut[count].to_numpy(float) if count else np.full(len(cut), np.nan)])
+            values, lows, highs = (cut[c].to_numpy(float) for c in (value, low, high))
+            bars = dict(type="data", array=highs - values, arrayminus=values - lows, thickness=1, width=3)
+            position = dict(x=values, y=[label] * len(cut), error_x=bars) if forest else dict(
+                x=cut["group_size"], y=values, error_y=bars)
+            where = f"grid {grid}" + ("" if forest else f", {header('group_size').lower()} %{{x}}")
             figure.add_trace(go.Scatter(
-                x=cut[x_column], y=y, customdata=customdata, name=str(label), legendgroup=str(label),
-                showlegend=column == 1, mode="lines+markers",
+                **position, customdata=np.column_stack([lows, highs, cut[count].to_numpy(float) if count
+                                                        else np.full(len(cut), np.nan)]),
+                name=label, legendgroup=label, showlegend=not shown and not forest,
+                mode="markers" if forest else "lines+markers",
                 marker=dict(color=_color(index), symbol=SYMBOLS[index // len(PALETTE) % len(SYMBOLS)], size=8),
                 line=dict(color=_color(index), width=1.5),
-                error_y=dict(type="data", array=cut[high].to_numpy(float) - y, arrayminus=y - cut[low].to_numpy(float),
-                             thickness=1, width=3),
-                meta=dict(group=str(label), grid=str(grid), protocol=protocols.get(str(label), "")),
-                hovertemplate=(f"<b>{html.escape(str(label))}</b> · grid {grid}<br>{header(x_column)}: %{{x}}<br>"
-                               f"{y_title}: %{{y:.3f}}<br>95% CI [%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+                meta=dict(group=str(key[0]), grid=str(grid), protocol=protocols.get(str(key[0]), "")),
+                hovertemplate=(f"<b>{html.escape(label)}</b><br>{where}<br>{y_title}: "
+                               f"%{{{'x' if forest else 'y'}:.3f}}<br>95% CI [%{{customdata[0]:.3f}}, "
+                               f"%{{customdata[1]:.3f}}]"
                                + (f"<br>{header(count).lower()}: %{{customdata[2]:,.0f}}" if count else "")
                                + "<extra></extra>")), row=1, col=column)
-    if value != "accuracy":
-        figure.add_hline(y=0, line=dict(color="#888", width=1, dash="dot"))
-    figure.update_xaxes(title_text=header(x_column), type="category" if x_column == group else "-")
-    figure.update_yaxes(title_text=y_title, row=1, col=1)
-    figure.update_layout(title=dict(text=title, font=dict(size=15)), height=430, margin=dict(l=60, r=20, t=70, b=50),
-                         template="simple_white", legend=dict(font=dict(size=11)), hoverlabel=dict(align="left"))
+            shown = True
+    if forest:
+        if value != "accuracy":
+            figure.add_vline(x=0, line=dict(color="#888", width=1, dash="dot"))
+        figure.update_xaxes(title_text=y_title)
+        figure.update_yaxes(type="category", autorange="reversed", automargin=True)
+        height = max(300, 24 * len(series) + 160)
+    else:
+        if value != "accuracy":
+            figure.add_hline(y=0, line=dict(color="#888", width=1, dash="dot"))
+        figure.update_xaxes(title_text=header("group_size"))
+        figure.update_yaxes(title_text=y_title, row=1, col=1)
+        height = 430
+    figure.update_layout(title=dict(text=title, font=dict(size=15)), height=height,
+                         margin=dict(l=60, r=20, t=70, b=50), template="simple_white", legend=dict(font=dict(size=11)),
+                         hoverlabel=dict(align="left"))
     return figure
 
 
