@@ -25,8 +25,8 @@ from plotly.subplots import make_subplots
 from collective.analysis.tables import Analysis, Table
 from collective.analysis.validity import FAILS, HOLDS, NOT_APPLICABLE
 
-# Columns naming a group type (a row belongs to the groups it names; a figure's series are the first present);
-# the grid column; readable headers.
+# Columns naming a group type: a row (and a figure's series) belongs to the group in the first present, e.g. a
+# gain's collective, not its isolated baseline; the grid column; readable headers.
 GROUP_COLUMNS = ("group", "collective", "real", "first", "second", "sham", "isolated", "focal", "background")
 GRID_COLUMN = "grid"
 COUNT_COLUMNS = ("episodes", "pairs", "environments", "cells")  # a table's counts: its hover shows the first
@@ -146,7 +146,7 @@ def key_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def _row_attributes(record: dict, protocols: dict[str, str]) -> str:
-    groups = [record[c] for c in GROUP_COLUMNS if isinstance(record.get(c), str) and record[c]]
+    groups = [record[c] for c in GROUP_COLUMNS if isinstance(record.get(c), str) and record[c]][:1]
     grids = [str(record[GRID_COLUMN])] if GRID_COLUMN in record else []
     attributes = {"data-groups": groups, "data-grids": grids,
                   "data-protocols": sorted({protocols[g] for g in groups if g in protocols})}
