@@ -23,7 +23,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from collective.analysis.tables import Analysis, Table
-from collective.analysis.validity import FAILS, HOLDS, NOT_APPLICABLE
+from collective.analysis.validity import FAILS, HOLDS, NOT_APPLICABLE, REPORT
 
 # Columns naming a group type: a row (and a figure's series) belongs to the group in the first present, e.g. a
 # gain's collective, not its isolated baseline; the grid column; readable headers.
@@ -202,10 +202,11 @@ def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
         status = validity.frame["status"].value_counts()
         holds, failing = int(status.get(HOLDS, 0)), validity.frame[validity.frame["status"] == FAILS]
         verdict = f"{len(failing)} of {holds + len(failing)} checks FAIL" if len(failing) else f"all {holds} checks hold"
-        not_applicable = int(status.get(NOT_APPLICABLE, 0))
+        aside = [f"{int(status.get(kind, 0))} {words}" for kind, words in
+                 ((NOT_APPLICABLE, "not applicable"), (REPORT, "figures reported without a verdict")) if status.get(kind, 0)]
         parts.append(f'<p class="verdict {"fails" if len(failing) else "holds"}" id="validity-verdict">'
-                     f'Validity suite: {html.escape(verdict)}'
-                     + (f" ({not_applicable} not applicable)" if not_applicable else "") + "</p>")
+                     f'Validity suite: {html.escape(verdict)}' + (f" ({'; '.join(aside)})" if aside else "")
+                     + ' <a href="#table-validity">(the checks)</a></p>')
         if len(failing):
             parts.append(table_html("headline-failing", failing, protocols, ["check", "subject", "figure"]))
     for name, value, title, keep in (
