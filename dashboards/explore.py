@@ -285,7 +285,7 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
     else:
         if value != "accuracy":
             figure.add_hline(y=0, line=dict(color="#888", width=1, dash="dot"))
-        figure.update_xaxes(title_text=header("group_size"))
+        figure.update_xaxes(title_text=header("group_size"), tickvals=sorted(frame["group_size"].unique()))
         figure.update_yaxes(title_text=y_title, row=1, col=1)
         height = 430
     figure.update_layout(title=dict(text=title, font=dict(size=15)), height=height,
