@@ -173,7 +173,7 @@ def table_html(table_id: str, frame: pd.DataFrame, protocols: dict[str, str], sh
             f'{html.escape(cells[c][1](record) if c in cells else format_number(record[c], str(c), scientific[c]))}'
             f'</td>' for c in shown)
         body.append(f"<tr{_row_attributes(record, protocols)}>{tds}</tr>")
-    return (f'<table id="{table_id}" class="data display compact" data-rows="{len(frame)}"><thead><tr>{head}</tr>'
+    return (f'<table id="{table_id}" class="data display compact"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(body)}</tbody></table>')
 
 
@@ -403,18 +403,11 @@ SCRIPT = """
       Plotly.restyle(plot, {visible: visible});
     });
     tables.forEach(function (table) { table.draw(); });
-    document.querySelectorAll('table.data').forEach(function (table) {
-      var shown = table.querySelectorAll('tbody tr[data-kept="true"]').length;
-      table.dataset.selected = String(shown);
-    });
   }
   window.dataTablesModule.then(function (module) {
     var DataTable = module.default;
     DataTable.ext.search.push(function (settings, data, index) {
-      var row = settings.aoData[index].nTr;
-      var kept = rowKeeps(chosen(), row);
-      row.dataset.kept = String(kept);
-      return kept;
+      return rowKeeps(chosen(), settings.aoData[index].nTr);
     });
     document.querySelectorAll('table.data').forEach(function (table) {
       tables.push(new DataTable(table, {paging: false, scrollX: true, scrollY: '24em', scrollCollapse: true,
