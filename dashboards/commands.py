@@ -93,8 +93,10 @@ def add_analysis_commands(commands) -> None:
     validate.add_argument("--format", choices=("table", "csv", "json"), default="table",
                           help="output format (default table)")
     dashboard = commands.add_parser("dashboard", help="one self-contained HTML report of a sweep dataset",
-                                    description="Figures, tables, provenance and data size in one HTML file "
-                                                "that needs no network.")
+                                    description="One HTML file that needs no network: the headline results "
+                                                "with CIs, interactive figures, sortable and filterable tables "
+                                                "(every table of analyze), the paper figures, provenance and "
+                                                "data size (docs/dashboard.md).")
     _add_dataset_options(dashboard)
     dashboard.add_argument("--out", required=True, metavar="FILE.html", help="the report to write")
 

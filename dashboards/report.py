@@ -1,5 +1,7 @@
-"""One self-contained HTML report of a sweep dataset: figures (inline base64 PNG), tables, provenance and
-data size, with inline CSS and no external resource, so it opens anywhere without a network.
+"""One self-contained HTML report of a sweep dataset that opens offline: a headline of the main results with
+their CIs, a selection of groups, grids and protocols, interactive figures and sortable, filterable tables
+(dashboards/explore.py: Plotly and DataTables, each embedded once), the static paper figures (inline base64 PNG),
+provenance and data size. Nothing is fetched from a network.
 
 A small inline script marks every image with `data-loaded` ("true" when it decoded) and fills
 `#image-check` with the counts, so a headless browser can confirm that every figure rendered.
@@ -10,19 +12,19 @@ import base64
 import html
 import io
 import json
-import math
 from datetime import datetime, timezone
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import pandas as pd
 
 from collective.analysis.tables import Analysis, Dataset, provenance
+from dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
+    libraries_html, selection_html
 from dashboards.figures import STYLE, build_figures
 
 PNG_DPI = 130
 CSS = """
-body { font-family: Georgia, 'DejaVu Serif', serif; margin: 2em auto; max-width: 1200px; padding: 0 1em;
+body { font-family: Georgia, 'DejaVu Serif', serif; margin: 2em auto; max-width: 1280px; padding: 0 1em;
        color: #222; line-height: 1.4; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 nav a { margin-right: 1em; } figure { margin: 1.5em 0; } figure img { max-width: 100%; height: auto; }
@@ -33,6 +35,17 @@ table.data th { background: #f4f4f4; position: sticky; top: 0; }
 .scroll { max-height: 32em; overflow: auto; } pre { background: #f7f7f7; padding: 0.8em; overflow: auto;
 font-size: 0.8em; } dl { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
 dt { font-weight: bold; } dd { margin: 0; }
+table.data { font-family: system-ui, sans-serif; font-variant-numeric: tabular-nums; }
+table.data td { white-space: nowrap; } table.data .text { text-align: left; }
+table.data td.long { white-space: normal; min-width: 24em; } section.table, .headline { margin-bottom: 2em; }
+#selection-bar { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid #ccc;
+                 font-family: system-ui, sans-serif; font-size: 0.85em; }
+#selection { display: flex; gap: 0.6em; flex-wrap: wrap; max-height: 28vh; overflow: auto; }
+#selection fieldset { border: 1px solid #ddd; margin: 0; padding: 0.2em 0.6em; max-height: 9em; overflow: auto; }
+#selection label { display: inline-block; margin-right: 0.8em; white-space: nowrap; }
+#selection button { font-size: 0.8em; margin-left: 0.4em; }
+.verdict { font-size: 1.1em; font-weight: bold; } .verdict.holds { color: #1a7f37; } .verdict.fails { color: #b00020; }
+figure.plot { border: 1px solid #eee; padding: 0.3em; }
 """
 IMAGE_CHECK = """
 window.addEventListener('load', function () {
@@ -48,21 +61,6 @@ window.addEventListener('load', function () {
   check.textContent = loaded + ' of ' + images.length + ' figures rendered';
 });
 """
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.4g}" if abs(value) < 1e-3 or abs(value) >= 1e5 else f"{value:.4f}"
-    return str(value)
-
-
-def _table_html(frame: pd.DataFrame) -> str:
-    if frame.empty:
-        return '<p class="note">No rows: the dataset has nothing to compare here.</p>'
-    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(value))}</td>" for value in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
-    return f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _size(count: float) -> str:
@@ -123,26 +121,35 @@ def render_report(dataset: Dataset, analysis: Analysis, k_bin_width: int = 4) ->
     figures = build_figures(dataset, k_bin_width)
     names = sorted({s.description.get("name") or "" for s in dataset.sources if s.description}) or ["sweep"]
     title = f"collective: {', '.join(names)}"
-    tables = "\n".join(f'<h3 id="table-{name}">{html.escape(table.title)}</h3><p class="note">'
-                       f'{html.escape(table.note)}</p>{_table_html(table.frame)}'
-                       for name, table in analysis.tables.items())
-    tables += "".join(f'<h3 id="table-{name}">Table {name} skipped</h3><p class="note">{html.escape(reason)}</p>'
-                      for name, reason in analysis.skipped.items())
+    protocols = group_protocols(dataset.rows)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title><style>{CSS}</style></head>
-<body>
+<title>{html.escape(title)}</title><style>{CSS}</style>
+{libraries_html()}</head>
+<body data-ready="false">
 <h1>{html.escape(title)}</h1>
 <p class="note">Collective intelligence Υ (paper 003 Definition 3) from a sweep dataset.
 <span id="image-check" data-total="" data-loaded="">figures not checked (scripts off)</span></p>
-<nav><a href="#figures">Figures</a><a href="#tables">Tables</a><a href="#provenance">Provenance</a></nav>
+<nav><a href="#headline">Headline</a><a href="#figures">Figures</a><a href="#tables">Tables</a>
+<a href="#paper-figures">Paper figures</a><a href="#provenance">Provenance</a></nav>
+<details id="selection-bar" open><summary>Show groups, grids and protocols (applies to the headline, figures
+and tables; kept in the address as #groups=…&amp;grids=…&amp;protocols=…)</summary>
+{selection_html(analysis, protocols)}</details>
+<h2 id="headline">Headline</h2>
+<div class="headline">{headline_html(analysis, protocols)}</div>
 <h2 id="figures">Figures</h2>
-{"".join(_figure_html(spec) for spec in figures)}
+{figures_html(analysis, protocols)}
 <h2 id="tables">Tables</h2>
-{tables}
+<p class="note">Click a header to sort (shift-click for a second key); type in Filter to keep matching rows. Hover
+a header for its column name in <code>collective analyze</code> output.</p>
+{analysis_tables_html(analysis, protocols)}
+<h2 id="paper-figures">Paper figures</h2>
+<p class="note">The static figures of <code>collective figures</code>.</p>
+{"".join(_figure_html(spec) for spec in figures)}
 <h2 id="provenance">Provenance and data</h2>
 {_provenance_html(dataset)}
 <script>{IMAGE_CHECK}</script>
+<script>{SCRIPT}</script>
 </body></html>
 """
 

@@ -1,5 +1,8 @@
 """`collective dashboard`: one self-contained HTML report that a real browser (headless Chromium)
 renders with every figure loaded; tables and provenance included."""
+import html
+import json
+import math
 import re
 import shutil
 import subprocess
@@ -25,10 +28,12 @@ def report(tmp_path_factory):
 
 def test_report_is_self_contained_with_figures_tables_and_provenance(report):
     text = report.read_text()
-    sources = re.findall(r'(?:src|href)="([^"]*)"', text)
+    markup = re.sub(r"<(script|style)[^>]*>.*?</\1>", "", text, flags=re.S)  # the embedded libraries aside
+    sources = re.findall(r'(?:src|href)="([^"]*)"', markup)
     assert sources and all(s.startswith(("data:", "#")) for s in sources)  # nothing fetched
-    assert "<link" not in text and "@import" not in text
-    assert text.count("<img") == len(FIGURES)
+    assert "<link" not in markup and "@import" not in markup
+    assert text.count("* plotly.js v") == 1 and text.count("new Blob([atob(") == 1  # each library once
+    assert markup.count("<img") == len(FIGURES)
     for name in FIGURES:
         assert f'id="figure-{name}"' in text
     for table in ("accuracy", "upsilon", "legg_hutter", "gains", "protocols", "regression", "regression_fit", "pgi",
@@ -69,3 +74,155 @@ def test_communication_and_sham_tables_are_in_the_report(tmp_path_factory):
     for table in ("communication", "communication_entropy", "sham"):
         assert f'id="table-{table}"' in text and f"Table {table} skipped" not in text
     assert "local_search+broadcast[sham]" in text
+
+
+def _chromium(url: str, profile, *flags: str) -> subprocess.CompletedProcess:
+    """Headless Chromium's DOM of `url` after its scripts ran (stdout), with its console on stderr."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.fail("chromium is not installed: `make test` installs it (apt-get install chromium)")
+    return subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+         "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000", *flags, "--dump-dom", url],
+        capture_output=True, text=True, timeout=180)
+
+
+def _requests(netlog) -> list[str]:
+    """The URLs the page (a file:// page, unlike Chromium's own background services) asked for, in Chromium's
+    net log; its own file and blob: and data: URLs aside."""
+    events = json.loads(netlog.read_text())["events"]
+    urls = {event["params"]["url"] for event in events if "url" in event.get("params", {})
+            and "file://" in str(event["params"].get("network_isolation_key", ""))}
+    return sorted(url for url in urls if not url.startswith(("file:", "blob:", "data:")))
+
+
+def _loaded(dom: str) -> tuple[str, str]:
+    body = re.search(r"<body([^>]*)>", dom).group(1)
+    return re.search(r'data-ready="(\w+)"', body).group(1), re.search(r'data-errors="(\d+)"', body).group(1)
+
+
+def test_report_opens_offline_with_no_script_error_and_no_request(report, tmp_path):
+    """Issue 24 point 2: the page initialises (Plotly and DataTables embedded) with no script error and no
+    network request. Controls: a copy with a remote image is caught by the net log, one with a throwing script
+    by the error count."""
+    result = _chromium(report.as_uri(), tmp_path / "profile", f"--log-net-log={tmp_path / 'net.json'}")
+    assert _loaded(result.stdout) == ("true", "0")
+    assert "Uncaught" not in result.stderr
+    assert _requests(tmp_path / "net.json") == []
+    assert result.stdout.count('class="dataTables_wrapper') + result.stdout.count('class="dt-container') >= 9
+    text = report.read_text()
+    remote = tmp_path / "remote.html"
+    remote.write_text(text.replace("<h1>", '<img src="http://collective.invalid/x.png"><h1>', 1))
+    result = _chromium(remote.as_uri(), tmp_path / "profile2", f"--log-net-log={tmp_path / 'net2.json'}")
+    assert _requests(tmp_path / "net2.json") == ["http://collective.invalid/x.png"]
+    broken = tmp_path / "broken.html"
+    broken.write_text(text.replace("</body>", "<script>null.oops();</script></body>"))
+    assert _loaded(_chromium(broken.as_uri(), tmp_path / "profile3").stdout)[1] == "1"
+
+
+def _body_rows(dom: str, table: str) -> list[str]:
+    """The rows a DataTables table shows (its body), as HTML."""
+    part = dom[dom.index(f'id="{table}"'):]
+    body = part[part.index("<tbody"):part.index("</tbody>")]
+    return re.findall(r"<tr[^>]*>.*?</tr>", body)
+
+
+def _drawn_traces(dom: str, plot: str) -> int:
+    part = dom[dom.index(f'id="{plot}"'):]
+    part = part[:part.index("</figure>")]
+    return len(re.findall(r'<g class="trace scatter', part))
+
+
+def test_selection_in_the_address_filters_tables_and_figures(report, tmp_path):
+    """Issue 24 point 2: a selection of grids or groups (read from the address) changes what the tables and
+    figures show: only the chosen rows and traces, and all of them again without a selection."""
+    text = report.read_text()
+    accuracy = re.findall(r'<tr data-groups="([^"]*)" data-grids="([^"]*)"', text[text.index('id="data-accuracy"'):
+                                                                                 text.index('id="table-upsilon"')])
+    grids = {json.loads(html.unescape(g))[0] for _, g in accuracy}
+    assert grids == {"4x4", "6x6"}
+    whole = _chromium(report.as_uri(), tmp_path / "p0").stdout
+    assert len(_body_rows(whole, "data-accuracy")) == len(accuracy)
+    traces = _drawn_traces(whole, "plot-accuracy")
+    assert traces > 0
+    one_grid = _chromium(report.as_uri() + "#grids=4x4", tmp_path / "p1").stdout
+    rows = _body_rows(one_grid, "data-accuracy")
+    assert len(rows) == sum(g == html.escape('["4x4"]', quote=True) for _, g in accuracy) < len(accuracy)
+    assert all("6x6" not in row for row in rows)
+    assert 0 < _drawn_traces(one_grid, "plot-accuracy") < traces
+    oracle = _chromium(report.as_uri() + "#groups=oracle", tmp_path / "p2").stdout
+    rows = _body_rows(oracle, "data-accuracy")
+    assert rows and all(">oracle<" in row for row in rows)
+    assert _drawn_traces(oracle, "plot-accuracy") == len(grids)  # one oracle trace per grid panel
+
+
+def test_every_analysis_table_is_shown_with_readable_headers(report):
+    """Issue 24 point 2: every table of the Analysis object (whatever tables exist) is in the page, with a
+    human header for every column (its raw name in the tooltip) and one number format."""
+    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+
+    analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
+    text = report.read_text()
+    for name, table in analysis.tables.items():
+        section = text[text.index(f'id="table-{name}"'):]
+        section = section[:section.index("</section>")]
+        headers = re.findall(r'<th class="[^"]*" title="([^"]*)">([^<]*)</th>', section)
+        assert [html.unescape(raw) for raw, _ in headers] == [str(c) for c in table.frame.columns] or table.frame.empty
+        assert all("_" not in html.unescape(shown) for _, shown in headers), headers
+    upsilon = text[text.index('id="data-upsilon"'):]
+    cells = re.findall(r'<td class="number" data-order="(-?[0-9.e+-]+)">([^<]*)</td>', upsilon[:upsilon.index("</table>")])
+    decimals = {len(shown.split(".")[1]) for order, shown in cells if "." in shown and "e" not in shown}
+    assert decimals == {3}
+
+
+def test_headline_shows_accuracy_gains_and_verdicts_with_cis(report):
+    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from dashboards.explore import format_number
+
+    analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
+    text = report.read_text()
+    headline = text[text.index('id="headline"'):text.index('id="figures"')]
+    first = analysis.tables["accuracy"].frame.dropna(subset=["accuracy"]).iloc[0]
+    assert (f"{format_number(first['accuracy'])} [{format_number(first['ci95_low'])}, "
+            f"{format_number(first['ci95_high'])}]") in headline
+    gain = analysis.tables["gains"].frame.iloc[0]
+    assert f"{format_number(gain['difference'])} [{format_number(gain['ci95_low'])}, " in headline
+    holds = int((analysis.tables["validity"].frame["status"] == "holds").sum())
+    assert re.search(rf"Validity suite: (all {holds} checks hold|\d+ of \d+ checks FAIL)", headline)
+
+
+def test_figure_hover_carries_the_tables_ci_and_episodes(report):
+    """The hover data of the accuracy figure are the accuracy table's CI and episodes, row for row."""
+    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from dashboards.explore import interactive_figure
+
+    analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
+    frame = analysis.tables["accuracy"].frame
+    figure = interactive_figure(analysis.tables["accuracy"], "accuracy", "accuracy", "Accuracy", {})
+    checked = 0
+    for trace in figure.data:
+        part = frame[(frame["group"] == trace.meta["group"]) & (frame["grid"] == trace.meta["grid"])]
+        assert len(part) == len(trace.customdata) and list(trace.x) == list(part["group_size"])
+        for (low, high, episodes), record in zip(trace.customdata, part.to_dict(orient="records")):
+            for got, want in ((low, record["ci95_low"]), (high, record["ci95_high"]), (episodes, record["episodes"])):
+                assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+            assert "customdata[0]" in trace.hovertemplate and "customdata[2]" in trace.hovertemplate
+            checked += 1
+    assert checked == len(frame)
+
+
+def test_number_format_and_headers():
+    import pandas as pd
+
+    from dashboards.explore import format_number, grid_order, header, is_scientific
+
+    assert [format_number(v, c) for v, c in ((0.5, "accuracy"), (-0.25, "difference"), (12345, "episodes"),
+                                              (0.0004, "p_holm"), (0.0421, "p_t"), (float("nan"), "x"))] == \
+        ["0.500", "−0.250", "12,345", "4.0e-04", "0.0421", ""]
+    assert format_number(0.00004, "gain_per_bit", scientific=True) == "4.00e−05"
+    assert is_scientific(pd.Series([0.00004, -0.002, float("nan")])) and not is_scientific(pd.Series([0.0004, 0.5]))
+    assert sorted(["20x20", "5x5", "10x10", "5x10"], key=grid_order) == ["5x5", "5x10", "10x10", "20x20"]
+    assert header("upsilon") == "Υ (mean score, −1…1)"
+    assert header("message_entropy_bits") == "Message entropy (bits)"
+    assert "_" not in header("some_new_column_a_helper_adds")
