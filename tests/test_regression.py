@@ -168,11 +168,19 @@ def test_density_is_not_identified_when_no_two_grids_share_one():
 
 def test_satterthwaite_df_of_a_balanced_mean_is_clusters_minus_one():
     """Bell & McCaffrey (2002): for the mean of balanced clusters, the CR2 variance is the usual one on
-    C - 1 df; with one row per cluster and a regressor, the df is below n - 2's ceiling of n - 1."""
+    C - 1 df."""
     clusters = np.repeat(np.arange(9), 5)
     assert satterthwaite_df(np.ones((45, 1)), clusters)[0] == pytest.approx(8)
-    x = np.column_stack([np.ones(30), np.random.default_rng(4).normal(size=30)])
-    assert satterthwaite_df(x, np.arange(30))[1] < 29
+
+
+def test_satterthwaite_df_of_a_difference_of_means_is_welchs_worked_by_hand():
+    """A difference of two means (n1 = 3, n0 = 7 rows, one row per cluster): CR2 is HC2, which here is Welch's
+    variance s1²/n1 + s0²/n0, and under the working model of equal variances its Satterthwaite df is
+    (1/n1 + 1/n0)² / ((1/n1)²/(n1 - 1) + (1/n0)²/(n0 - 1)) = (10/21)² / (1/18 + 1/294) = 50/13 (Bell & McCaffrey
+    2002 §4; Welch 1947), worked by hand; the intercept (group 0's mean) has n0 - 1 = 6."""
+    x = np.column_stack([np.ones(10), np.r_[np.ones(3), np.zeros(7)]])
+    df = satterthwaite_df(x, np.arange(10))
+    assert df[1] == pytest.approx(50 / 13, rel=1e-10) and df[0] == pytest.approx(6, rel=1e-10)
 
 
 def paired_rows(rng: np.random.Generator, episodes: int = 40, environment_sd: float = 0.3) -> pd.DataFrame:

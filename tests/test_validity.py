@@ -56,7 +56,7 @@ def test_every_check_holds_on_a_dataset_built_to_pass():
     report = validate(simulated())
     assert set(report["status"]) == {HOLDS, REPORT}
     assert set(report["check"]) == {"isolated_group_size", "random_zero", "oracle_ceiling", "below_ceiling",
-                                    "sham_not_above_real", "k_by_motion"}
+                                    "sham_not_above_real", "sham_keeps_sensing", "k_by_motion"}
     isolated = report[report["check"] == "isolated_group_size"]
     assert set(isolated["subject"]) == {f"{group}: {term}" for group in ("local_search", "oracle", "random")
                                         for term in ("G", "D")}
@@ -94,6 +94,17 @@ def test_messages_that_mislead_fail():
     real = (rows["protocol"] == "broadcast") & (rows["communication_control"] != "sham")
     rows.loc[real, "score"] -= 0.2
     assert statuses(rows, "sham_not_above_real") == {FAILS}
+
+
+def test_a_blindfold_sham_fails():
+    """A sham that discards the listener's own window (issue 22 point 2: it acts on another episode's targets)
+    scores about 0 whatever the environment: uncorrelated with isolated agents on the same environments. Its mean
+    stays below real, so sham_not_above_real alone cannot catch it."""
+    rows = simulated()
+    sham = rows["communication_control"] == "sham"
+    rows.loc[sham, "score"] = np.random.default_rng(3).normal(0.01, 0.1, sham.sum())
+    assert statuses(rows, "sham_keeps_sensing") == {FAILS}
+    assert statuses(rows, "sham_not_above_real") == {HOLDS}
 
 
 def test_the_k_report_shows_a_stationary_versus_moving_step_without_a_slope():
@@ -146,7 +157,7 @@ def test_the_suite_holds_on_a_real_sweep_of_groups_that_cannot_interact(isolated
     assert result.returncode == 0, result.stdout + result.stderr
     report = pd.DataFrame(json.loads(result.stdout))
     assert set(report.loc[report["check"] == "k_by_motion", "status"]) == {REPORT}  # the rows carry `motion`
-    checked = report[~report["check"].isin(["k_by_motion", "sham_not_above_real"])]  # a report; no sham groups
+    checked = report[~report["check"].isin(["k_by_motion", "sham_not_above_real", "sham_keeps_sensing"])]  # no shams
     assert set(checked["status"]) == {HOLDS}
     assert {"isolated_group_size", "random_zero", "oracle_ceiling", "below_ceiling"} <= set(checked["check"])
     assert (report["check"] == "isolated_group_size").sum() == 6  # G and D: 1/16 = 4/64 shares a density

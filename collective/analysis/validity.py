@@ -15,6 +15,11 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
   sham is shown beside isolated agents: a sham far below them means the protocol's rule trusts the others'
   reports over the listener's own window (they lead it away), which is the protocol's property; that the sham
   keeps the listener's sensing is checked by construction in CI (messages nobody reads: real = sham = isolated).
+- sham_keeps_sensing: a sham that keeps the listener's own sensing scores well where the listener's own window
+  does, as isolated agents on the same environments do, so their paired episode scores correlate (within cells);
+  a blindfold sham (acting on another episode's information alone, issue 22 point 2) scores about 0 on every
+  environment and does not: the lower end of r's 95% CI must be above 0. (A group of one would be the other
+  design, sham = real = isolated, but protocols need two members.)
 - k_by_motion (a report, not a check): Υ for stationary, periodic and drifting episodes (the rows' `motion`,
   read off ⊕'s and ⊖'s played paths: `collective.environments.motion`), with the K slope within each kind.
 """
@@ -41,7 +46,8 @@ VALIDITY_NOTE = (
     "grid as a factor, Holm over the tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
     "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
     "ceiling; sham_not_above_real, the real protocol is not beaten by its sham (real - sham's CI reaches 0 or "
-    "above); k_by_motion "
+    "above); sham_keeps_sensing, the sham's episode scores correlate with isolated agents' on the same environments "
+    "(r's CI above 0; a blindfold sham has r = 0); k_by_motion "
     "(a report), Υ and the K slope of stationary, periodic and drifting episodes (the rows' motion column).")
 
 
@@ -163,6 +169,49 @@ def sham_not_above_real(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
+def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
+    """Per sham group and grid, the within-cell correlation of its episode scores with the isolated agents' on the
+    same environments. A sham listener that keeps its own sensing does well where its own window does (a still ⊕
+    near its start), as isolated agents do: r > 0. A blindfold sham, one that acts on another episode's
+    information and discards its own window, scores about 0 on every environment (balance, spec §2), so its scores
+    are uncorrelated with the environment's: r ≈ 0 and the check fails. Pearson r of the scores centred within
+    cells (cell means removed), Fisher z interval on pairs - cells - 1 df (Fisher 1921)."""
+    from collective.analysis.communication import CONTROL, _isolated, _paired, group_types
+
+    criterion = ("the lower end of the 95% CI of r(sham, isolated) over paired environments (within cells) > 0: the "
+                 "sham listener still acts on its own window (a blindfold sham has r = 0)")
+    if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
+        return [Check("sham_keeps_sensing", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
+    types = group_types(rows)
+    keys = reference_keys(rows)
+    checks = []
+    for label, sham in types[types[CONTROL] == "sham"].iterrows():
+        isolated = _isolated(types, sham)
+        if not isolated:
+            checks.append(Check("sham_keeps_sensing", label, NOT_APPLICABLE, "no isolated group to pair with",
+                                criterion))
+            continue
+        paired = _paired(rows, {"sham": label, "isolated": isolated[0]})
+        for key, part in paired.groupby(keys, sort=True, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            centred = part[["score_sham", "score_isolated"]] - \
+                part.groupby("cell")[["score_sham", "score_isolated"]].transform("mean")
+            df = len(part) - part["cell"].nunique() - 1
+            subject = f"{label} @ " + " ".join(map(str, key))
+            if df < 2 or (centred.std() == 0).any():
+                checks.append(Check("sham_keeps_sensing", subject, NOT_APPLICABLE,
+                                    f"{len(part)} pairs, no spread to correlate", criterion))
+                continue
+            r = float(np.corrcoef(centred["score_sham"], centred["score_isolated"])[0, 1])
+            half = stats.norm.ppf(0.5 + CONFIDENCE / 2) / math.sqrt(df - 1)
+            low, high = (math.tanh(math.atanh(min(r, 1 - 1e-12)) + sign * half) for sign in (-1, 1))
+            checks.append(Check("sham_keeps_sensing", subject, HOLDS if low > 0 else FAILS,
+                                f"r = {_ci(r, low, high)} over {len(part)} paired episodes; Υ sham "
+                                f"{part['score_sham'].mean():.4f}, isolated {part['score_isolated'].mean():.4f}",
+                                criterion))
+    return checks
+
+
 def _k_slope(part: pd.DataFrame) -> str:
     """The K slope within `part`'s cells (cell intercepts, HC2 errors: episodes are independent within a cell once
     its mean is removed; t on episodes - cells - 1 df), or "" when K does not vary."""
@@ -198,7 +247,8 @@ def k_by_motion(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
-SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, k_by_motion)
+SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, sham_keeps_sensing,
+         k_by_motion)
 
 
 def validate(rows: pd.DataFrame) -> pd.DataFrame:
