@@ -46,6 +46,17 @@ Where the paper leaves the mapping to the environment class open, our choices (a
   of the environment's seeds, never equal to it); with "replay" they train on the scored
   environment itself, as paper 003 §5.2.1 does; either way their table is reset per environment
   (`learner_training` per_episode, whatever the profile says).
+- **Reward-sensitive environments** (`reward_sensitive`, profile `sound`). Paper 000 draws the test's
+  environments among the n_i-actions reward-sensitive ones (Definitions 10 and 15, §4: an environment that
+  pays 0 whatever the agent does for its first interactions tells nothing about it). With the first budgets
+  (T = 1-3 under the ceiling rule) an agent's reach is T king moves, so on a grid much wider than 2(T + 1)
+  ⊕ and ⊖ are usually beyond every agent's reach: every group, the oracle included, scores 0 there, and ξ
+  stands still. With `reward_sensitive` a draw is kept only when some agent could stand within the reward
+  radius of ⊕ or ⊖ at some iteration t <= T (its start within t + radius king moves of the object's
+  cell at t), a necessary condition for its actions to change its reward; other draws are skipped without
+  counting as repeats, up to `INSENSITIVE_DRAWS`. Draws are generated in batches (1, 2, 4, ... draws per
+  call of the batch generator; draw d of a batch is the draw d generated alone). Off (`paper`,
+  `lambdastar2016`): every draw is played, as before.
 - **Stopping.** Between environments: KeyboardInterrupt, `budget_seconds` (Θ), `max_environments`,
   or an episode whose arrays (mostly learners' Q-tables, N·T·9 values each) would exceed
   `memory_limit_bytes` (a first environment above it is refused up front; `planned_agent_steps`,
@@ -84,6 +95,7 @@ PROBE_ITERATIONS = 200  # reachable K are probed at min(T, this); K saturates wi
 DRAWS_PER_LEVEL = 20  # redraws of a used environment before ξ counts as exhausted
 IDENTITY_CELLS = 1001  # path cells S_used keeps per environment (ceiling rule; see `_unused_environment`)
 MEMORY_LIMIT_BYTES = 1 << 29
+INSENSITIVE_DRAWS = 4096  # draws skipped as not reward-sensitive before ξ's level counts as exhausted
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,9 @@ class AnytimeConfig:
     max_environments: int | None = None
     memory_limit_bytes: int = MEMORY_LIMIT_BYTES
     budget_rounding: str | None = None  # BUDGET_ROUNDINGS; None: the profile's ("floor" unless it says)
+    # only environments an agent can score in within the budget (module docstring); None: the profile's (False
+    # unless it says)
+    reward_sensitive: bool | None = None
 
     def __post_init__(self) -> None:
         defaults = PROFILES.get(self.evaluation.profile, {}).get("anytime_defaults", {})
@@ -115,6 +130,10 @@ class AnytimeConfig:
         if self.budget_rounding not in BUDGET_ROUNDINGS:
             raise ConfigError("budget_rounding", f"unknown value {self.budget_rounding!r}; allowed: "
                                                  f"{', '.join(BUDGET_ROUNDINGS)}")
+        if self.reward_sensitive is None:
+            object.__setattr__(self, "reward_sensitive", defaults.get("reward_sensitive", False))
+        if not isinstance(self.reward_sensitive, bool):
+            raise ConfigError("reward_sensitive", f"must be true or false (got {self.reward_sensitive!r})")
         if self.start_budget is None:
             object.__setattr__(self, "start_budget", defaults.get("start_budget", START_BUDGET))
         if self.budget_rounding == "floor":
@@ -241,11 +260,42 @@ def draw_environment(config: AnytimeConfig, environment: int, draw: int, budget:
     """Environment `environment` (draw `draw`) of the test: one episode of `budget` iterations with
     pattern complexity K = k, seeded by the spawn key (environment, draw); with `training`, and
     learners that train on held-out episodes, its training episodes too (`_with_training`)."""
+    batch = draw_environments(config, environment, np.array([draw]), budget, k)
+    return _with_training(config, environment, draw, budget, k, batch) if training else batch
+
+
+def draw_environments(config: AnytimeConfig, environment: int, draws: np.ndarray, budget: int,
+                      k: int) -> EnvironmentBatch:
+    """Draws `draws` of environment `environment` in one call of the batch generator: row i is what
+    `draw_environment` gives for draws[i] (each row has its own seeds), without training episodes."""
     episode = _episode_config(config, budget)
     environment_class = dataclasses.replace(episode.environment(), k_min=k, k_max=k)
-    batch = environment_class.generate(episode_seed_table(episode.seed, np.array([draw]), (environment,)),
-                                       episode.group_size)
-    return _with_training(config, environment, draw, budget, k, batch) if training else batch
+    return environment_class.generate(episode_seed_table(episode.seed, draws, (environment,)), episode.group_size)
+
+
+def _row(batch: EnvironmentBatch, index: int) -> EnvironmentBatch:
+    """Episode `index` of a batch, as a batch of one."""
+    return EnvironmentBatch(**{field.name: value[index:index + 1] if isinstance(value, np.ndarray) else value
+                               for field in dataclasses.fields(EnvironmentBatch)
+                               for value in (getattr(batch, field.name),)})
+
+
+def reward_sensitive(batch: EnvironmentBatch, rows: int, cols: int, reward_radius: int) -> np.ndarray:
+    """(episodes,) whether some agent can stand within `reward_radius` of ⊕ or ⊖ at some iteration t = 1..T:
+    its start cell within t + radius king moves (toroidal Chebyshev distance, spec §1) of the object's cell
+    at t, the necessary condition for its actions to change its reward (module docstring). A landscape pays
+    on every cell: always True."""
+    if batch.landscapes is not None:
+        return np.ones(len(batch), bool)
+    starts = batch.starts.astype(np.int64)[:, :, None]  # (episodes, agents, 1)
+    reach = np.arange(1, batch.good.shape[1])[None, None, :] + reward_radius  # t + radius, t = 1..T
+    sensitive = np.zeros(len(batch), bool)
+    for path in (batch.good, batch.evil):
+        cells = path[:, None, 1:].astype(np.int64)  # (episodes, 1, T)
+        dr, dc = np.abs(starts // cols - cells // cols), np.abs(starts % cols - cells % cols)
+        distance = np.maximum(np.minimum(dr, rows - dr), np.minimum(dc, cols - dc))
+        sensitive |= (distance <= reach).any(axis=(1, 2))
+    return sensitive
 
 
 def _with_training(config: AnytimeConfig, environment: int, draw: int, budget: int, k: int,
@@ -374,12 +424,27 @@ def _unused_environment(config: AnytimeConfig, index: int, budget: int, k: int,
     same when their start cells and fields agree and their ⊕ and ⊖ paths agree over their common
     length, at most IDENTITY_CELLS cells (ceiling rule), or over n₀ + 1 cells (floor rule)."""
     cells = config.start_budget + 1 if config.budget_rounding == "floor" else IDENTITY_CELLS
-    for draw in range(DRAWS_PER_LEVEL):
-        batch = draw_environment(config, index, draw, budget, k, training=False)
-        key, kept = _identity(batch, cells)
-        if not any(_same_paths(kept, other) for other in used.get(key, ())):
-            used.setdefault(key, []).append(kept)
-            return _with_training(config, index, draw, budget, k, batch), draw
+    evaluation = config.evaluation
+    limit = DRAWS_PER_LEVEL + (INSENSITIVE_DRAWS if config.reward_sensitive else 0)
+    draw = repeats = 0
+    size = 1
+    while draw < limit and repeats < DRAWS_PER_LEVEL:
+        draws = np.arange(draw, min(draw + size, limit))
+        candidates = draw_environments(config, index, draws, budget, k)
+        keep = reward_sensitive(candidates, evaluation.rows, evaluation.cols, evaluation.reward_radius) \
+            if config.reward_sensitive else np.ones(len(draws), bool)
+        for row, draw in enumerate(draws):
+            if not keep[row]:  # not reward-sensitive: skipped, not a repeat (module docstring)
+                continue
+            batch = _row(candidates, row)
+            key, kept = _identity(batch, cells)
+            if not any(_same_paths(kept, other) for other in used.get(key, ())):
+                used.setdefault(key, []).append(kept)
+                return _with_training(config, index, int(draw), budget, k, batch), int(draw)
+            repeats += 1
+            if repeats == DRAWS_PER_LEVEL:
+                break
+        draw, size = int(draws[-1]) + 1, 2 * size
     return None, DRAWS_PER_LEVEL
 
 

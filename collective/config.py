@@ -74,7 +74,8 @@ PROFILES: dict[str, dict[str, object]] = {
         # mean Υ of the settings tried (α 0.1-0.3, γ 0.3-0.9, ε 0.05-0.3) on 10x10 and 20x20, groups of 10,
         # T = 100, 1000 training passes, seeds 1-6 (issue 21's note; its reported runs use other seeds)
         learner_state="window_signs", learner_training="pretrained", q_alpha=0.1, q_gamma=0.7,
-        anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1},
+        # the anytime test draws only environments the group can score in within the budget (paper 000 Def. 10, 15)
+        anytime_defaults={"budget_rounding": "ceiling", "start_budget": 1, "reward_sensitive": True},
         # landscapes (point 7): the optimum pays 1 on every grid; H counts the optimum's cells
         landscape_normalisation="optimum_one", landscape_entropy="optimum",
         # communication (issue 14 point 3): reads of shared media are messages as writes are

@@ -237,3 +237,50 @@ def test_time_based_results_are_marked_machine_dependent():
     counted = run_anytime(anytime("oracle", max_environments=2)).as_record()
     assert counted["machine_dependent"] is False and counted["machine"] is None
     assert all(step["speed"] is None for step in counted["trace"])
+
+
+def test_reward_sensitivity_of_hand_built_episodes():
+    """Reach t + radius at iteration t (toroidal Chebyshev): an agent 3 cells from a still ⊕ on 20x20 can score
+    by t = 2 with radius 1; 5 cells away it cannot within T = 3; the torus wraps (column 18 to column 1 is 3);
+    ⊖ counts too (its reward can be avoided)."""
+    from collective.anytime import reward_sensitive
+    from collective.environments.lambda_star import EnvironmentBatch
+
+    def batch(agent, good, evil):
+        return EnvironmentBatch(np.full((1, 4), good), np.full((1, 4), evil), np.array([[agent]]),
+                                np.zeros(1, np.uint64), np.zeros(1, np.int32), np.zeros(1))
+    far = 10 * 20 + 10  # the middle of the grid, 10 cells from column and row 0 and 20
+    assert list(reward_sensitive(batch(0 * 20 + 3, 0, far), 20, 20, 1)) == [True]
+    assert list(reward_sensitive(batch(0 * 20 + 5, 0, far), 20, 20, 1)) == [False]
+    assert list(reward_sensitive(batch(0 * 20 + 18, 0 * 20 + 1, far), 20, 20, 1)) == [True]
+    assert list(reward_sensitive(batch(far + 4, 0, far), 20, 20, 1)) == [True]
+    assert list(reward_sensitive(batch(0 * 20 + 5, 0, far), 20, 20, 2)) == [True]
+
+
+def test_the_first_budgets_are_not_zero_for_the_oracle_under_sound():
+    """Issue 22 point 8: with T = 1-3 on 20x20, ⊕ and ⊖ were beyond every agent's reach in ~96% of the first
+    three environments, so the oracle scored 0 there. Sound draws only reward-sensitive environments (paper 000
+    Definitions 10 and 15): each played one is, and the oracle scores 0 in at most about a third."""
+    from collective.anytime import reward_sensitive
+
+    rewards = []
+    for seed in range(8):
+        config = AnytimeConfig(EvaluationConfig.from_profile("sound", behaviour="oracle", group_size=1, rows=20,
+                                                             cols=20, seed=seed))
+        for step in first_steps(config, 3):
+            rewards.append(step.reward)
+            played = draw_environment(config, step.environment, step.draw, step.budget, step.k, training=False)
+            assert reward_sensitive(played, 20, 20, 1)[0]
+    assert np.mean(np.array(rewards) == 0) < 0.6 and np.mean(rewards) > 0.1
+
+
+def test_batched_draws_are_the_draws_made_one_at_a_time():
+    from collective.anytime import draw_environments
+
+    for profile in ("paper", "sound"):
+        config = AnytimeConfig(EvaluationConfig.from_profile(profile, behaviour="local_search", group_size=3))
+        batch = draw_environments(config, 5, np.arange(6), 12, 4)
+        for draw in range(6):
+            alone = draw_environment(config, 5, draw, 12, 4, training=False)
+            for name in ("good", "evil", "starts", "agent_seeds", "k_raw"):
+                assert np.array_equal(getattr(batch, name)[draw], getattr(alone, name)[0]), (profile, draw, name)

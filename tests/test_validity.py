@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis_data import collective
-from collective.analysis.validity import FAILS, HOLDS, REPORT, motion_kind, validate
+from collective.analysis.validity import FAILS, HOLDS, REPORT, validate
 
 GRIDS = (5, 8, 10, 16, 20)
 GRID_EFFECTS = (0.42, 0.55, 0.50, 0.30, 0.21)  # not linear in H (issue 22 point 1)
@@ -28,7 +28,8 @@ def simulated(seed: int = 0, g_effect: float = 0.0) -> pd.DataFrame:
         for size in SIZES:
             cell = 100 * index + size
             k = rng.integers(2, 24, EPISODES)
-            base = dict(seed=1, cell=cell, episode=np.arange(EPISODES), grid=f"{side}x{side}", k_raw=k,
+            motion = np.where(k <= 2, "stationary", np.where(k <= side, "periodic", "drifting"))
+            base = dict(seed=1, cell=cell, episode=np.arange(EPISODES), grid=f"{side}x{side}", k_raw=k, motion=motion,
                         entropy_bits=math.log2(side * side * (side * side - 1)), group_size=size, mix="",
                         upsilon_best=0.8, communication_control="real", protocol_params="()")
             searchers = (GRID_EFFECTS[index] - 0.004 * k + g_effect * size + rng.normal(0, 0.02)
@@ -55,7 +56,7 @@ def test_every_check_holds_on_a_dataset_built_to_pass():
     report = validate(simulated())
     assert set(report["status"]) == {HOLDS, REPORT}
     assert set(report["check"]) == {"isolated_group_size", "random_zero", "oracle_ceiling", "below_ceiling",
-                                    "sham_not_above_real", "k_by_motion"}
+                                    "sham_not_above_real", "sham_keeps_sensing", "k_by_motion"}
     isolated = report[report["check"] == "isolated_group_size"]
     assert set(isolated["subject"]) == {f"{group}: {term}" for group in ("local_search", "oracle", "random")
                                         for term in ("G", "D")}
@@ -95,24 +96,37 @@ def test_messages_that_mislead_fail():
     assert statuses(rows, "sham_not_above_real") == {FAILS}
 
 
-def test_motion_kinds_split_k_at_two_and_at_the_side():
-    assert list(motion_kind(np.array([1, 2, 3, 10, 11, 23]), 10)) == \
-        ["still", "still", "periodic", "periodic", "may drift", "may drift"]
+def test_a_blindfold_sham_fails():
+    """A sham that discards the listener's own window (issue 22 point 2: it acts on another episode's targets)
+    scores about 0 whatever the environment: uncorrelated with isolated agents on the same environments. Its mean
+    stays below real, so sham_not_above_real alone cannot catch it."""
+    rows = simulated()
+    sham = rows["communication_control"] == "sham"
+    rows.loc[sham, "score"] = np.random.default_rng(3).normal(0.01, 0.1, sham.sum())
+    assert statuses(rows, "sham_keeps_sensing") == {FAILS}
+    assert statuses(rows, "sham_not_above_real") == {HOLDS}
 
 
-def test_the_k_report_shows_a_still_versus_moving_step_without_a_slope():
-    """Υ 0.6 when still, 0.3 when moving whatever K: the report shows both levels and a K slope near 0."""
+def test_the_k_report_shows_a_stationary_versus_moving_step_without_a_slope():
+    """Υ 0.6 when stationary, 0.3 when moving whatever K: the report shows the levels of the rows' motion kinds and
+    a K slope near 0 within the moving ones."""
     rows = simulated()
     searchers = rows["group"] == "local_search"
-    rows.loc[searchers, "score"] = np.where(rows.loc[searchers, "k_raw"] <= 2, 0.6, 0.3)
+    rows.loc[searchers, "score"] = np.where(rows.loc[searchers, "motion"] == "stationary", 0.6, 0.3)
     rows.loc[searchers, "score"] += np.random.default_rng(2).normal(0, 0.01, searchers.sum())
     report = validate(rows)
     figure = report.set_index(["check", "subject"]).loc[("k_by_motion", "local_search @ 10x10"), "figure"]
-    levels = {kind: float(value) for kind, value in re.findall(r"(still|periodic|may drift) \(K [^)]*\) ([-\d.]+)", figure)}
-    assert levels == pytest.approx({"still": 0.6, "periodic": 0.3, "may drift": 0.3}, abs=0.02)
-    slope = figure.split("K slope while moving ")[1]
-    low, high = map(float, slope[slope.index("[") + 1:slope.index("]")].split(","))
-    assert low < 0 < high
+    levels = {kind: float(value) for kind, value in re.findall(r"(stationary|periodic|drifting) ([-\d.]+)", figure)}
+    assert levels == pytest.approx({"stationary": 0.6, "periodic": 0.3, "drifting": 0.3}, abs=0.02)
+    for kind in ("periodic", "drifting"):
+        slope = figure.split(kind)[1].split("K slope ")[1]
+        low, high = map(float, slope[slope.index("[") + 1:slope.index("]")].split(","))
+        assert low < 0 < high
+
+
+def test_the_k_report_needs_the_motion_column():
+    report = validate(simulated().drop(columns="motion"))
+    assert set(report.loc[report["check"] == "k_by_motion", "status"]) == {"n/a"}
 
 
 TINY_ISOLATED = """
@@ -142,7 +156,8 @@ def test_the_suite_holds_on_a_real_sweep_of_groups_that_cannot_interact(isolated
     result = collective("validate", isolated_sweep, "--format", "json")
     assert result.returncode == 0, result.stdout + result.stderr
     report = pd.DataFrame(json.loads(result.stdout))
-    checked = report[~report["check"].isin(["k_by_motion", "sham_not_above_real"])]  # a report; no sham groups
+    assert set(report.loc[report["check"] == "k_by_motion", "status"]) == {REPORT}  # the rows carry `motion`
+    checked = report[~report["check"].isin(["k_by_motion", "sham_not_above_real", "sham_keeps_sensing"])]  # no shams
     assert set(checked["status"]) == {HOLDS}
     assert {"isolated_group_size", "random_zero", "oracle_ceiling", "below_ceiling"} <= set(checked["check"])
     assert (report["check"] == "isolated_group_size").sum() == 6  # G and D: 1/16 = 4/64 shares a density

@@ -10,8 +10,16 @@ identified (fit table).
 
 G and D take one value per cell and the grid one per grid; only K varies between a cell's episodes. Whatever
 the model misses at the cell level is shared by all rows of the cell, so rows are not independent: standard
-errors are cluster-robust by cell. Environments nest in cells (`tables.environment_ids`), so clustering by cell
-also covers rows that share an environment. The sandwich is CR2, the bias-reduced linearisation of Bell &
+errors are cluster-robust by cell. Without pairing, environments nest in cells (`tables.environment_ids`), so
+clustering by cell also covers rows that share an environment. With `paired_group_sizes` the cells of a grid
+that differ only in group size share their seed word: every random draw of a row (⊕'s and ⊖'s paths, the start
+cells, the agents' streams) comes from (seed word, episode), so the rows of one environment are correlated across
+cells and rows of different environments are independent. The errors are then clustered by environment, the
+unit the design samples (the cells are fixed design points, each holding every environment of its grid once).
+Clustering by cell there takes the cells' rows of one environment as independent: K, which varies between
+environments only, gets half its error and a 95% interval that covers ~67% (test_regression's paired known
+answer), and G gets ~2 df instead of ~80. A cell-level misfit of a term (a G effect that is not linear) is then
+part of what the term's slope summarises over the design's fixed sizes, not error. The sandwich is CR2, the bias-reduced linearisation of Bell &
 McCaffrey (2002, "Bias reduction in standard errors for linear regression with multi-stage samples", Survey
 Methodology 28(2)). Each coefficient's t has the Satterthwaite degrees of freedom of its CR2 variance under a
 working model of independent homoskedastic errors (Bell & McCaffrey 2002 §4; Pustejovsky & Tipton 2018, "Small-
@@ -34,17 +42,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.tables import CONFIDENCE, Analysis, Table, cell_ids
+from collective.analysis.tables import CONFIDENCE, Analysis, Table, cell_ids, environment_ids
 
 EPISODE_TERMS = ("K", "K x G")  # vary within a cell; every other term is cell-level
 ERRORS = "CR2 clustered by cell, Satterthwaite t"
+PAIRED_ERRORS = "CR2 clustered by environment (shared by paired cells), Satterthwaite t"
 NOTE = (
     "OLS of the episode score per group type on K (LZ76 phrases), the grid as a factor (one intercept per grid; "
     "Υ is not linear in H, paper 003 Def. 3 fixes one H per Υ), group size G within grids, agent density "
     "D = G/N where cells of different grids share a density (else not identified: fit table), and K x G; K and "
     "G centred, so a main effect is the slope at the average of the other. Grid terms are contrasts with the "
-    "first grid. Standard errors cluster-robust by cell (CR2, Bell & McCaffrey 2002; environments nest in "
-    "cells), Student-t on each term's Satterthwaite df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018: "
+    "first grid. Standard errors cluster-robust by cell (CR2, Bell & McCaffrey 2002), by environment "
+    "where cells share environments (paired_group_sizes: the environment is the unit the design samples), Student-t on each term's Satterthwaite df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018: "
     "about cells - cell-level parameters for a cell-level term); blank where df < 1. Terms with one level or not "
     "identifiable from the earlier ones are left out (fit table: dropped).")
 FIT_NOTE = (
@@ -220,13 +229,15 @@ def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             continue
         columns = {"Intercept": np.ones(len(part))}
         kept, dropped = _identifiable(columns, candidates)
-        clusters = cell_ids(part)
+        clusters, environments = cell_ids(part), environment_ids(part)
         y = part["score"].to_numpy(float)
         design = np.column_stack(list(columns.values()))
-        fit = clustered_ols(y, design, clusters, list(columns))
+        shared = len(np.unique(environments)) < len(np.unique(np.column_stack([clusters, environments]), axis=0))
+        units = environments if shared else clusters  # an environment plays in several cells: paired_group_sizes
+        fit, dfs = clustered_ols(y, design, units, list(columns)), satterthwaite_df(design, units)
+        errors = PAIRED_ERRORS if shared else ERRORS
         cell_terms = [name for name in columns if name not in EPISODE_TERMS]
-        cell_df = fit.clusters - len(cell_terms)
-        dfs = satterthwaite_df(design, clusters)
+        cell_df = len(np.unique(clusters)) - len(cell_terms)
         for name, estimate, error, df in zip(fit.names, fit.params, fit.std_errors, dfs):
             estimable = df >= 1 and error > 0 and (name not in cell_terms or cell_df >= 1)
             error = error if estimable else math.nan
@@ -235,10 +246,10 @@ def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 group=label, term=name, level="cell" if name in cell_terms else "episode", estimate=estimate,
                 std_error=error, ci95_low=estimate - quantile * error, ci95_high=estimate + quantile * error,
                 df=df, p_value=float(2 * stats.t.sf(abs(estimate / error), df)) if estimable else math.nan,
-                errors=ERRORS))
-        fits.append(dict(group=label, episodes=len(part), cells=fit.clusters, regressors=", ".join(kept),
+                errors=errors))
+        fits.append(dict(group=label, episodes=len(part), cells=len(np.unique(clusters)), regressors=", ".join(kept),
                          dropped=", ".join(dropped), not_identified=", ".join(missing), r_squared=fit.r_squared,
-                         adj_r_squared=fit.adj_r_squared, errors=ERRORS, cell_df=cell_df,
+                         adj_r_squared=fit.adj_r_squared, errors=errors, cell_df=cell_df,
                          **lack_of_fit(part, y, columns, fit, cell_terms)))
     return (pd.DataFrame(coefficients, columns=["group", "term", "level", "estimate", "std_error", "ci95_low",
                                                 "ci95_high", "df", "p_value", "errors"]),

@@ -6,7 +6,8 @@ A dataset holds one row per (cell, episode, group) with the episode's score R̄ 
 episodes as in `collective.analysis.scores`. All groups of one cell play the same environments (seeded by
 SeedSequence(seed, spawn_key=(cell, episode))), so two groups are compared on the differences of their
 scores paired by (cell, episode), and a table that pools groups counts an environment once: its rows form
-one cluster. No two cells share an environment, so environments nest in cells (`cell_ids`).
+one cluster. Without `paired_group_sizes` no two cells that differ in more than a 2016 switch share an
+environment; with it, the cells of a grid that differ only in group size share theirs (`environment_ids`).
 """
 from __future__ import annotations
 
@@ -143,7 +144,10 @@ def load_dataset(paths: list[str | Path], pool: bool = False) -> Dataset:
         missing = [name for name in REQUIRED_COLUMNS if name not in table.column_names]
         if missing:
             raise DatasetError(f"{data_dir} is not a sweep dataset: missing columns {', '.join(missing)}")
-        frames.append(table.drop_columns([c for c in ("spawn_key",) if c in table.column_names]).to_pandas())
+        frame = table.drop_columns([c for c in ("spawn_key",) if c in table.column_names]).to_pandas()
+        if "spawn_key" in table.column_names:  # the environment's seed word (`Cell.seed_key`), shared by paired cells
+            frame["seed_word"] = [key[0] for key in table.column("spawn_key").to_pylist()]
+        frames.append(frame)
         description = _sweep_description(data_dir.parent / SPEC_FILE)
         if description:
             notices += _incomplete(data_dir, description, len(parts), table.num_rows)
@@ -221,9 +225,12 @@ def resolve_factors(rows: pd.DataFrame, names: list[str]) -> list[str]:
 
 
 def environment_ids(rows: pd.DataFrame) -> np.ndarray:
-    """(rows,) integer id of each row's environment, (seed, cell, episode): rows of different groups of a
-    cell share it."""
-    return rows.groupby([c for c in ("seed", "cell", "episode") if c in rows], sort=False).ngroup().to_numpy()
+    """(rows,) integer id of each row's environment, (seed, seed word, episode) where the rows carry the seed
+    word of their environments (`seed_word`, from a sweep row's spawn key), else (seed, cell, episode): rows
+    of different groups of a cell share it, and so do rows of cells that share their seed word (cells that
+    differ only in group size under `paired_group_sizes`, or only in a 2016 switch)."""
+    cell = "seed_word" if "seed_word" in rows else "cell"
+    return rows.groupby([c for c in ("seed", cell, "episode") if c in rows], sort=False).ngroup().to_numpy()
 
 
 def cell_ids(rows: pd.DataFrame) -> np.ndarray:

@@ -15,11 +15,13 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
   sham is shown beside isolated agents: a sham far below them means the protocol's rule trusts the others'
   reports over the listener's own window (they lead it away), which is the protocol's property; that the sham
   keeps the listener's sensing is checked by construction in CI (messages nobody reads: real = sham = isolated).
-- k_by_motion (a report, not a check): Υ for still patterns (K <= 2: one position repeated, LZ76 c = 2),
-  moving patterns that cannot drift round the torus (3 <= K <= side: a drift's position sequence repeats no
-  sooner than after `side` distinct cells, so it has K >= side + 1) and patterns that may drift (K >= side +
-  1), with the K slope within the moving ones; the rows carry no per-pattern period or drift, so the bins
-  are read from K alone.
+- sham_keeps_sensing: a sham that keeps the listener's own sensing scores well where the listener's own window
+  does, as isolated agents on the same environments do, so their paired episode scores correlate (within cells);
+  a blindfold sham (acting on another episode's information alone, issue 22 point 2) scores about 0 on every
+  environment and does not: the lower end of r's 95% CI must be above 0. (A group of one would be the other
+  design, sham = real = isolated, but protocols need two members.)
+- k_by_motion (a report, not a check): Υ for stationary, periodic and drifting episodes (the rows' `motion`,
+  read off ⊕'s and ⊖'s played paths: `collective.environments.motion`), with the K slope within each kind.
 """
 from __future__ import annotations
 
@@ -30,12 +32,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from collective.environments.motion import MOTION_KINDS
 from collective.analysis.tables import (CONFIDENCE, _is_reference, ceiling_accuracy, mean_ci, reference_keys)
 
 RANDOM_TOLERANCE = 0.01  # |Υ_random| below this is 0 for every purpose (R̄ lies in [-1, 1])
 ORACLE_ACCURACY = 0.95  # the oracle's accuracy against the ceiling at least this
 CEILING_SLACK = 1e-9  # rounding allowed above the ceiling
-STILL_K = 2  # K <= 2: a still pattern
 HOLDS, FAILS, REPORT, NOT_APPLICABLE = "holds", "FAILS", "report", "n/a"
 COLUMNS = ["check", "subject", "status", "figure", "criterion"]
 VALIDITY_NOTE = (
@@ -44,8 +46,9 @@ VALIDITY_NOTE = (
     "grid as a factor, Holm over the tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
     "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
     "ceiling; sham_not_above_real, the real protocol is not beaten by its sham (real - sham's CI reaches 0 or "
-    "above); k_by_motion "
-    "(a report), Υ of still (K <= 2), periodic (3..side) and possibly drifting (K >= side + 1) patterns.")
+    "above); sham_keeps_sensing, the sham's episode scores correlate with isolated agents' on the same environments "
+    "(r's CI above 0; a blindfold sham has r = 0); k_by_motion "
+    "(a report), Υ and the K slope of stationary, periodic and drifting episodes (the rows' motion column).")
 
 
 @dataclass(frozen=True)
@@ -166,40 +169,86 @@ def sham_not_above_real(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
-def motion_kind(k: np.ndarray, side: int) -> np.ndarray:
-    """'still' (K <= 2), 'periodic' (3 <= K <= side: moving, cannot drift) or 'may drift' (K >= side + 1)."""
-    return np.where(k <= STILL_K, "still", np.where(k <= side, "periodic", "may drift"))
+def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
+    """Per sham group and grid, the within-cell correlation of its episode scores with the isolated agents' on the
+    same environments. A sham listener that keeps its own sensing does well where its own window does (a still ⊕
+    near its start), as isolated agents do: r > 0. A blindfold sham, one that acts on another episode's
+    information and discards its own window, scores about 0 on every environment (balance, spec §2), so its scores
+    are uncorrelated with the environment's: r ≈ 0 and the check fails. Pearson r of the scores centred within
+    cells (cell means removed), Fisher z interval on pairs - cells - 1 df (Fisher 1921)."""
+    from collective.analysis.communication import CONTROL, _isolated, _paired, group_types
 
-
-def k_by_motion(rows: pd.DataFrame) -> list[Check]:
-    """Per group type and grid, Υ of each motion kind and the K slope within moving patterns (cell intercepts,
-    HC2 errors: episodes are independent within a cell once its mean is removed; t on episodes - cells - 1 df)."""
-    from collective.analysis.regression import clustered_ols
-
-    criterion = "a report: the K effect of still and moving patterns apart"
+    criterion = ("the lower end of the 95% CI of r(sham, isolated) over paired environments (within cells) > 0: the "
+                 "sham listener still acts on its own window (a blindfold sham has r = 0)")
+    if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
+        return [Check("sham_keeps_sensing", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
+    types = group_types(rows)
+    keys = reference_keys(rows)
     checks = []
-    for (group, grid), part in rows.groupby(["group", "grid"], sort=True):
-        side = min(map(int, grid.split("x")))
-        kinds = motion_kind(part["k_raw"].to_numpy(), side)
-        means = {kind: part["score"][kinds == kind] for kind in ("still", "periodic", "may drift")}
-        figure = ", ".join(f"{kind} (K {bounds}) {values.mean():.4f} n={len(values)}"
-                           for (kind, values), bounds in zip(means.items(), ("<= 2", f"3-{side}", f">= {side + 1}"))
-                           if len(values))
-        moving = part[kinds != "still"]
-        cells = pd.get_dummies(moving["cell"], dtype=float).to_numpy()
-        k = moving["k_raw"].to_numpy(float)
-        if len(moving) > cells.shape[1] + 2 and np.ptp(k) > 0:
-            design = np.column_stack([cells, k - k.mean()])
-            fit = clustered_ols(moving["score"].to_numpy(float), design, np.arange(len(moving)),
-                                [*map(str, range(cells.shape[1])), "K"])
-            df = len(moving) - design.shape[1]
-            half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * fit.std_errors[-1]
-            figure += f"; K slope while moving {_ci(fit.params[-1], fit.params[-1] - half, fit.params[-1] + half)}"
-        checks.append(Check("k_by_motion", f"{group} @ {grid}", REPORT, figure, criterion))
+    for label, sham in types[types[CONTROL] == "sham"].iterrows():
+        isolated = _isolated(types, sham)
+        if not isolated:
+            checks.append(Check("sham_keeps_sensing", label, NOT_APPLICABLE, "no isolated group to pair with",
+                                criterion))
+            continue
+        paired = _paired(rows, {"sham": label, "isolated": isolated[0]})
+        for key, part in paired.groupby(keys, sort=True, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            centred = part[["score_sham", "score_isolated"]] - \
+                part.groupby("cell")[["score_sham", "score_isolated"]].transform("mean")
+            df = len(part) - part["cell"].nunique() - 1
+            subject = f"{label} @ " + " ".join(map(str, key))
+            if df < 2 or (centred.std() == 0).any():
+                checks.append(Check("sham_keeps_sensing", subject, NOT_APPLICABLE,
+                                    f"{len(part)} pairs, no spread to correlate", criterion))
+                continue
+            r = float(np.corrcoef(centred["score_sham"], centred["score_isolated"])[0, 1])
+            half = stats.norm.ppf(0.5 + CONFIDENCE / 2) / math.sqrt(df - 1)
+            low, high = (math.tanh(math.atanh(min(r, 1 - 1e-12)) + sign * half) for sign in (-1, 1))
+            checks.append(Check("sham_keeps_sensing", subject, HOLDS if low > 0 else FAILS,
+                                f"r = {_ci(r, low, high)} over {len(part)} paired episodes; Υ sham "
+                                f"{part['score_sham'].mean():.4f}, isolated {part['score_isolated'].mean():.4f}",
+                                criterion))
     return checks
 
 
-SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, k_by_motion)
+def _k_slope(part: pd.DataFrame) -> str:
+    """The K slope within `part`'s cells (cell intercepts, HC2 errors: episodes are independent within a cell once
+    its mean is removed; t on episodes - cells - 1 df), or "" when K does not vary."""
+    from collective.analysis.regression import clustered_ols
+
+    cells = pd.get_dummies(part["cell"], dtype=float).to_numpy()
+    k = part["k_raw"].to_numpy(float)
+    if len(part) <= cells.shape[1] + 2 or np.ptp(k) == 0:
+        return ""
+    design = np.column_stack([cells, k - k.mean()])
+    fit = clustered_ols(part["score"].to_numpy(float), design, np.arange(len(part)),
+                        [*map(str, range(cells.shape[1])), "K"])
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, len(part) - design.shape[1]) * fit.std_errors[-1]
+    return f" K slope {_ci(fit.params[-1], fit.params[-1] - half, fit.params[-1] + half)}"
+
+
+def k_by_motion(rows: pd.DataFrame) -> list[Check]:
+    """Per group type and grid, Υ of each motion kind (the rows' `motion`, read off the played paths by
+    `collective.environments.motion`) and the K slope within each kind."""
+    criterion = "a report: Υ and the K effect of stationary, periodic and drifting patterns apart"
+    if "motion" not in rows or rows["motion"].isna().all():
+        return [Check("k_by_motion", "(dataset)", NOT_APPLICABLE,
+                      "no motion column (rows of a sweep before issue 22 point 3: rerun it)", criterion)]
+    checks = []
+    for (group, grid), part in rows.groupby(["group", "grid"], sort=True):
+        figures = []
+        for kind in MOTION_KINDS:
+            of_kind = part[part["motion"] == kind]
+            if len(of_kind):
+                figures.append(f"{kind} {of_kind['score'].mean():.4f} n={len(of_kind)} "
+                               f"(K {int(of_kind['k_raw'].min())}-{int(of_kind['k_raw'].max())}){_k_slope(of_kind)}")
+        checks.append(Check("k_by_motion", f"{group} @ {grid}", REPORT, "; ".join(figures), criterion))
+    return checks
+
+
+SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, sham_keeps_sensing,
+         k_by_motion)
 
 
 def validate(rows: pd.DataFrame) -> pd.DataFrame:

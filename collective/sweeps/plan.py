@@ -24,6 +24,7 @@ from collective.config import EvaluationConfig, memory_needs
 from collective.evaluate import (batch_episodes, generate_environments, load_code, load_generator, play, plugin_group,
                                  with_ceiling)
 from collective.environments.pattern_probability import pattern_log2_probabilities
+from collective.environments.motion import pattern_motion, row_motion
 from collective.simulation.plugins import PluginError
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.sweeps.store import config_column_value, row_schema
@@ -291,6 +292,13 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
     batch = _episodes_of(environments, unit.first - unit.block_first, unit.stop - unit.block_first)
     episodes = np.arange(unit.first, unit.stop)
     log2_probability = pattern_log2_probabilities(cell.configs[unit.groups[0]], batch)  # the cell's environments
+    first = cell.configs[unit.groups[0]]
+    good_motion, evil_motion = (pattern_motion(paths, first.rows, first.cols) for paths in (batch.good, batch.evil))
+    motion_columns = {"good_period": good_motion.period, "good_drift": good_motion.drift,
+                      "good_displacement_per_iteration": good_motion.displacement_per_iteration,
+                      "evil_period": evil_motion.period, "evil_drift": evil_motion.drift,
+                      "evil_displacement_per_iteration": evil_motion.displacement_per_iteration,
+                      "motion": row_motion(good_motion, evil_motion)}
     tables = []
     for g in unit.groups:
         config, group = cell.configs[g], spec.groups[g]
@@ -326,7 +334,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "distinct_information_bits_per_iteration": run.message_entropy * run.distinct_messages / config.iterations,
             "score_by_behaviour": by_behaviour, "plugin_digests": [digests] * n,
             "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
-            "version": [VERSION] * n,
+            "version": [VERSION] * n, **motion_columns,
         }
         columns.update({name: [config_column_value(value)] * n for name, value in config.as_record().items()})
         tables.append(pa.table(columns, schema=row_schema()))

@@ -73,6 +73,12 @@ RESULT_FIELDS = (
     ("plugin_digests", pa.string()),  # JSON: import path -> source digest of the group's plug-ins
     ("wall_seconds", pa.float64()), ("kernel_seconds", pa.float64()),  # the group's batch time / episodes
     ("version", pa.string()),
+    # ⊕'s and ⊖'s played paths (collective.environments.motion, issue 22 point 3): the period of their moves, the
+    # net displacement per period on the torus in king moves (0: back at the start), the mean king distance moved
+    # per iteration, and the row's motion kind (stationary / periodic / drifting, the more mobile object's)
+    ("good_period", pa.int64()), ("good_drift", pa.int64()), ("good_displacement_per_iteration", pa.float64()),
+    ("evil_period", pa.int64()), ("evil_drift", pa.int64()), ("evil_displacement_per_iteration", pa.float64()),
+    ("motion", pa.string()),
 )
 # The names a sweep gives the files it writes into dataset/ (see `plan._units` and `write_chunk`).
 CHUNK_NAME = re.compile(r"\.?part-c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}\.parquet(\.tmp)?")
