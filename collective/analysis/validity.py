@@ -19,7 +19,9 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
   does, as isolated agents on the same environments do, so their paired episode scores correlate (within cells);
   a blindfold sham (acting on another episode's information alone, issue 22 point 2) scores about 0 on every
   environment and does not: the lower end of r's 95% CI must be above 0. (A group of one would be the other
-  design, sham = real = isolated, but protocols need two members.)
+  design, sham = real = isolated, but protocols need two members.) It fails too for a protocol whose rule
+  always follows the best reported cell (broadcast, auction with many members): its sham is a blindfold by the
+  protocol's own rule, so its real - sham is not the value of the information; the failure says so.
 - k_by_motion (a report, not a check): Υ for stationary, periodic and drifting episodes (the rows' `motion`,
   read off ⊕'s and ⊖'s played paths: `collective.environments.motion`), with the K slope within each kind.
 """
@@ -179,7 +181,9 @@ def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
     from collective.analysis.communication import CONTROL, _isolated, _paired, group_types
 
     criterion = ("the lower end of the 95% CI of r(sham, isolated) over paired environments (within cells) > 0: the "
-                 "sham listener still acts on its own window (a blindfold sham has r = 0)")
+                 "sham listener still acts on its own window (a blindfold sham has r = 0; so does a protocol whose rule "
+                 "always defers to the others' reports, and then real - sham measures trust in reports, not what "
+                 "they are worth: read the gain over isolated agents instead)")
     if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
         return [Check("sham_keeps_sensing", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
     types = group_types(rows)
