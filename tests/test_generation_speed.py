@@ -7,9 +7,11 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from collective.config import EvaluationConfig
 from collective.environments.complexity import lz76_phrase_count
 from collective.environments.patterns import CyclicPatternGenerator, StratifiedComplexity, _pair_rounds
 from collective.environments.torus import wrap
+from collective.evaluate import batches_ahead, evaluate, generate_environments, with_ceiling
 from collective.simulation.random_streams import SplitMix64
 
 
@@ -94,3 +96,25 @@ def test_phrase_count_is_at_least_the_distinct_symbols():
     for _ in range(2000):
         sequence = rng.integers(0, rng.integers(2, 60), size=rng.integers(1, 120))
         assert lz76_phrase_count(sequence.astype(np.int64)) >= len(np.unique(sequence))
+
+
+def test_batches_generated_ahead_are_the_batches_in_turn():
+    config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=3, rows=6, cols=6,
+                                           iterations=30, episodes=50)
+    batches = list(batches_ahead(config, 16))
+    assert [episodes.tolist() for episodes, _, _ in batches] == [list(range(f, min(f + 16, 50)))
+                                                               for f in range(0, 50, 16)]
+    for episodes, environments, waited in batches:
+        alone = with_ceiling(config, generate_environments(config, episodes))
+        assert waited >= 0
+        for name in ("good", "evil", "starts", "agent_seeds", "k_raw", "upsilon_best"):
+            assert np.array_equal(getattr(environments, name), getattr(alone, name)), name
+
+
+def test_an_evaluation_played_a_batch_ahead_does_not_depend_on_the_batch_size():
+    config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=3, rows=6, cols=6,
+                                           iterations=30, episodes=60)
+    whole, split = evaluate(config, batch_size=60), evaluate(config, batch_size=13)
+    assert split.estimate.upsilon == pytest.approx(whole.estimate.upsilon, abs=1e-12)
+    assert split.upsilon_best == pytest.approx(whole.upsilon_best, abs=1e-12)
+    assert split.k_evil_mean == whole.k_evil_mean

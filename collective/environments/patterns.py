@@ -164,7 +164,7 @@ def _max_segment(iterations, k_max, cap_to_k):
     return max(1, min(iterations // 2, k_max)) if cap_to_k else max(1, iterations // 2)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, max_tries, positions, k_raw, k_length):
     """Episode e: draws from the stream seeded by seeds[e] until K lies in [k_low[e], k_high[e]]."""
     walk = np.empty(2 * max(rows, cols), np.int64)
@@ -269,7 +269,7 @@ class PingPongPatternGenerator:
 PATTERN_GENERATORS: dict[str, type] = {g.name: g for g in (CyclicPatternGenerator, PingPongPatternGenerator)}
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def derived_seeds(seeds, stream_id, index):
     """(episodes,) uint64: a splitmix64-derived seed per episode seed, one per (stream_id, index),
     so that each use of an episode's environment seed draws from its own stream."""
@@ -279,7 +279,7 @@ def derived_seeds(seeds, stream_id, index):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _uniform_targets(streams, k_low, k_high, out):
     for e in range(streams.shape[0]):
         out[e] = k_low[e] + uniform_int(streams[e:e + 1], k_high[e] - k_low[e] + 1)
@@ -348,7 +348,7 @@ def index_shift_evil(good: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return ((good.astype(np.int64) + n_cells // 3 + 1) % n_cells).astype(np.int32)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _resolve_collisions(good, evil, rows, cols, streams):
     """Paper 003 §4.1.1: ⊕ and ⊖ never share a cell; if both would enter one, one of them,
     chosen at random, keeps its old cell (a still object keeps its cell and the mover waits).
@@ -484,7 +484,7 @@ def _cyclic_at_k(stream_seed, rows, cols, iterations, max_segment, k, max_tries,
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_to_k, max_tries, rounds,
                         good_out, evil_out, unpaired):
     """`_pair_rounds` for the cyclic generator, episode by episode: each (episode, round) draws from the
