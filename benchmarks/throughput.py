@@ -45,6 +45,7 @@ from collective.behaviours import behaviour_names, learns
 from collective.config import DEFAULT_PROFILE, LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
 from collective.evaluate import batch_episodes, evaluate, generate_environments, play, with_ceiling
 from collective.environments.lambda_star import EnvironmentBatch
+from collective.version import VERSION
 
 PROFILE = "paper"
 GRID = 10
@@ -184,15 +185,14 @@ class EndToEnd:
                 f"{self.ceiling_seconds:5.2f} s | load {self.load:.1f}")
 
 
-def end_to_end(profile: str, behaviour: str, group_size: int, steps_wanted: int, protocol: str = "none",
-               **settings) -> EndToEnd:
-    """One evaluation of about `steps_wanted` agent-steps as a user runs it, and its batches' generation and
-    ceilings timed alone."""
+def end_to_end(profile: str, behaviour: str, group_size: int, steps_wanted: int, protocol: str = "none") -> EndToEnd:
+    """One evaluation of about `steps_wanted` agent-steps as a user runs it (learners with the profile's own
+    learning settings), and its batches' generation and ceilings timed alone."""
     passes = EvaluationConfig.from_profile(profile).q_training_passes if learns(behaviour) else 0
     episodes = int(np.clip(steps_wanted // (ITERATIONS * group_size * (1 + passes)), E2E_MIN_EPISODES,
                            E2E_MAX_EPISODES))
     config = EvaluationConfig.from_profile(profile, behaviour=behaviour, group_size=group_size, protocol=protocol,
-                                           rows=GRID, cols=GRID, iterations=ITERATIONS, episodes=episodes, **settings)
+                                           rows=GRID, cols=GRID, iterations=ITERATIONS, episodes=episodes)
     result = evaluate(config)
     generation = ceilings = 0.0
     size = batch_episodes(config)
@@ -207,8 +207,8 @@ def end_to_end(profile: str, behaviour: str, group_size: int, steps_wanted: int,
                     result.kernel_seconds, result.generation_wait_seconds, generation, ceilings, os.getloadavg()[0])
 
 
-def end_to_end_lines(behaviour: str, group_size: int, steps_wanted: int, protocol: str = "none", **settings) -> str:
-    return "\n".join(end_to_end(profile, behaviour, group_size, steps_wanted, protocol, **settings).line()
+def end_to_end_lines(behaviour: str, group_size: int, steps_wanted: int, protocol: str = "none") -> str:
+    return "\n".join(end_to_end(profile, behaviour, group_size, steps_wanted, protocol).line()
                      for profile in E2E_PROFILES)
 
 
@@ -299,7 +299,7 @@ def main() -> None:
             if group_size == REFERENCE_GROUP_SIZE:
                 at_reference[behaviour] = row
             print(format_row(row, behaviour), flush=True)
-            print(end_to_end_lines(behaviour, group_size, e2e_steps, **learning), flush=True)
+            print(end_to_end_lines(behaviour, group_size, e2e_steps), flush=True)
     if args.behaviour:
         print(f"Total runtime: {time.perf_counter() - started:.0f} s")
         return
