@@ -1,6 +1,6 @@
 """Throughput of the compiled Λ* simulator, in agent-steps per second on one thread.
 
-For every behaviour at group sizes 1, 10 and 20, and every protocol at group size 10 (10x10 torus,
+Each row is timed two ways. Kernel: for every behaviour at group sizes 1, 10 and 20, and every protocol at group size 10 (10x10 torus,
 T=200, profile "paper"), it times the kernel as `collective.evaluate.play` reports it, on an
 environment batch generated beforehand (generation is not timed). The batch has as many episodes
 as one `collective.evaluate` batch holds, and the kernel replays it for about 1.5 s. Each row gets
@@ -13,6 +13,14 @@ ceiling of R̄ (`collective.environments.ceiling`) against the kernel time of lo
 the NumPy examples (`examples/`) on the stepping core the same way (group size 10, batches of
 `collective.evaluate` size: 2,000 episodes); run the script from the project root.
 `benchmarks/vector_env.py` times the batched Gymnasium and PettingZoo-style environments.
+
+End to end (the indented lines under each row): the same group evaluated by `collective.evaluate.evaluate`
+as a user waits for it, under the default profile and under "paper", about E2E_AGENT_STEPS agent-steps
+(training passes included): wall time (generation, ceilings and scoring included; compilation excluded, as
+`wall_seconds`), agent-steps per wall second and per kernel second, and the time split: kernel, the wait
+for environments (`generation_wait_seconds`: generation and ceilings run one batch ahead in a
+background thread, only what play did not hide counts), other (scoring and bookkeeping); beside them the
+CPU work of generation and of the ceilings timed alone on the same batches, and the 1-minute load average.
 
     .venv/bin/python benchmarks/throughput.py              # full table, about 2 minutes
     .venv/bin/python benchmarks/throughput.py --quick      # group size 10, short timings
@@ -34,9 +42,10 @@ from importlib.metadata import version
 import numpy as np
 
 from collective.behaviours import behaviour_names, learns
-from collective.config import LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
-from collective.evaluate import batch_episodes, generate_environments, play, with_ceiling
+from collective.config import DEFAULT_PROFILE, LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
+from collective.evaluate import batch_episodes, evaluate, generate_environments, play, with_ceiling
 from collective.environments.lambda_star import EnvironmentBatch
+from collective.version import VERSION
 
 PROFILE = "paper"
 GRID = 10
@@ -46,6 +55,9 @@ QUICK_GROUP_SIZES = (10,)
 TARGET_SECONDS = 1.5
 QUICK_TARGET_SECONDS = 0.2
 REPEATS = 3
+E2E_PROFILES = (DEFAULT_PROFILE, "paper")
+E2E_AGENT_STEPS, QUICK_E2E_AGENT_STEPS = 8_000_000, 2_000_000  # per end-to-end run: 4,000 episodes of G10, T=200
+E2E_MIN_EPISODES, E2E_MAX_EPISODES = 20, 10_000
 LARGEST_BATCH = 1_000_000  # never binding: `batch_episodes` caps a batch at ~4 M agent-steps
 MEMORY_BEHAVIOUR = "local_search"
 MEMORY_GROUP_SIZE = 10
@@ -149,6 +161,57 @@ def measure(behaviour: str, group_size: int, target_seconds: float, fixed_episod
                float(np.mean(mean_rewards)), peak_rss_kib())
 
 
+@dataclass(frozen=True)
+class EndToEnd:
+    profile: str
+    episodes: int
+    steps: int  # scored and training agent-steps
+    wall_seconds: float
+    kernel_seconds: float
+    waited_seconds: float  # of the wall, waiting for environments and ceilings
+    generation_seconds: float  # generating the same batches alone
+    ceiling_seconds: float  # their ceilings alone
+    load: float  # 1-minute load average after the run
+
+    def line(self) -> str:
+        other = self.wall_seconds - self.kernel_seconds - self.waited_seconds
+
+        def share(seconds: float) -> str:
+            return f"{seconds:6.2f} s {seconds / self.wall_seconds:4.0%}"
+        return (f"   e2e {self.profile:<7}{self.episodes:>7,} ep  wall {self.wall_seconds:6.2f} s "
+                f"{self.steps / self.wall_seconds / 1e6:7.2f} M/s end to end, {self.steps / self.kernel_seconds / 1e6:6.2f}"
+                f" M/s kernel | kernel {share(self.kernel_seconds)}, waited {share(self.waited_seconds)}, other "
+                f"{share(other)} | alone: generation {self.generation_seconds:5.2f} s, ceilings "
+                f"{self.ceiling_seconds:5.2f} s | load {self.load:.1f}")
+
+
+def end_to_end(profile: str, behaviour: str, group_size: int, steps_wanted: int, protocol: str = "none") -> EndToEnd:
+    """One evaluation of about `steps_wanted` agent-steps as a user runs it (learners with the profile's own
+    learning settings), and its batches' generation and ceilings timed alone."""
+    passes = EvaluationConfig.from_profile(profile).q_training_passes if learns(behaviour) else 0
+    episodes = int(np.clip(steps_wanted // (ITERATIONS * group_size * (1 + passes)), E2E_MIN_EPISODES,
+                           E2E_MAX_EPISODES))
+    config = EvaluationConfig.from_profile(profile, behaviour=behaviour, group_size=group_size, protocol=protocol,
+                                           rows=GRID, cols=GRID, iterations=ITERATIONS, episodes=episodes)
+    result = evaluate(config)
+    generation = ceilings = 0.0
+    size = batch_episodes(config)
+    for first in range(0, episodes, size):
+        started = time.perf_counter()
+        batch = generate_environments(config, np.arange(first, min(first + size, episodes)))
+        generation += time.perf_counter() - started
+        started = time.perf_counter()
+        with_ceiling(config, batch)
+        ceilings += time.perf_counter() - started
+    return EndToEnd(profile, episodes, result.agent_steps + result.training_steps, result.wall_seconds,
+                    result.kernel_seconds, result.generation_wait_seconds, generation, ceilings, os.getloadavg()[0])
+
+
+def end_to_end_lines(behaviour: str, group_size: int, steps_wanted: int, protocol: str = "none") -> str:
+    return "\n".join(end_to_end(profile, behaviour, group_size, steps_wanted, protocol).line()
+                     for profile in E2E_PROFILES)
+
+
 def ceiling_overhead(group_size: int) -> str:
     """The ceiling's dynamic programme (best of REPEATS) against the kernel time of a group of local
     searchers on the same evaluate-sized batch."""
@@ -210,6 +273,7 @@ def main() -> None:
     started = time.perf_counter()
     group_sizes = QUICK_GROUP_SIZES if args.quick else GROUP_SIZES
     target_seconds = QUICK_TARGET_SECONDS if args.quick else TARGET_SECONDS
+    e2e_steps = QUICK_E2E_AGENT_STEPS if args.quick else E2E_AGENT_STEPS
     timing = (f"one kernel call over {args.episodes:,} episodes" if args.episodes
               else f"kernel calls replaying one evaluate-sized batch for ~{target_seconds} s")
 
@@ -223,6 +287,8 @@ def main() -> None:
     learning = {"learning_protocol": args.learning_protocol}
     if args.learning_protocol == "held_out":
         learning["training_episodes"] = PROFILES["sound"]["training_episodes"]
+    print(f"End to end (indented lines): collective.evaluate.evaluate under {' and '.join(E2E_PROFILES)}, about "
+          f"{e2e_steps:,} agent-steps a run; load average at start {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
     print(f"Learners: {', '.join(f'{key} {value}' for key, value in learning.items())}")
     print()
     print(header.format("behaviour"))
@@ -233,6 +299,7 @@ def main() -> None:
             if group_size == REFERENCE_GROUP_SIZE:
                 at_reference[behaviour] = row
             print(format_row(row, behaviour), flush=True)
+            print(end_to_end_lines(behaviour, group_size, e2e_steps), flush=True)
     if args.behaviour:
         print(f"Total runtime: {time.perf_counter() - started:.0f} s")
         return
@@ -243,6 +310,7 @@ def main() -> None:
         row = measure(behaviour, REFERENCE_GROUP_SIZE, target_seconds, args.episodes, protocol)
         protocol_rows[protocol] = row
         print(format_row(row, protocol), flush=True)
+        print(end_to_end_lines(behaviour, REFERENCE_GROUP_SIZE, e2e_steps, protocol), flush=True)
     passes = EvaluationConfig.from_profile(PROFILE).q_training_passes
     print(f"* Learners only. Scored rate = episodes x T x G / kernel time; training rate = episodes x {passes} "
           "passes x T x G / kernel time; for learners the kernel time covers the training passes and the "
@@ -254,6 +322,7 @@ def main() -> None:
     for label, behaviour, protocol in PLUGIN_ROWS:
         print(format_row(measure(behaviour, REFERENCE_GROUP_SIZE, target_seconds, args.episodes, protocol), label),
               flush=True)
+        print(end_to_end_lines(behaviour, REFERENCE_GROUP_SIZE, e2e_steps, protocol), flush=True)
     print("Plug-in rows: the NumPy local searcher (examples/numpy_local_search.py) alone, under the NumPy "
           "broadcast (examples/numpy_broadcast.py), and under the built-in broadcast, on the stepping core.")
 

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -65,6 +66,8 @@ class EvaluationResult:
         return per_iteration * self.message_entropy_bits if per_iteration else 0.0
     upsilon_best: float | None = None  # mean ceiling of R̄ (`ceiling.upsilon_best`; exact at threshold 1)
     k_evil_mean: float | None = None  # mean K of ⊖'s played path (Λ* only)
+    # of wall_seconds, the time spent waiting for environments and ceilings (`batches_ahead`); not recorded
+    generation_wait_seconds: float = 0.0
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -464,10 +467,34 @@ def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tu
     return play(config, generate_environments(config, episodes, seed_prefix), record, group, tables)
 
 
+def prepared_environments(config: EvaluationConfig, episodes: np.ndarray) -> EnvironmentBatch:
+    """A batch's environments with their ceilings (`with_ceiling`), ready to play and score."""
+    return with_ceiling(config, generate_environments(config, episodes))
+
+
+def batches_ahead(config: EvaluationConfig, size: int):
+    """(episode indices, `prepared_environments`) for the evaluation's batches in order, each next batch
+    prepared in a background thread while the caller plays the current one (the compiled generator, the
+    ceiling and the kernel release the GIL), and the seconds the caller waited for each batch. Generation
+    is pure, so the environments are the ones generated in turn."""
+    starts = range(0, config.episodes, size)
+    indices = [np.arange(first, min(first + size, config.episodes)) for first in starts]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="collective-generation") as pool:
+        ahead = pool.submit(prepared_environments, config, indices[0]) if indices else None
+        for position, episodes in enumerate(indices):
+            waited = time.perf_counter()
+            environments = ahead.result()
+            waited = time.perf_counter() - waited
+            if position + 1 < len(indices):
+                ahead = pool.submit(prepared_environments, config, indices[position + 1])
+            yield episodes, environments, waited
+
+
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
     """Υ of the configured group over `config.episodes` episodes (paper 003 Definitions 2-3).
     `progress` shows progress on stderr (a bar on a terminal, else plain lines) and announces a
-    compilation; compiling is timed apart (`compile_seconds`), outside `wall_seconds`."""
+    compilation; compiling is timed apart (`compile_seconds`), outside `wall_seconds`. The next
+    batch's environments are generated while the current one plays (`batches_ahead`)."""
     compile_seconds = load_compiled(config, notify=progress)
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
@@ -478,16 +505,17 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     messages = bits = optima = correlation = best = k_evil = transfers = entropy_sum = 0.0
     distinct_sum = distinct_information_sum = 0.0
     entropy_episodes = 0
+    generation_wait = 0.0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
     with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar:
-        for first in range(0, config.episodes, size):
-            episodes = np.arange(first, min(first + size, config.episodes))
-            run = run_episodes(config, episodes, group=group, tables=tables)
+        for episodes, environments, waited in batches_ahead(config, size):
+            generation_wait += waited
+            run = play(config, environments, group=group, tables=tables)
             k_raw = run.environments.k_raw
             weights = legg_hutter_log2_weights(config.legg_hutter_estimator, k_raw, config.rows * config.cols,
                                                pattern_log2_probabilities(config, run.environments))
             accumulator.add(run.mean_rewards, k_raw, run.environments.k_normalised, weights)
-            best += float(with_ceiling(config, run.environments).upsilon_best.sum())
+            best += float(run.environments.upsilon_best.sum())
             if run.environments.k_evil is not None:
                 k_evil += float(run.environments.k_evil.sum())
             kernel_seconds += run.kernel_seconds
@@ -517,4 +545,5 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         if entropy_episodes else math.nan,
         local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
         correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None,
-        upsilon_best=best / config.episodes, k_evil_mean=k_evil / config.episodes if config.env != "landscape" else None)
+        upsilon_best=best / config.episodes, k_evil_mean=k_evil / config.episodes if config.env != "landscape" else None,
+        generation_wait_seconds=generation_wait)

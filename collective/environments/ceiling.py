@@ -27,7 +27,7 @@ from collective.environments.torus import chebyshev
 from collective.simulation.kernel import episode_row
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def best_totals(good, evil, landscapes, starts, rows, cols, iterations, radius, out):
     """out (episodes, agents) ← V_0(starts[e, i]): the best total reward over the episode from each
     start cell. good, evil (episodes, T+1) cells; landscapes (episodes, cells) base fields or None

@@ -75,7 +75,7 @@ def alphabet_normalised(log2_normalised, alphabet: int):
     return log2_normalised / math.log2(alphabet)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def lz76_rows(positions, length):
     """(rows,) int32 LZ76 phrase counts of positions[:, :length] (rows, >= length) int array."""
     counts = np.empty(positions.shape[0], np.int32)

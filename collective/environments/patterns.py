@@ -9,14 +9,15 @@ episode's K uniformly from the range first. A ⊖ pairing then derives Evil's tr
 from __future__ import annotations
 
 import functools
+from collections import namedtuple
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
 from numba import njit
 
-from collective.environments.complexity import lz76_phrase_count_at_most, lz76_rows
-from collective.simulation.random_streams import derive_stream_seed, uniform_int
+from collective.environments.complexity import lz76_phrase_count, lz76_phrase_count_at_most, lz76_rows
+from collective.simulation.random_streams import derive_stream_seed, skip_draws, uniform_int
 from collective.environments.torus import wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
@@ -61,19 +62,26 @@ class PatternGenerator(Protocol):
 
 
 @njit(cache=True)
-def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out):
+def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out, work):
     """Paper 003 §4.2: a recurrent segment of 1..max_segment moves repeated until T; returns K on
     out[:T] (limit + 1 for any K above `limit`, see `lz76_phrase_count_at_most`).
 
     Half the segments are closed loops (each move paired with its opposite, shuffled), which
     repeat with period = segment length; the rest drift. Without the closed half, small K values
     are almost never drawn, since a random segment seldom returns to its start.
+
+    A draw is rejected as soon as its walk has visited more than `limit` distinct cells: each first
+    visit of a cell ends an LZ76 phrase of its own, so K >= the distinct cells of the path. A drifting
+    segment's moves are drawn as the walk reaches them (its start cell, drawn after them, is read by
+    skipping ahead), so a rejected draw leaves the stream exactly where a complete one would. `work`:
+    the caller's `DrawWorkspace`, reused from draw to draw.
     """
+    moves, seen, move_stream = work.moves, work.seen, work.move_stream
     segment = 1 + uniform_int(stream, max_segment)
-    moves = np.empty(segment, np.int64)
-    if uniform_int(stream, 2) == 0:
-        for i in range(segment):
-            moves[i] = uniform_int(stream, 9)
+    drifts = uniform_int(stream, 2) == 0
+    move_stream[0] = stream[0]  # a drifting segment's moves: the stream's next `segment` draws
+    if drifts:
+        skip_draws(stream, segment)
     else:
         for i in range(0, segment - 1, 2):
             moves[i] = uniform_int(stream, 9)
@@ -83,7 +91,12 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out):
         for i in range(segment - 1, 0, -1):  # Fisher-Yates shuffle
             j = uniform_int(stream, i + 1)
             moves[i], moves[j] = moves[j], moves[i]
-    cell = uniform_int(stream, rows * cols)
+    n_cells = rows * cols
+    cell = uniform_int(stream, n_cells)
+    stamp = seen[n_cells] + 1  # this draw's mark in `seen`; no reset between draws
+    seen[n_cells] = stamp
+    seen[cell] = stamp
+    distinct = 1
     r, c = cell // cols, cell % cols
     out[0] = cell
     step = 0  # t % segment, without a division per iteration
@@ -92,12 +105,31 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out):
             for u in range(t, iterations):
                 out[u + 1] = out[u + 1 - segment]
             break
+        if drifts and t < segment:
+            moves[t] = uniform_int(move_stream, 9)
         action = moves[step]
         step = step + 1 if step + 1 < segment else 0
         r = wrap(r + action // 3 - 1, rows)
         c = wrap(c + action % 3 - 1, cols)
-        out[t + 1] = r * cols + c
+        cell = r * cols + c
+        out[t + 1] = cell
+        if seen[cell] != stamp and t + 1 < iterations:  # K is measured on out[:T]
+            seen[cell] = stamp
+            distinct += 1
+            if distinct > limit:
+                return limit + 1
     return lz76_phrase_count_at_most(out[:iterations], limit)
+
+
+DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "move_stream"))
+
+
+@njit(cache=True)
+def draw_workspace(rows, cols, iterations):
+    """`_draw_cyclic`'s buffers: a segment's moves (room for ⌊T/2⌋), a mark per cell plus the latest
+    draw's mark (zeros at first), and the stream of a drifting segment's moves."""
+    return DrawWorkspace(np.empty(max(1, iterations // 2), np.int64), np.zeros(rows * cols + 1, np.int64),
+                         np.empty(1, np.uint64))
 
 
 @njit(cache=True)
@@ -132,11 +164,12 @@ def _max_segment(iterations, k_max, cap_to_k):
     return max(1, min(iterations // 2, k_max)) if cap_to_k else max(1, iterations // 2)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, max_tries, positions, k_raw, k_length):
     """Episode e: draws from the stream seeded by seeds[e] until K lies in [k_low[e], k_high[e]]."""
     walk = np.empty(2 * max(rows, cols), np.int64)
     out = np.empty(iterations + 1, np.int64)
+    work = draw_workspace(rows, cols, iterations)
     stream = np.empty(1, np.uint64)
     for e in range(seeds.shape[0]):
         stream[0] = seeds[e]
@@ -144,7 +177,7 @@ def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, max_
         max_segment = _max_segment(iterations, k_high[e], cap_to_k)
         for _ in range(max_tries):
             if kind == 0:
-                k = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_high[e], out)
+                k = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_high[e], out, work)
                 length = iterations
             else:  # K is the base walk's: play it back only once it is accepted
                 k, length = _draw_ping_pong(stream, rows, cols, k_high[e], walk)
@@ -162,12 +195,13 @@ def _sample_k(kind, seeds, rows, cols, iterations, k_max, cap_to_k, k_out):
     """K of one draw per seed, unconditioned (limit k_max), for `sample_k`."""
     walk = np.empty(2 * max(rows, cols), np.int64)
     out = np.empty(iterations + 1, np.int64)
+    work = draw_workspace(rows, cols, iterations)
     stream = np.empty(1, np.uint64)
     max_segment = _max_segment(iterations, k_max, cap_to_k)
     for e in range(seeds.shape[0]):
         stream[0] = seeds[e]
         if kind == 0:
-            k_out[e] = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_max, out)
+            k_out[e] = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_max, out, work)
         else:
             k_out[e], _ = _draw_ping_pong(stream, rows, cols, k_max, walk)
 
@@ -235,7 +269,7 @@ class PingPongPatternGenerator:
 PATTERN_GENERATORS: dict[str, type] = {g.name: g for g in (CyclicPatternGenerator, PingPongPatternGenerator)}
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def derived_seeds(seeds, stream_id, index):
     """(episodes,) uint64: a splitmix64-derived seed per episode seed, one per (stream_id, index),
     so that each use of an episode's environment seed draws from its own stream."""
@@ -245,7 +279,7 @@ def derived_seeds(seeds, stream_id, index):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _uniform_targets(streams, k_low, k_high, out):
     for e in range(streams.shape[0]):
         out[e] = k_low[e] + uniform_int(streams[e:e + 1], k_high[e] - k_low[e] + 1)
@@ -314,7 +348,7 @@ def index_shift_evil(good: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return ((good.astype(np.int64) + n_cells // 3 + 1) % n_cells).astype(np.int32)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _resolve_collisions(good, evil, rows, cols, streams):
     """Paper 003 §4.1.1: ⊕ and ⊖ never share a cell; if both would enter one, one of them,
     chosen at random, keeps its old cell (a still object keeps its cell and the mover waits).
@@ -406,6 +440,17 @@ def _pair_rounds(generator: PatternGenerator, first_good: np.ndarray, target: np
                          "K on played paths needs a generator that measures it on them (cyclic)")
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     good_out, evil_out = np.empty_like(first_good), np.empty_like(first_good)
+    cyclic = generator.inner if isinstance(generator, StratifiedComplexity) else generator
+    if isinstance(cyclic, CyclicPatternGenerator):  # the same rounds, compiled
+        unpaired = np.empty(len(target), np.int8)
+        _cyclic_pair_rounds(seeds, np.ascontiguousarray(first_good), np.ascontiguousarray(target, np.int64), rows,
+                            cols, iterations, cyclic.segment_cap == "k_max", MAX_TRIES, rounds, good_out, evil_out,
+                            unpaired)
+        if (unpaired == _MISSED_K).any():
+            e = int(np.argmax(unpaired == _MISSED_K))
+            raise ValueError(f"no pattern with K in [{target[e]}, {target[e]}] found in {MAX_TRIES} tries "
+                             f"on a {rows}x{cols} grid with {iterations} iterations")
+        return good_out, evil_out, np.flatnonzero(unpaired)
     pending = np.arange(len(target))
     for attempt in range(rounds):
         if len(pending) == 0:
@@ -423,6 +468,67 @@ def _pair_rounds(generator: PatternGenerator, first_good: np.ndarray, target: np
         good_out[pending[kept]], evil_out[pending[kept]] = candidate_good[kept], candidate_evil[kept]
         pending = pending[~kept]
     return good_out, evil_out, pending
+
+
+_PAIRED, _NO_PAIR, _MISSED_K = 0, 1, 2  # how `_cyclic_pair_rounds` leaves an episode
+
+
+@njit(cache=True)
+def _cyclic_at_k(stream_seed, rows, cols, iterations, max_segment, k, max_tries, out, work, stream):
+    """Cyclic draws from the stream seeded by stream_seed until one has K = k, into out (as `_generate`
+    draws it); False when max_tries draws miss."""
+    stream[0] = stream_seed
+    for _ in range(max_tries):
+        if _draw_cyclic(stream, rows, cols, iterations, max_segment, k, out, work) == k:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_to_k, max_tries, rounds,
+                        good_out, evil_out, unpaired):
+    """`_pair_rounds` for the cyclic generator, episode by episode: each (episode, round) draws from the
+    very streams the batched rounds use, so the pairs are the same, without a pass over the batch per
+    round. unpaired[e]: _PAIRED, _NO_PAIR after `rounds` rounds, or _MISSED_K (a draw missed its K)."""
+    good = np.empty((1, iterations + 1), first_good.dtype)
+    evil = np.empty((1, iterations + 1), first_good.dtype)
+    out = np.empty(iterations + 1, np.int64)
+    path = np.empty(iterations, np.int64)
+    work = draw_workspace(rows, cols, iterations)
+    stream = np.empty(1, np.uint64)
+    collision = np.empty(1, np.uint64)
+    for e in range(seeds.shape[0]):
+        k = target[e]
+        max_segment = _max_segment(iterations, k, cap_to_k)
+        unpaired[e] = _NO_PAIR
+        for attempt in range(rounds):
+            if attempt == 0:
+                good[0, :] = first_good[e]
+            elif _cyclic_at_k(derive_stream_seed(seeds[e], _GOOD_STREAM, attempt), rows, cols, iterations,
+                              max_segment, k, max_tries, out, work, stream):
+                good[0, :] = out
+            else:
+                unpaired[e] = _MISSED_K
+                break
+            if not _cyclic_at_k(derive_stream_seed(seeds[e], _EVIL_STREAM, attempt), rows, cols, iterations,
+                                max_segment, k, max_tries, out, work, stream):
+                unpaired[e] = _MISSED_K
+                break
+            evil[0, :] = out
+            if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
+                continue
+            collision[0] = derive_stream_seed(seeds[e], _COLLISION_STREAM, attempt)
+            _resolve_collisions(good, evil, rows, cols, collision)
+            path[:] = good[0, :iterations]
+            if lz76_phrase_count(path) != k:
+                continue
+            path[:] = evil[0, :iterations]
+            if lz76_phrase_count(path) != k:
+                continue
+            good_out[e, :] = good[0]
+            evil_out[e, :] = evil[0]
+            unpaired[e] = _PAIRED
+            break
 
 
 @functools.lru_cache(maxsize=256)

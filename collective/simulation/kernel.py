@@ -352,7 +352,7 @@ def _communicate(talk, s, scene, view):
         hierarchy_rule(*arguments)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    good, evil, landscapes, starts, seeds,
                    training_good, training_evil, training_landscapes, training_starts, training_seeds,

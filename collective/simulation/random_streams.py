@@ -97,6 +97,13 @@ def uniform_int(stream, n):
 
 
 @njit(cache=True, inline="always")
+def skip_draws(stream, count):
+    """Advance a splitmix64 stream past its next `count` outputs without computing them (each
+    output is one step of its counter, so this is exact)."""
+    stream[0] += np.uint64(count) * _GOLDEN_GAMMA
+
+
+@njit(cache=True, inline="always")
 def uniform_float(stream):
     """Uniform float in [0, 1) from the top 53 bits."""
     return np.float64(next_u64(stream) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
