@@ -133,18 +133,19 @@ class SteppingCore:
         window = np.empty((self.episodes, self.agents, side, side))
         observe_windows(self.good, self.evil, self.landscapes, self.t, self.cells, self.rows, self.cols, self.view,
                         self.radius, bool(self.switches.first_observation), window)
-        return Observation(window, self.cells.copy(), self.t, self.reward.copy(),
-                           np.full((self.episodes, self.agents), -1, np.int64), np.zeros(window.shape))
+        return read_only(Observation(window, self.cells.copy(), self.t, self.reward.copy(),
+                                     np.full((self.episodes, self.agents), -1, np.int64), np.zeros(window.shape)))
 
     @staticmethod
     def hear(obs: Observation, said: Messages, members) -> Observation:
-        """The observation with the protocol's targets and fields delivered to its members."""
-        target, field = obs.target, obs.field
+        """A new observation with the protocol's targets and fields delivered to its members (`obs` is
+        read-only: what a protocol hands its members goes through its Messages, counted)."""
+        target, field = obs.target.copy(), obs.field.copy()
         if said.target is not None:
             target[:, members] = said.target
         if said.field is not None:
             field[:, members] = said.field
-        return obs
+        return read_only(Observation(obs.window, obs.cell, obs.t, obs.reward, target, field))
 
     def step(self, actions: np.ndarray) -> np.ndarray:
         """Move everyone by actions (E, A) in 0..8 and pay them; returns the rewards (E, A)."""
@@ -207,9 +208,19 @@ def _agents_index(agents: np.ndarray) -> slice | np.ndarray:
     return agents
 
 
+def read_only(obs: Observation) -> Observation:
+    """`obs` with its arrays made read-only (issue 24 point 4): a plug-in that writes into what it is
+    handed (a protocol steering agents through obs.window, uncounted) raises ValueError instead.
+    Views of a read-only array cannot be made writeable again."""
+    for array in (obs.window, obs.cell, obs.reward, obs.target, obs.field):
+        array.flags.writeable = False
+    return obs
+
+
 def _subset(obs: Observation, agents) -> Observation:
-    return Observation(obs.window[:, agents], obs.cell[:, agents], obs.t, obs.reward[:, agents],
-                       obs.target[:, agents], obs.field[:, agents])
+    """The agents' part of a read-only observation: views when `agents` is a slice, read-only copies else."""
+    return read_only(Observation(obs.window[:, agents], obs.cell[:, agents], obs.t, obs.reward[:, agents],
+                                 obs.target[:, agents], obs.field[:, agents]))
 
 
 @dataclass
@@ -340,8 +351,10 @@ class _Playing:
             acted = _call(member.instance, member.plugin.spec, "act", _subset(obs, index))
             self.actions[:, index] = checked_actions(acted, member.plugin.spec, (core.episodes, member.agents.size))
         rewards = core.step(self.actions)
+        handed = rewards.copy()  # read-only, as observations are
+        handed.flags.writeable = False
         for member, index in self.observers:
-            _call(member.instance, member.plugin.spec, "observe", rewards[:, index])
+            _call(member.instance, member.plugin.spec, "observe", handed[:, index])
         if self.record:
             self.positions[:, core.t] = core.cells
             self.rewards[:, core.t - 1] = rewards
@@ -408,6 +421,7 @@ class _Overhearing:
                                 obs.target[:, members], obs.field[:, members])  # nothing delivered yet
             for name in ("window", "cell", "reward"):
                 getattr(mixed, name)[:, k] = getattr(obs, name)[:, listener]
+            read_only(mixed)
             lanes[:] = heard_streams[:, :, 0]
             lanes[:, listener] = core.streams[:, listener, 0]
             said = checked_messages(_call(member.instance, protocol.plugin.spec, "communicate", mixed),

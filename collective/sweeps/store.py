@@ -73,6 +73,9 @@ RESULT_FIELDS = (
     ("plugin_digests", pa.string()),  # JSON: import path -> source digest of the group's plug-ins
     ("wall_seconds", pa.float64()), ("kernel_seconds", pa.float64()),  # the group's batch time / episodes
     ("version", pa.string()),
+    # whether a behaviour plug-in of the group declares centralised = True (its agents act on each other's
+    # observations; collective.testing checks every other behaviour acts on its own slice only)
+    ("centralised", pa.bool_()),
 )
 # The names a sweep gives the files it writes into dataset/ (see `plan._units` and `write_chunk`).
 CHUNK_NAME = re.compile(r"\.?part-c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}\.parquet(\.tmp)?")
