@@ -305,9 +305,9 @@ class DeliveryLog:
         return out
 
 
-class _Playing:
+class Playing:
     """One group on its own core, iteration by iteration: the loop of `play_group`, split so that the
-    sham control can step two groups in lock-step. `speaks`: the group's protocol talks (else its
+    sham control can step two groups in lock-step and the RL adapters one with the caller's actions. `speaks`: the group's protocol talks (else its
     members only hear what they are handed)."""
 
     def __init__(self, group: Group, environments, record: bool, speaks: bool = True):
@@ -359,7 +359,7 @@ class _Playing:
             self.positions[:, core.t] = core.cells
             self.rewards[:, core.t - 1] = rewards
 
-    def result(self, seconds: float, traffic: "_Playing | None" = None) -> GroupRun:
+    def result(self, seconds: float, traffic: "Playing | None" = None) -> GroupRun:
         """This group's run, with the traffic of `traffic`'s protocol (default its own)."""
         core, talker = self.core, traffic or self
         if talker.builtin:
@@ -376,7 +376,7 @@ class _Playing:
 def play_group(group: Group, environments, record: bool = False) -> GroupRun:
     """Play a batch of episodes (an `EnvironmentBatch`) with the group; R̄ per episode, the
     protocol's traffic and message entropy and, with `record`, the trajectories."""
-    playing = _Playing(group, environments, record)
+    playing = Playing(group, environments, record)
     started = time.perf_counter()
     for _ in range(playing.core.iterations):
         obs = playing.core.observe()
@@ -440,7 +440,7 @@ def play_overhearing(group: Group, speaker: Group, environments, shadows, record
     and its own part in the protocol, and what the other members tell it is what they told in the shadow
     (`_Overhearing`). The run of `group` on `environments`, with the traffic and message entropy of the
     shadows' protocol (what the others said)."""
-    listening, speaking = _Playing(group, environments, record, speaks=False), _Playing(speaker, shadows, False)
+    listening, speaking = Playing(group, environments, record, speaks=False), Playing(speaker, shadows, False)
     overhearing = _Overhearing(group.protocol, listening.core)
     started = time.perf_counter()
     for _ in range(listening.core.iterations):
