@@ -314,6 +314,12 @@ class EvaluationConfig:
         """Whether a plug-in keeps what it learns across batches (`persistent = True`)."""
         return any(plugin.persistent for plugin in self.plugins)
 
+    @property
+    def centralised(self) -> bool:
+        """Whether a behaviour plug-in declares `centralised = True`: its agents act on each other's
+        observations, so the group's score is not that of decentralised agents (issue 24 point 4)."""
+        return any(load_behaviour(name).centralised for name in self.behaviour_counts)
+
     def behaviour_plugin_params(self, plugin: PluginClass) -> dict[str, str]:
         """The `behaviour_params` a plug-in behaviour declares."""
         declared = {p.name for p in plugin.parameters}

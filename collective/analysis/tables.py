@@ -269,12 +269,16 @@ def upsilon_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Υ (mean R̄ over episodes, paper 003 Definition 3) with a 95% CI for every level of `by`; the CI is
     clustered by environment, so groups pooled in one level count a shared environment once."""
     rows = rows.assign(_environment=environment_ids(rows))
+    labelled = "centralised" in rows.columns  # datasets before issue 24 lack it
     records = []
     for key, part in rows.groupby(by, observed=True, sort=True, dropna=False):
         environments, mean, low, high = clustered_mean_ci(part["score"].to_numpy(), part["_environment"].to_numpy())
         records.append(dict(zip(by, key), episodes=len(part), environments=environments, upsilon=mean,
                             ci95_low=low, ci95_high=high))
-    return pd.DataFrame(records, columns=[*by, "episodes", "environments", "upsilon", "ci95_low", "ci95_high"])
+        if labelled:  # a behaviour that declared its agents act on each other's observations (issue 24 point 4)
+            records[-1]["centralised"] = bool(part["centralised"].fillna(False).any())
+    return pd.DataFrame(records, columns=[*by, "episodes", "environments", "upsilon", "ci95_low", "ci95_high",
+                                          *(["centralised"] if labelled else [])])
 
 
 # Config columns that fix the distribution an episode's environment is drawn from (and the Legg-Hutter
@@ -690,7 +694,8 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     analysis.add(Table("upsilon", f"Υ by {shown}",
                        "Υ = mean episode score R̄ (paper 003 Definitions 2-3); 95% CI clustered by environment "
                        "(seed, cell, episode: groups of a cell share it), Student-t on environments - 1 df "
-                       "(Cameron & Miller 2015); with one group per level, the CI over episodes.",
+                       "(Cameron & Miller 2015); with one group per level, the CI over episodes. centralised: a "
+                       "behaviour of the level declared that its agents act on each other's observations.",
                        upsilon_table(rows, by)))
     try:
         analysis.add(Table("legg_hutter", f"2^-K-weighted Υ (Legg-Hutter form; see estimand) by {shown}",

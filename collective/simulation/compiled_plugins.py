@@ -209,11 +209,13 @@ class CompiledBehaviour:
             self.hidden[:, 0], self.hidden[:, 1] = starts // core.cols, starts % core.cols
 
     def act(self, obs) -> np.ndarray:
-        """The rule over contiguous copies when a mixed group hands it strided views: one compiled
-        specialisation serves every group (a strided one would compile for half a minute)."""
+        """The rule over contiguous writeable copies of the read-only observation (strided views in a
+        mixed group): one compiled specialisation serves every group (a strided or read-only one would
+        compile for half a minute)."""
         core = self.core
         out = np.empty(obs.cell.shape, np.int64)
-        window, field, cell, target = (np.ascontiguousarray(a) for a in (obs.window, obs.field, obs.cell, obs.target))
+        window, field, cell, target = (np.require(a, requirements=("C", "W"))
+                                       for a in (obs.window, obs.field, obs.cell, obs.target))
         builtin_actions(self.code, self.agents, obs.t, cell, window, field, target, self.paths, core.rows, core.cols,
                         core.iterations, core.view, core.streams, self.pointer, self.hidden,
                         bool(core.switches.oracle), bool(core.switches.imitation), out)

@@ -106,7 +106,9 @@ class Batch:
 @dataclass(frozen=True)
 class Observation:
     """What an agent perceives at iteration t (spec §1), for the E episodes and A agents served.
-    Arrays are fresh each iteration: a plug-in may keep them."""
+    Arrays are fresh each iteration and read-only: a plug-in may keep them, but writing into them
+    raises ValueError (what a protocol tells members goes through its counted `Messages`; copy an
+    array to change it)."""
 
     window: np.ndarray  # (E, A, 2k+1, 2k+1) float64: R of the observed cells, own cell in the middle
     cell: np.ndarray  # (E, A) int64: own cell, row * cols + col
@@ -136,7 +138,10 @@ class BehaviourPlugin(TypingProtocol):
     evaluation and keeps what it learned across its batches, played in episode order; False, the
     default: it must start fresh in every `reset`), `batch_episodes` (the most episodes per batch:
     a persistent learner's step), `protocols` (names or import paths of the protocols its agents
-    take part in, "*" for any)."""
+    take part in, "*" for any), `centralised` (True: an agent's action may depend on the other
+    agents' observations, which one object serving several agents sees; False, the default: each
+    agent acts on its own slice only, which `collective.testing.check_behaviour` verifies; rows
+    record it in the column `centralised`)."""
 
     def act(self, obs: Observation) -> np.ndarray:
         """(E, A) integer actions in 0..8."""
@@ -176,6 +181,11 @@ class PluginClass:
     @property
     def persistent(self) -> bool:
         return bool(getattr(self.cls, "persistent", False))
+
+    @property
+    def centralised(self) -> bool:
+        """Whether the plug-in declares that its agents act on each other's observations (`centralised = True`)."""
+        return bool(getattr(self.cls, "centralised", False))
 
     @property
     def batch_episodes(self) -> int | None:

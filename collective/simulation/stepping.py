@@ -133,18 +133,19 @@ class SteppingCore:
         window = np.empty((self.episodes, self.agents, side, side))
         observe_windows(self.good, self.evil, self.landscapes, self.t, self.cells, self.rows, self.cols, self.view,
                         self.radius, bool(self.switches.first_observation), window)
-        return Observation(window, self.cells.copy(), self.t, self.reward.copy(),
-                           np.full((self.episodes, self.agents), -1, np.int64), np.zeros(window.shape))
+        return read_only(Observation(window, self.cells.copy(), self.t, self.reward.copy(),
+                                     np.full((self.episodes, self.agents), -1, np.int64), np.zeros(window.shape)))
 
     @staticmethod
     def hear(obs: Observation, said: Messages, members) -> Observation:
-        """The observation with the protocol's targets and fields delivered to its members."""
-        target, field = obs.target, obs.field
+        """A new observation with the protocol's targets and fields delivered to its members (`obs` is
+        read-only: what a protocol hands its members goes through its Messages, counted)."""
+        target, field = obs.target.copy(), obs.field.copy()
         if said.target is not None:
             target[:, members] = said.target
         if said.field is not None:
             field[:, members] = said.field
-        return obs
+        return read_only(Observation(obs.window, obs.cell, obs.t, obs.reward, target, field))
 
     def step(self, actions: np.ndarray) -> np.ndarray:
         """Move everyone by actions (E, A) in 0..8 and pay them; returns the rewards (E, A)."""
@@ -207,9 +208,19 @@ def _agents_index(agents: np.ndarray) -> slice | np.ndarray:
     return agents
 
 
+def read_only(obs: Observation) -> Observation:
+    """`obs` with its arrays made read-only (issue 24 point 4): a plug-in that writes into what it is
+    handed (a protocol steering agents through obs.window, uncounted) raises ValueError instead.
+    Views of a read-only array cannot be made writeable again."""
+    for array in (obs.window, obs.cell, obs.reward, obs.target, obs.field):
+        array.flags.writeable = False
+    return obs
+
+
 def _subset(obs: Observation, agents) -> Observation:
-    return Observation(obs.window[:, agents], obs.cell[:, agents], obs.t, obs.reward[:, agents],
-                       obs.target[:, agents], obs.field[:, agents])
+    """The agents' part of a read-only observation: views when `agents` is a slice, read-only copies else."""
+    return read_only(Observation(obs.window[:, agents], obs.cell[:, agents], obs.t, obs.reward[:, agents],
+                                 obs.target[:, agents], obs.field[:, agents]))
 
 
 @dataclass
@@ -294,9 +305,9 @@ class DeliveryLog:
         return out
 
 
-class _Playing:
+class Playing:
     """One group on its own core, iteration by iteration: the loop of `play_group`, split so that the
-    sham control can step two groups in lock-step. `speaks`: the group's protocol talks (else its
+    sham control can step two groups in lock-step and the RL adapters one with the caller's actions. `speaks`: the group's protocol talks (else its
     members only hear what they are handed)."""
 
     def __init__(self, group: Group, environments, record: bool, speaks: bool = True):
@@ -340,13 +351,15 @@ class _Playing:
             acted = _call(member.instance, member.plugin.spec, "act", _subset(obs, index))
             self.actions[:, index] = checked_actions(acted, member.plugin.spec, (core.episodes, member.agents.size))
         rewards = core.step(self.actions)
+        handed = rewards.copy()  # read-only, as observations are
+        handed.flags.writeable = False
         for member, index in self.observers:
-            _call(member.instance, member.plugin.spec, "observe", rewards[:, index])
+            _call(member.instance, member.plugin.spec, "observe", handed[:, index])
         if self.record:
             self.positions[:, core.t] = core.cells
             self.rewards[:, core.t - 1] = rewards
 
-    def result(self, seconds: float, traffic: "_Playing | None" = None) -> GroupRun:
+    def result(self, seconds: float, traffic: "Playing | None" = None) -> GroupRun:
         """This group's run, with the traffic of `traffic`'s protocol (default its own)."""
         core, talker = self.core, traffic or self
         if talker.builtin:
@@ -363,7 +376,7 @@ class _Playing:
 def play_group(group: Group, environments, record: bool = False) -> GroupRun:
     """Play a batch of episodes (an `EnvironmentBatch`) with the group; R̄ per episode, the
     protocol's traffic and message entropy and, with `record`, the trajectories."""
-    playing = _Playing(group, environments, record)
+    playing = Playing(group, environments, record)
     started = time.perf_counter()
     for _ in range(playing.core.iterations):
         obs = playing.core.observe()
@@ -408,6 +421,7 @@ class _Overhearing:
                                 obs.target[:, members], obs.field[:, members])  # nothing delivered yet
             for name in ("window", "cell", "reward"):
                 getattr(mixed, name)[:, k] = getattr(obs, name)[:, listener]
+            read_only(mixed)
             lanes[:] = heard_streams[:, :, 0]
             lanes[:, listener] = core.streams[:, listener, 0]
             said = checked_messages(_call(member.instance, protocol.plugin.spec, "communicate", mixed),
@@ -426,7 +440,7 @@ def play_overhearing(group: Group, speaker: Group, environments, shadows, record
     and its own part in the protocol, and what the other members tell it is what they told in the shadow
     (`_Overhearing`). The run of `group` on `environments`, with the traffic and message entropy of the
     shadows' protocol (what the others said)."""
-    listening, speaking = _Playing(group, environments, record, speaks=False), _Playing(speaker, shadows, False)
+    listening, speaking = Playing(group, environments, record, speaks=False), Playing(speaker, shadows, False)
     overhearing = _Overhearing(group.protocol, listening.core)
     started = time.perf_counter()
     for _ in range(listening.core.iterations):

@@ -334,7 +334,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "distinct_information_bits_per_iteration": run.message_entropy * run.distinct_messages / config.iterations,
             "score_by_behaviour": by_behaviour, "plugin_digests": [digests] * n,
             "wall_seconds": [wall / n] * n, "kernel_seconds": [run.kernel_seconds / n] * n,
-            "version": [VERSION] * n, **motion_columns,
+            "version": [VERSION] * n, "centralised": [config.centralised] * n, **motion_columns,
         }
         columns.update({name: [config_column_value(value)] * n for name, value in config.as_record().items()})
         tables.append(pa.table(columns, schema=row_schema()))

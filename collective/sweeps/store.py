@@ -79,6 +79,9 @@ RESULT_FIELDS = (
     ("good_period", pa.int64()), ("good_drift", pa.int64()), ("good_displacement_per_iteration", pa.float64()),
     ("evil_period", pa.int64()), ("evil_drift", pa.int64()), ("evil_displacement_per_iteration", pa.float64()),
     ("motion", pa.string()),
+    # whether a behaviour plug-in of the group declares centralised = True (its agents act on each other's
+    # observations; collective.testing checks every other behaviour acts on its own slice only)
+    ("centralised", pa.bool_()),
 )
 # The names a sweep gives the files it writes into dataset/ (see `plan._units` and `write_chunk`).
 CHUNK_NAME = re.compile(r"\.?part-c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}\.parquet(\.tmp)?")
