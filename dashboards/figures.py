@@ -452,7 +452,7 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -
     _references(ax, rows, types, learner_cells, None)
     ax.set_xscale("log")
     ax.set_xlabel("novel training episodes per test episode" if held_out
-                  else "replay agent-steps per episode")
+                  else "training experience (replay agent-steps per episode)")
     title = "Held-out learning" if held_out else "Replay learning"
     _finish(figure, [ax], columns, title, options)
     caption = ("Υ on unseen test episodes against the novel training episodes each came with (held-out "
@@ -462,7 +462,8 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -
 
 
 def _cell_tags(rows: pd.DataFrame) -> dict[int, str]:
-    """A short name per cell from the factors that vary among `rows`' cells (K range, group size, range)."""
+    """A short name per cell from the factors that vary among `rows`' cells (K range, group size, observation
+    range); empty names when they do not vary."""
     cells = rows.drop_duplicates("cell").set_index("cell")
     parts = {}
     if {"k_min", "k_max"} <= set(cells) and (cells["k_min"].nunique() > 1 or cells["k_max"].nunique() > 1):
@@ -515,7 +516,7 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
     tags = []
     for ax, grid in zip(axes, grids):
         local = measured[measured["grid"] == grid]
-        cell_names = _cell_tags(rows[rows["grid"] == grid])
+        cell_names = _cell_tags(local)
         for label in [label for label in types.index if label in set(local["group"])]:
             points = []
             for cell, part in local[local["group"] == label].groupby("cell", sort=True):
