@@ -475,30 +475,32 @@ def _cell_tags(rows: pd.DataFrame) -> dict[int, str]:
 
 
 def _tag_points(figure: Figure, tags: list[tuple]) -> None:
-    """Name each point (ax, x, y, text, colour) beside it, at the first of a few offsets where the name
-    overlaps no name placed before (the last offset when none is free)."""
+    """Name each point (ax, x, y, text, colour) beside it, at the first of a few offsets where the name stays
+    inside its panel and overlaps no name placed before (when none is free, the first inside the panel)."""
     if not tags:
         return
     figure.draw_without_rendering()  # the final layout, so that names are placed where they will be drawn
     renderer = figure.canvas.get_renderer()
     right = ((3, 2), (3, -8), (3, 9), (3, -15))
     left = tuple((-dx, dy) for dx, dy in right)
-    inside = figure.bbox.padded(-2)
     placed = []
     for ax, x, y, text, colour in tags:
         on_the_right = ax.transAxes.inverted().transform(ax.transData.transform((x, y)))[0] > 0.6
         offsets = left + right if on_the_right else right + left
-        for i, (dx, dy) in enumerate(offsets):
+        candidates = []
+        for dx, dy in offsets:
             note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", color=colour,
                                fontsize=MIN_FONT_POINTS, ha="left" if dx > 0 else "right", annotation_clip=False)
             note.set_in_layout(False)
             box = note.get_window_extent(renderer)
-            free = inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1) \
-                and not any(box.overlaps(other) for other in placed)
-            if free or i == len(offsets) - 1:
-                placed.append(box)
-                break
             note.remove()
+            within = ax.bbox.contains(box.x0, box.y0) and ax.bbox.contains(box.x1, box.y1)
+            candidates.append((not within, any(box.overlaps(other) for other in placed), dx, dy, box))
+        _, _, dx, dy, box = min(candidates, key=lambda c: c[:2])  # stable: the first of the best
+        note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", color=colour,
+                           fontsize=MIN_FONT_POINTS, ha="left" if dx > 0 else "right", annotation_clip=False)
+        note.set_in_layout(False)
+        placed.append(box)
 
 
 def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
