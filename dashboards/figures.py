@@ -419,7 +419,11 @@ def _gains(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> F
                 ax.errorbar([x], [row["difference"]], yerr=error, fmt=types.loc[label, "marker"], capsize=2,
                             color=types.loc[label, "colour"], label=types.loc[label, "display"])
         ax.axhline(0.0, color=REFERENCE_STYLE["random"]["color"], linewidth=0.8)
-        ax.set_xticks(range(len(protocols)), [_short(p) for p in protocols])
+        names = [_short(p) for p in protocols]
+        crowded = sum(len(name) + 2 for name in names) * MIN_FONT_POINTS * CHARACTER_WIDTH \
+            > figure.get_figwidth() / columns - 0.5
+        ax.set_xticks(range(len(protocols)), names, rotation=30 if crowded else 0, ha="right" if crowded else "center",
+                      rotation_mode="anchor")
         ax.set_xlim(-0.6, len(protocols) - 0.4)
         _panel_title(ax, grid, columns)
     title = "Gain of collectives over isolated agents"
@@ -554,7 +558,7 @@ def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions
     grids = rows.drop_duplicates("entropy_bits").set_index("entropy_bits")["grid"].to_dict()
     builders = {
         "upsilon_vs_k": lambda: _series_figure(
-            rows, types, options, K_MID, r"$K(\mu)$ (bin centre)", "upsilon_vs_k",
+            rows, types, options, K_MID, r"$K$ (bin centre)", "upsilon_vs_k",
             r"$\Upsilon$ against algorithmic complexity $K$",
             f"Υ with 95% CI per K bin (width {k_bin_width}), one panel per grid and protocol, pooled over the "
             "other factors; dashed: random and oracle of the same cells."),

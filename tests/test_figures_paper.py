@@ -108,6 +108,9 @@ def test_no_panel_title_or_axis_label_overlaps_another_text(datasets):
                  for text in (ax.title, ax.xaxis.label, ax.yaxis.label) if text.get_text()]
         boxes += [(f"{spec.name}: legend", legend.get_window_extent(renderer)) for legend in figure.legends]
         overlapping = [(a, b) for (a, box_a), (b, box_b) in combinations(boxes, 2) if box_a.overlaps(box_b)]
+        for ax in axes:  # tick labels of categories (the gains figure's protocols) running together
+            ticks = [label.get_window_extent(renderer) for label in ax.get_xticklabels() if label.get_text()]
+            overlapping += [(spec.name, "x tick labels") for a, b in zip(ticks, ticks[1:]) if a.overlaps(b)]
         assert not overlapping, overlapping[:2]
 
 
