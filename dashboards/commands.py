@@ -39,6 +39,33 @@ def _table_list(text: str) -> list[str]:
     return values
 
 
+def _width(text: str) -> float:
+    from dashboards.figures import parse_width
+
+    try:
+        return parse_width(text.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _figure_list(text: str) -> list[str]:
+    from dashboards.figures import FIGURE_NAMES
+
+    values = _comma_list(text)
+    unknown = [value for value in values if value not in FIGURE_NAMES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURE_NAMES)}")
+    return values
+
+
+def _display_label(text: str) -> tuple[str, str]:
+    """GROUP=TEXT: a group identifier and its display label, both non-empty."""
+    group, _, label = text.partition("=")
+    if not group.strip() or not label.strip():
+        raise argparse.ArgumentTypeError(f"expected GROUP=TEXT, e.g. local_search+broadcast=\"broadcast\" (got {text!r})")
+    return group.strip(), label.strip()
+
+
 def _add_pool_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", nargs="+", metavar="DATASET",
                         help="a sweep directory (collective sweep --out DIR) or its dataset/ folder; several are "
@@ -78,11 +105,27 @@ def add_analysis_commands(commands) -> None:
                               "that fit its width; wide: never split; csv, json, markdown: every column)")
     analyze.add_argument("--tables", type=_table_list, default=None, metavar="T1,T2",
                          help=f"only these tables: {', '.join(TABLES)} (default all)")
-    figures = commands.add_parser("figures", help="publication figures (PDF and PNG) of a sweep dataset",
-                                  description="Υ against K, H and group size, K x group-size heat maps and "
-                                              "organisational structures side by side, as PDF and PNG.")
+    figures = commands.add_parser("figures", help="publication figures (PDF, PNG and SVG) of a sweep dataset",
+                                  description="Υ against K, H and group size, K x group-size heat maps, "
+                                              "organisational structures side by side, the gains of collectives "
+                                              "over isolated agents and Υ against message entropy, one panel per "
+                                              "grid, as PDF, PNG and SVG sized for a paper (docs/figures.md).")
     _add_dataset_options(figures)
     figures.add_argument("--out", required=True, metavar="DIR", help="directory for the figure files")
+    figures.add_argument("--width", type=_width, default="double", metavar="single|double|INCHES",
+                         help="figure width: single (3.5 in, one column), double (7.16 in, two columns; default) "
+                              "or inches; every text is at least 7 pt at this width")
+    figures.add_argument("--title", action="store_true", help="draw a title on each figure (default none: a "
+                                                              "paper puts it in the caption)")
+    figures.add_argument("--label", type=_display_label, action="append", default=[], metavar="GROUP=TEXT",
+                         help="show group GROUP (its identifier, as in analyze) as TEXT; repeatable; over the "
+                              "spec's labels")
+    figures.add_argument("--groups", type=_comma_list, default=None, metavar="G1,G2",
+                         help="only these groups (identifiers); random and oracle stay as references")
+    figures.add_argument("--figures", type=_figure_list, default=None, metavar="F1,F2",
+                         help="only these figures: upsilon_vs_k, upsilon_vs_entropy, upsilon_vs_group_size, "
+                              "heatmap_k_group_size, structures, gains, learning_curves, "
+                              "upsilon_vs_message_entropy (default all)")
     validate = commands.add_parser("validate", help="the validity suite: negative controls and known answers",
                                    description="Checks a dataset's readings must pass, each reported as holding or "
                                                "not with its figure: no group-size effect for groups that cannot "
@@ -121,6 +164,13 @@ def run_analysis_command(args: argparse.Namespace) -> int:
             print(f"collective {args.command}: notice: {notice}", file=sys.stderr)
         if args.command == "validate":
             return _validate(dataset, args.format)
+        if args.command == "figures":
+            from dashboards.figures import FigureOptions, check_options, write_figures
+
+            options = FigureOptions(width=args.width, title=args.title, labels=dict(args.label),
+                                    groups=tuple(args.groups) if args.groups else None,
+                                    figures=tuple(args.figures) if args.figures else None)
+            check_options(dataset, options)
         analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width)
         if args.command == "analyze":
             if args.tables:
@@ -129,10 +179,8 @@ def run_analysis_command(args: argparse.Namespace) -> int:
             width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None  # a file gets it whole
             print(format_analysis(analysis, args.format, width))
         elif args.command == "figures":
-            from dashboards.figures import write_figures
-
-            for written in write_figures(dataset, args.out, args.k_bin_width):
-                print(f"{written.pdf}\n{written.png}")
+            for written in write_figures(dataset, args.out, args.k_bin_width, options):
+                print(f"{written.pdf}\n{written.png}\n{written.svg}")
         else:
             from dashboards.report import write_report
 

@@ -1,14 +1,21 @@
-"""Publication figures of a sweep dataset, as PDF (embedded TrueType fonts) and PNG.
+"""Publication figures of a sweep dataset, as PDF (embedded TrueType fonts), PNG and SVG, sized for a paper.
 
-Serif text with Computer Modern mathtext (no TeX install needed), the Okabe–Ito colour-blind-safe
-palette, a 95% CI on every point (band or bar), and the random and oracle groups of the same cells
-as dashed references on every panel. A factor with one level gives single points, never an error.
+A figure is exactly `FigureOptions.width` inches wide (a one-column 3.5 in or two-column 7.16 in layout, or
+any width) and every text in it is at least MIN_FONT_POINTS at that width, so it goes into a paper unscaled.
+Serif text with Computer Modern mathtext (no TeX install needed), the Okabe–Ito colour-blind-safe palette
+for the first 8 group types and then marker and line-style combinations, a 95% CI on every point (band or
+bar), and the random and oracle groups of the same cells as dashed references. No built-in title unless
+asked (a paper puts it in the caption). Every figure is faceted by grid: Υ is defined for one search-space
+entropy H (paper 003 Definition 3), so grids are never pooled. Groups are shown by their display labels
+(the spec's `label`s, else their identifiers) and can be relabelled and selected. A factor with one level
+gives single points, never an error.
 """
 from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+import textwrap
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -21,22 +28,62 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from collective.analysis.learning import (EFFICIENCY_REFERENCE, held_out_learning, learning_curves,  # noqa: E402
                                          replay_curves)
-from collective.analysis.tables import (K_BIN, K_MID, Dataset, add_k_bins, clustered_mean_ci,  # noqa: E402
-                                       environment_ids, mean_ci)
+from collective.analysis.tables import (K_BIN, K_MID, Dataset, DatasetError, add_k_bins, clustered_mean_ci,  # noqa: E402
+                                       collective_gains, environment_ids, mean_ci)
 
 logging.getLogger("fontTools").setLevel(logging.ERROR)  # Computer Modern's old 'head' timestamps, when subsetting
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")  # yellow last: low contrast
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+LINESTYLES = ("-", (0, (4, 1.5)), (0, (1.5, 1)), (0, (4, 1, 1, 1)))  # solid, then one per further 8 groups
 REFERENCE_STYLE = {"random": dict(color="#7f7f7f", linestyle="--"), "oracle": dict(color="#000000", linestyle=":")}
+MIN_FONT_POINTS = 7  # the smallest text a paper prints (ACM, IEEE and Springer captions are 8-9 pt)
 STYLE = {
     "font.family": "serif", "font.serif": ["DejaVu Serif"], "mathtext.fontset": "cm",
-    "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 7.5, "xtick.labelsize": 8,
-    "ytick.labelsize": 8, "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
-    "grid.alpha": 0.25, "grid.linewidth": 0.5, "lines.linewidth": 1.3, "lines.markersize": 4,
-    "pdf.fonttype": 42, "ps.fonttype": 42, "savefig.bbox": "tight", "savefig.dpi": 200,
+    "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": MIN_FONT_POINTS,
+    "xtick.labelsize": MIN_FONT_POINTS, "ytick.labelsize": MIN_FONT_POINTS, "figure.titlesize": 9,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+    "grid.alpha": 0.25, "grid.linewidth": 0.5, "lines.linewidth": 1.2, "lines.markersize": 3.5,
+    "pdf.fonttype": 42, "ps.fonttype": 42, "svg.hashsalt": "collective", "savefig.bbox": "standard",
+    "savefig.dpi": 300, "figure.constrained_layout.h_pad": 0.03, "figure.constrained_layout.w_pad": 0.03,
 }
 UPSILON = r"$\Upsilon$ (mean reward $\bar{R}$)"
-PANEL_WIDTH, PANEL_HEIGHT, LEGEND_WIDTH, MAX_COLUMNS = 2.9, 2.3, 1.8, 4
+WIDTHS = {"single": 3.5, "double": 7.16}  # inches: one and two columns of a two-column paper (IEEE, ACM)
+MIN_WIDTH, MAX_WIDTH = 2.5, 20.0
+PANEL_MIN_WIDTH, PANEL_HEIGHT = 1.7, 1.75  # inches
+CHARACTER_WIDTH = 0.62 / 72  # inches per point of font size: DejaVu Serif's widest common advances
+FIGURE_NAMES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures",
+                "gains", "learning_curves", "upsilon_vs_message_entropy", "training_curves")
+FORMATS = ("pdf", "png", "svg")
+
+
+class FigureOptionError(DatasetError):
+    """A figure option naming a group the dataset lacks; the message names the option and the allowed values."""
+
+
+@dataclass(frozen=True)
+class FigureOptions:
+    """How figures are drawn: width in inches, a title or none, display labels by group identifier (over the
+    spec's), the groups shown (None: all; random and oracle stay as references) and the figures built."""
+
+    width: float = WIDTHS["double"]
+    title: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+    groups: tuple[str, ...] | None = None
+    figures: tuple[str, ...] | None = None
+
+
+def parse_width(text: str) -> float:
+    """`single`, `double` or a width in inches, MIN_WIDTH..MAX_WIDTH; ValueError naming the allowed values."""
+    if text in WIDTHS:
+        return WIDTHS[text]
+    try:
+        inches = float(text)
+    except ValueError:
+        inches = math.nan
+    if not MIN_WIDTH <= inches <= MAX_WIDTH:
+        raise ValueError(f"expected single ({WIDTHS['single']} in), double ({WIDTHS['double']} in) or inches "
+                         f"{MIN_WIDTH:g}..{MAX_WIDTH:g} (got {text!r})")
+    return inches
 
 
 @dataclass
@@ -56,35 +103,98 @@ class WrittenFigure:
     caption: str
     pdf: Path
     png: Path
+    svg: Path
+
+
+def display_labels(dataset: Dataset, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`."""
+    labels = {}
+    for source in dataset.sources:
+        for group in (source.description or {}).get("groups", []):
+            if isinstance(group, dict) and group.get("display"):
+                labels.setdefault(str(group.get("label")), str(group["display"]))
+    return {**labels, **(overrides or {})}
+
+
+def check_options(dataset: Dataset, options: FigureOptions) -> None:
+    """FigureOptionError naming the option when `options` names a group the dataset lacks or an unknown figure,
+    or its width is out of range."""
+    known = sorted(dataset.rows["group"].unique())
+    for option, names in (("--groups", options.groups or ()), ("--label", options.labels)):
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise FigureOptionError(f"{option}: unknown group {unknown[0]!r}; allowed: {', '.join(known)}")
+    unknown = [name for name in options.figures or () if name not in FIGURE_NAMES]
+    if unknown:
+        raise FigureOptionError(f"--figures: unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURE_NAMES)}")
+    if not MIN_WIDTH <= options.width <= MAX_WIDTH:
+        raise FigureOptionError(f"--width: must be {MIN_WIDTH:g}..{MAX_WIDTH:g} inches (got {options.width!r})")
 
 
 def _is_reference(groups: pd.DataFrame, behaviour: str) -> pd.Series:
     return (groups["behaviour"] == behaviour) & (groups["protocol"] == "none") & (groups["mix"] == "")
 
 
-def _group_types(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per group label: behaviour, mix, protocol, whether it is a reference, its colour and marker."""
+def series_style(index: int) -> tuple[str, str, object]:
+    """Colour, marker and line style of the index-th group type: the 8 Okabe–Ito colours with solid lines
+    first, then each further 8 with the next line style and shifted markers, so no two types look alike."""
+    return (OKABE_ITO[index % len(OKABE_ITO)], MARKERS[(index + index // len(OKABE_ITO)) % len(MARKERS)],
+            LINESTYLES[(index // len(OKABE_ITO)) % len(LINESTYLES)])
+
+
+def _group_types(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """One row per group identifier: behaviour, mix, protocol, whether it is a reference, its display label,
+    colour, marker and line style."""
     types = rows[["group", "behaviour", "mix", "protocol"]].drop_duplicates("group")
     types = types.assign(reference=np.where(_is_reference(types, "random"), "random",
                                             np.where(_is_reference(types, "oracle"), "oracle", "")))
     order = sorted(types.itertuples(index=False), key=lambda t: (t.reference, t.protocol != "none", t.protocol, t.group))
     types = types.set_index("group").loc[[t.group for t in order]]
+    types["display"] = [labels.get(g, g) for g in types.index]
     series = [label for label in types.index if not types.loc[label, "reference"]]
-    types["colour"] = [OKABE_ITO[series.index(g) % len(OKABE_ITO)] if g in series else "" for g in types.index]
-    types["marker"] = [MARKERS[series.index(g) % len(MARKERS)] if g in series else "" for g in types.index]
+    styles = {label: series_style(i) for i, label in enumerate(series)}
+    types["colour"] = [styles[g][0] if g in styles else "" for g in types.index]
+    types["marker"] = [styles[g][1] if g in styles else "" for g in types.index]
+    types["linestyle"] = pd.Series([styles[g][2] if g in styles else "-" for g in types.index], index=types.index,
+                                   dtype=object)
     return types
 
 
-def _grid(panels: int, panel_width: float = PANEL_WIDTH, legend_width: float = LEGEND_WIDTH) -> tuple[Figure, list]:
-    columns = max(1, min(MAX_COLUMNS, panels))
+def _style(types: pd.DataFrame, label: str) -> dict:
+    return dict(color=types.loc[label, "colour"], marker=types.loc[label, "marker"],
+                linestyle=types.loc[label, "linestyle"])
+
+
+def _grids(rows: pd.DataFrame) -> list[str]:
+    """The grids in order of their entropy H."""
+    return rows.drop_duplicates("grid").sort_values(["entropy_bits", "grid"])["grid"].tolist()
+
+
+def _short(protocol: str) -> str:
+    """A protocol's name without its plug-in module path."""
+    return protocol.rsplit(":", 1)[-1] if ":" in protocol else protocol
+
+
+def _wrap(text: str, inches: float, points: float) -> str:
+    """Text wrapped to lines of at most `inches` at `points` size."""
+    return textwrap.fill(text, max(8, int(inches / (points * CHARACTER_WIDTH))), break_long_words=True)
+
+
+def _grid(panels: int, width: float, sharey: bool = True) -> tuple[Figure, list, int]:
+    """A figure `width` inches wide with as many panels of at least PANEL_MIN_WIDTH per line as fit;
+    the figure, its visible axes and the number of columns."""
+    columns = max(1, min(panels, int(width // PANEL_MIN_WIDTH)))
     lines = math.ceil(panels / columns)
-    figure, axes = plt.subplots(lines, columns, figsize=(panel_width * columns + legend_width,
-                                                         PANEL_HEIGHT * lines + 0.5),
-                                squeeze=False, sharey=True, layout="constrained")
+    figure, axes = plt.subplots(lines, columns, figsize=(width, PANEL_HEIGHT * lines + 0.1), squeeze=False,
+                                sharey=sharey, layout="constrained")
     flat = list(axes.flat)
     for unused in flat[panels:]:
         unused.set_visible(False)
-    return figure, flat[:panels]
+    return figure, flat[:panels], columns
+
+
+def _panel_title(ax, text: str, columns: int) -> None:
+    ax.set_title(_wrap(text, ax.figure.get_figwidth() / columns - 0.3, STYLE["axes.titlesize"]))
 
 
 def _pooled_ci(rows: pd.DataFrame) -> tuple[int, float, float, float]:
@@ -109,22 +219,35 @@ def _plot_curve(ax, curve: pd.DataFrame, label: str, **style) -> None:
                     fmt="none", ecolor=line.get_color(), elinewidth=0.8, capsize=2)
 
 
-def _finish(figure: Figure, axes: list, title: str, only: tuple[str, ...] | None = None) -> None:
-    """Common y label, y range within R̄'s [-1, 1], one legend for the whole figure (of the labels `only`
-    when given), title."""
+def _finish(figure: Figure, axes: list, columns: int, title: str, options: FigureOptions,
+            only: tuple[str, ...] | None = None, ylabel: str = UPSILON, clamp: bool = True) -> None:
+    """Common y label, y range within R̄'s [-1, 1] (`clamp`), one legend below the panels (of the labels
+    `only` when given) in as many columns as fit the width, and the title when asked for; the figure grows
+    in height to hold them."""
+    if clamp:
+        for ax in axes:
+            low, high = ax.get_ylim()
+            ax.set_ylim(max(low, -1.05), min(high, 1.05))
+    for ax in axes[::columns]:
+        ax.set_ylabel(ylabel)
     for ax in axes:
-        low, high = ax.get_ylim()
-        ax.set_ylim(max(low, -1.05), min(high, 1.05))
-    for ax in axes[::MAX_COLUMNS]:
-        ax.set_ylabel(UPSILON)
+        ax.set_xlabel(_wrap(ax.get_xlabel(), figure.get_figwidth() / columns - 0.35, STYLE["axes.labelsize"]))
     handles = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             if only is None or label in only:
                 handles.setdefault(label, handle)
+    width, points = figure.get_figwidth(), STYLE["legend.fontsize"]
     if handles:
-        figure.legend(handles.values(), handles.keys(), loc="outside right upper", frameon=False)
-    figure.suptitle(title)
+        labels = [_wrap(label, width - 0.6, points) for label in handles]
+        longest = max(len(line) for label in labels for line in label.split("\n"))
+        ncol = max(1, min(len(labels), int(width // (longest * points * CHARACTER_WIDTH + 0.5))))
+        lines = sum(max(label.count("\n") + 1 for label in labels[i:i + ncol]) for i in range(0, len(labels), ncol))
+        figure.set_figheight(figure.get_figheight() + lines * points * 1.5 / 72 + 0.12)
+        figure.legend(handles.values(), labels, loc="outside lower center", ncol=ncol, frameon=False)
+    if options.title:
+        figure.set_figheight(figure.get_figheight() + 0.25)
+        figure.suptitle(_wrap(title, width - 0.2, STYLE["figure.titlesize"]))
 
 
 def _references(ax, rows: pd.DataFrame, types: pd.DataFrame, cells: set, x: str | None) -> None:
@@ -143,107 +266,175 @@ def _references(ax, rows: pd.DataFrame, types: pd.DataFrame, cells: set, x: str 
             _plot_curve(ax, _curve(part, x), reference, marker="", linewidth=1.0, **style)
 
 
-def _series_figure(rows: pd.DataFrame, types: pd.DataFrame, x: str, xlabel: str, name: str, title: str,
-                   caption: str, ticks: dict | None = None, log_x: bool = False) -> FigureSpec:
-    """One panel per protocol, one curve per group type of that protocol, against factor x."""
+def _series_figure(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions, x: str, xlabel: str,
+                   name: str, title: str, caption: str, by_grid: bool = True, ticks: dict | None = None,
+                   log_x: bool = False) -> FigureSpec:
+    """One panel per grid and protocol (per protocol when x is the grid), one curve per group type of that
+    protocol, against factor x."""
     series = types[types["reference"] == ""]
     protocols = list(dict.fromkeys(series["protocol"])) or ["none"]
-    figure, axes = _grid(len(protocols))
-    for ax, protocol in zip(axes, protocols):
-        labels = series.index[series["protocol"] == protocol]
-        part = rows[rows["group"].isin(labels)]
+    panels = [(grid, protocol) for grid in (_grids(rows) if by_grid else [None]) for protocol in protocols
+              if grid is None or not series.index[series["protocol"] == protocol].empty
+              or protocol == "none"]
+    figure, axes, columns = _grid(len(panels), options.width)
+    for ax, (grid, protocol) in zip(axes, panels):
+        local = rows if grid is None else rows[rows["grid"] == grid]
+        labels = [label for label in series.index[series["protocol"] == protocol] if label in set(local["group"])]
+        part = local[local["group"].isin(labels)]
         for label in labels:
-            _plot_curve(ax, _curve(part[part["group"] == label], x), label, color=types.loc[label, "colour"],
-                        marker=types.loc[label, "marker"])
-        cells = set(part["cell"]) if len(labels) else set(rows["cell"])
-        _references(ax, rows, types, cells, x)
-        ax.set_title("isolated agents (no protocol)" if protocol == "none" else f"protocol: {protocol}")
+            _plot_curve(ax, _curve(part[part["group"] == label], x), types.loc[label, "display"],
+                        **_style(types, label))
+        cells = set(part["cell"]) if len(labels) else set(local["cell"])
+        _references(ax, local, types, cells, x)
+        shown = "isolated agents" if protocol == "none" else _short(protocol)
+        _panel_title(ax, shown if grid is None else f"{grid}: {shown}", columns)
         ax.set_xlabel(xlabel)
         if log_x:
             ax.set_xscale("log")
         if ticks is not None:
-            levels = sorted(rows.loc[rows["cell"].isin(cells), x].unique())
+            levels = sorted(local.loc[local["cell"].isin(cells), x].unique())
             ax.set_xticks(levels, [ticks.get(level, f"{level:g}") for level in levels])
             ax.minorticks_off()
-    _finish(figure, axes, title)
+    _finish(figure, axes, columns, title, options)
     return FigureSpec(name, title, caption, figure)
 
 
-def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec:
-    """Υ over K bins x group size, one panel per group type, annotated with Υ ± CI half-width; the colour
-    bar marks the random and oracle levels."""
+def _cell_text(cell_width: float, cell_height: float) -> str:
+    """What a heat-map cell of that size (inches) can hold at MIN_FONT_POINTS: "mean±ci", "mean" or ""."""
+    line = MIN_FONT_POINTS * 1.3 / 72
+    if cell_width >= 5.5 * MIN_FONT_POINTS * CHARACTER_WIDTH and cell_height >= 2.2 * line:
+        return "mean±ci"
+    return "mean" if cell_width >= 4.5 * MIN_FONT_POINTS * CHARACTER_WIDTH and cell_height >= 1.1 * line else ""
+
+
+def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec:
+    """Υ over K bins x group size, one panel per grid and group type, annotated with Υ (± CI half-width)
+    where the cells are large enough for MIN_FONT_POINTS text; the colour bar marks each grid's random
+    and oracle levels."""
     series = types.index[types["reference"] == ""]
     labels = list(series) or list(types.index)
-    summary = {label: rows[rows["group"] == label].groupby([K_BIN, "group_size"], observed=True)["score"]
-               .apply(lambda s: mean_ci(s.to_numpy())) for label in labels}
+    panels = [(grid, label) for grid in _grids(rows) for label in labels
+              if ((rows["grid"] == grid) & (rows["group"] == label)).any()]
+    summary = {panel: rows[(rows["grid"] == panel[0]) & (rows["group"] == panel[1])]
+               .groupby([K_BIN, "group_size"], observed=True)["score"].apply(lambda s: mean_ci(s.to_numpy()))
+               for panel in panels}
     values = [v[1] for table in summary.values() for v in table]
-    low, high = (min(values), max(values)) if values else (0.0, 1.0)
-    references = {r: rows[rows["group"].isin(types.index[types["reference"] == r])]["score"].mean()
-                  for r in REFERENCE_STYLE}
-    present = [v for v in references.values() if not math.isnan(v)]
-    low, high = min([low, *present]), max([high, *present])
-    figure, axes = _grid(len(labels), legend_width=0.6)
-    image = None
-    for ax, label in zip(axes, labels):
-        table = summary[label]
+    references = {(r, grid): part["score"].mean() for r in REFERENCE_STYLE for grid in _grids(rows)
+                  if not (part := rows[rows["group"].isin(types.index[types["reference"] == r])
+                                       & (rows["grid"] == grid)]).empty}
+    levels = values + list(references.values())
+    low, high = (min(levels), max(levels)) if levels else (0.0, 1.0)
+    figure, axes, columns = _grid(len(panels), options.width - 0.6, sharey=False)
+    figure.set_figwidth(options.width)
+    image, texts = None, set()
+    for ax, panel in zip(axes, panels):
+        table = summary[panel]
         k_levels = [k for k in rows[K_BIN].cat.categories if k in table.index.get_level_values(0)]
         sizes = sorted(table.index.get_level_values(1).unique())
+        inner = (options.width - 0.6) / columns - 0.55, PANEL_HEIGHT - 0.6
+        text = _cell_text(inner[0] / len(sizes), inner[1] / len(k_levels))
+        texts.add(text)
         grid = np.full((len(k_levels), len(sizes)), np.nan)
         for (k, size), (n, mean, lo, hi) in table.items():
             i, j = k_levels.index(k), sizes.index(size)
             grid[i, j] = mean
-            half = f"\n±{(hi - lo) / 2:.2f}" if n > 1 else ""
-            ax.text(j, i, f"{mean:.2f}{half}", ha="center", va="center", fontsize=6,
-                    color="white" if mean < low + 0.45 * (high - low) else "black")
+            if text:
+                half = f"\n±{(hi - lo) / 2:.2f}" if n > 1 and text == "mean±ci" else ""
+                ax.text(j, i, f"{mean:.2f}{half}", ha="center", va="center", fontsize=MIN_FONT_POINTS,
+                        color="white" if mean < low + 0.45 * (high - low) else "black")
         image = ax.imshow(grid, origin="lower", aspect="auto", cmap="cividis", vmin=low, vmax=high)
         ax.set_xticks(range(len(sizes)), [str(s) for s in sizes])
         ax.set_yticks(range(len(k_levels)), k_levels)
         ax.grid(False)
-        ax.set_title(label)
+        _panel_title(ax, f"{panel[0]}: {types.loc[panel[1], 'display']}", columns)
         ax.set_xlabel("group size $G$")
-    for ax in axes[::MAX_COLUMNS]:
-        ax.set_ylabel(r"complexity $K(\mu)$ (LZ76 phrases)")
+    for ax in axes[::columns]:
+        ax.set_ylabel(r"$K(\mu)$ (LZ76 phrases)")
     if image is not None:
-        bar = figure.colorbar(image, ax=axes, shrink=0.9, label=UPSILON)
-        for reference, level in references.items():
-            if not math.isnan(level):
-                bar.ax.axhline(level, color=REFERENCE_STYLE[reference]["color"], linewidth=1.5,
+        bar = figure.colorbar(image, ax=axes, shrink=0.9, label=r"$\Upsilon$")
+        for reference in REFERENCE_STYLE:
+            grid_levels = [level for (r, _), level in references.items() if r == reference]
+            for level in grid_levels:
+                bar.ax.axhline(level, color=REFERENCE_STYLE[reference]["color"], linewidth=1.2,
                                linestyle=REFERENCE_STYLE[reference]["linestyle"])
-                bar.ax.text(-0.3, level, reference, transform=bar.ax.get_yaxis_transform(), ha="right", va="center",
-                            fontsize=7)
+            if grid_levels:
+                bar.ax.text(-0.3, float(np.mean(grid_levels)), reference, transform=bar.ax.get_yaxis_transform(),
+                            ha="right", va="center", fontsize=MIN_FONT_POINTS)
     title = r"$\Upsilon$ over complexity $K$ and group size"
-    figure.suptitle(title)
+    if options.title:
+        figure.set_figheight(figure.get_figheight() + 0.25)
+        figure.suptitle(_wrap(title, options.width - 0.2, STYLE["figure.titlesize"]))
+    shown = ("Υ ± 95% CI half-width" if "mean±ci" in texts else "Υ") if texts - {""} else ""
     return FigureSpec("heatmap_k_group_size", title,
-                      "Υ per K bin and group size for each group type (cell text: Υ ± 95% CI half-width); "
-                      "the colour bar marks Υ of the random and oracle groups.", figure)
+                      "Υ per K bin and group size for each grid and group type"
+                      + (f" (cell text: {shown})" if shown else "")
+                      + "; the colour bar marks Υ of each grid's random and oracle groups.", figure)
 
 
-def _structures(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec:
-    """Every group type side by side, one panel per group size (collective sizes when there are any)."""
+def _structures(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec:
+    """Every group type side by side (a marker per type, named in the legend), one panel per grid and group
+    size (collective sizes when there are any)."""
     sizes = sorted(rows["group_size"].unique())
     sizes = [s for s in sizes if s > 1] or sizes
-    most = max(rows[rows["group_size"] == size]["group"].nunique() for size in sizes)
-    figure, axes = _grid(len(sizes), panel_width=max(PANEL_WIDTH, 0.45 * most + 0.8), legend_width=1.0)
-    for ax, size in zip(axes, sizes):
-        part = rows[rows["group_size"] == size]
+    panels = [(grid, size) for grid in _grids(rows) for size in sizes
+              if ((rows["grid"] == grid) & (rows["group_size"] == size)).any()]
+    figure, axes, columns = _grid(len(panels), options.width)
+    for ax, (grid, size) in zip(axes, panels):
+        part = rows[(rows["grid"] == grid) & (rows["group_size"] == size)]
         labels = [g for g in types.index if types.loc[g, "reference"] == "" and g in set(part["group"])]
         for position, label in enumerate(labels):
             n, mean, low, high = mean_ci(part.loc[part["group"] == label, "score"].to_numpy())
             error = [[mean - low], [high - mean]] if n > 1 else None
-            ax.errorbar([position], [mean], yerr=error, fmt=types.loc[label, "marker"], capsize=3,
-                        color=types.loc[label, "colour"], label=label)
-        _references(ax, rows, types, set(part["cell"]), None)
-        ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=7)
+            ax.errorbar([position], [mean], yerr=error, fmt=types.loc[label, "marker"], capsize=2,
+                        color=types.loc[label, "colour"], label=types.loc[label, "display"])
+        _references(ax, part, types, set(part["cell"]), None)
+        ax.set_xticks([])
         ax.set_xlim(-0.6, max(len(labels), 1) - 0.4)
-        ax.set_title(f"group size $G = {size}$")
-        ax.set_xlabel("organisational structure")
+        _panel_title(ax, f"{grid}: $G = {size}$", columns)
     title = "Organisational structures side by side"
-    _finish(figure, axes, title, only=tuple(REFERENCE_STYLE))
+    _finish(figure, axes, columns, title, options)
     return FigureSpec("structures", title, "Υ with 95% CI of every group type (isolated agents and protocols) "
-                      "per group size, on the same cells; random and oracle levels with their CIs.", figure)
+                      "per grid and group size, on the same cells; random and oracle levels with their CIs.", figure)
 
 
-def _learning(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
+def _gains(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
+    """Each collective's gain over the isolated agents of its behaviour or mix (the `gains` table's paired
+    difference with its 95% CI), one panel per grid, the collectives of a protocol side by side."""
+    gains = collective_gains(rows, ["grid"])
+    if gains.empty:
+        return None
+    grids = [grid for grid in _grids(rows) if grid in set(gains["grid"])]
+    collectives = [label for label in types.index if label in set(gains["collective"])]
+    protocols = list(dict.fromkeys(types.loc[collectives, "protocol"]))
+    figure, axes, columns = _grid(len(grids), options.width)
+    for ax, grid in zip(axes, grids):
+        part = gains[gains["grid"] == grid]
+        for p, protocol in enumerate(protocols):
+            members = [label for label in collectives if types.loc[label, "protocol"] == protocol
+                       and label in set(part["collective"])]
+            for m, label in enumerate(members):
+                row = part[part["collective"] == label].iloc[0]
+                x = p + (m - (len(members) - 1) / 2) * min(0.7 / max(len(members), 1), 0.2)
+                below, above = (row["difference"] - row["ci95_low"], row["ci95_high"] - row["difference"])
+                error = None if math.isnan(below) or math.isnan(above) else [[below], [above]]
+                ax.errorbar([x], [row["difference"]], yerr=error, fmt=types.loc[label, "marker"], capsize=2,
+                            color=types.loc[label, "colour"], label=types.loc[label, "display"])
+        ax.axhline(0.0, color=REFERENCE_STYLE["random"]["color"], linewidth=0.8)
+        names = [_short(p) for p in protocols]
+        crowded = sum(len(name) + 2 for name in names) * MIN_FONT_POINTS * CHARACTER_WIDTH \
+            > figure.get_figwidth() / columns - 0.5
+        ax.set_xticks(range(len(protocols)), names, rotation=30 if crowded else 0, ha="right" if crowded else "center",
+                      rotation_mode="anchor")
+        ax.set_xlim(-0.6, len(protocols) - 0.4)
+        _panel_title(ax, grid, columns)
+    title = "Gain of collectives over isolated agents"
+    _finish(figure, axes, columns, title, options, ylabel=r"$\Delta\Upsilon$ (collective $-$ isolated)", clamp=False)
+    return FigureSpec("gains", title, "Υ of each collective minus Υ of the isolated agents of the same behaviour "
+                      "or mix, paired by cell and episode (the gains table), with its 95% CI; one panel per grid "
+                      "(paper 003 Definition 3: one H per Υ); 0 = no gain.", figure)
+
+
+def _learning(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
     """Held-out learners' Υ on unseen episodes against novel training episodes when the data varies them,
     else replay learners' Υ against replay steps (collective/analysis/learning.py); None without either."""
     _, points = held_out_learning(rows)
@@ -252,28 +443,30 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
         replay_curves(rows).rename(columns={"training_steps": "x"}).assign(q_training_passes=None)
     if curves.empty:
         return None
-    figure, ax = plt.subplots(figsize=(PANEL_WIDTH * 1.4, PANEL_HEIGHT * 1.2), layout="constrained")
+    figure, axes, columns = _grid(1, min(options.width, 2 * PANEL_MIN_WIDTH + 0.5))
+    figure.set_figwidth(options.width)
+    ax = axes[0]
     keys = ["group", "group_size", "q_training_passes"] + [key for key in ("grid", "iterations") if key in curves]
     for values, part in curves.groupby(keys, sort=True, dropna=False):
         label, size, passes = values[:3]
         curve = part.rename(columns={"ci95_low": "low", "ci95_high": "high"})
         task = ", ".join(f"{key} {value}" for key, value in zip(keys[3:], values[3:]))
-        name = f"{label}, $G = {size}$" + (f", {passes} passes, {task}" if held_out else "")
-        _plot_curve(ax, curve, name, color=types.loc[label, "colour"], marker=types.loc[label, "marker"])
+        name = f"{types.loc[label, 'display']}, $G = {size}$" + (f", {passes} passes, {task}" if held_out else "")
+        _plot_curve(ax, curve, name, **_style(types, label))
     learner_cells = set(rows.loc[rows["group"].isin(curves["group"]), "cell"])
     _references(ax, rows, types, learner_cells, None)
     ax.set_xscale("log")
     ax.set_xlabel("novel training episodes per test episode" if held_out
                   else "training experience (replay agent-steps per episode)")
     title = "Held-out learning" if held_out else "Replay learning"
-    _finish(figure, [ax], title)
+    _finish(figure, [ax], columns, title, options)
     caption = ("Υ on unseen test episodes against the novel training episodes each came with (held-out "
                "learning; not paper 002's skill-acquisition efficiency, see the learning table)" if held_out else
                "Υ on the trained episode against q_training_passes x T replay steps (memorisation)")
     return FigureSpec("learning_curves", title, caption + "; random and oracle levels of the same cells.", figure)
 
 
-def _training_curves(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
+def _training_curves(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
     """Υ on unseen episodes against training episodes (the `learning_curves` table), one panel per group
     size, grid and T, with local search's Υ there as a level; None when no learner has two levels."""
     curves = learning_curves(rows)
@@ -281,12 +474,13 @@ def _training_curves(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | No
         return None
     task = ["group_size"] + [key for key in ("grid", "iterations") if key in curves]
     panels = list(curves.groupby(task, sort=True))
-    figure, axes = _grid(len(panels))
+    figure, axes, columns = _grid(len(panels), options.width)
     for ax, (values, panel) in zip(axes, panels):
         for (label, life, replays), part in panel.groupby(["group", "learner_training", "replays_per_episode"]):
             curve = part.rename(columns={"training_episodes": "x", "ci95_low": "low", "ci95_high": "high"})
-            name = label + (f" ({life}, {replays:g} replays)" if (life, replays) != ("pretrained", 1) else "")
-            _plot_curve(ax, curve, name, color=types.loc[label, "colour"], marker=types.loc[label, "marker"])
+            name = types.loc[label, "display"] + (f" ({life}, {replays:g} replays)"
+                                                  if (life, replays) != ("pretrained", 1) else "")
+            _plot_curve(ax, curve, name, **_style(types, label))
         level = dict(zip(task, values))
         local = rows[(rows["behaviour"] == EFFICIENCY_REFERENCE) & (rows["protocol"] == "none")
                      & (rows["mix"] == "")]
@@ -299,19 +493,62 @@ def _training_curves(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | No
                 ax.axhspan(low, high, color="#7f7f7f", alpha=0.12, linewidth=0)
         ax.set_xscale("symlog", linthresh=10)
         ax.set_xlim(left=0)
-        ax.set_xlabel("training episodes (each played once)")
-        ax.set_title(", ".join(f"{'$G$' if key == 'group_size' else key} = {value}" for key, value in level.items()))
+        ax.set_xlabel("training episodes")
+        _panel_title(ax, ", ".join(f"{'$G$' if key == 'group_size' else key} = {value}"
+                                   for key, value in level.items()), columns)
     title = "Learning curves"
-    _finish(figure, axes, title)
+    _finish(figure, axes, columns, title, options)
     return FigureSpec("training_curves", title, "Υ with 95% CI (the learning_curves table) of learners' tables "
                       "scored greedily on unseen test episodes against the held-out training episodes they "
-                      "learned from (symlog x: 0 is the untrained table); dotted: local search on the same grid, "
-                      "T and group size.", figure)
+                      "learned from, each played once (symlog x: 0 is the untrained table); dotted: local search "
+                      "on the same grid, T and group size.", figure)
 
 
-def _communication(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None:
+def _cell_tags(rows: pd.DataFrame) -> dict[int, str]:
+    """A short name per cell from the factors that vary among `rows`' cells (K range, group size, observation
+    range); empty names when they do not vary."""
+    cells = rows.drop_duplicates("cell").set_index("cell")
+    parts = {}
+    if {"k_min", "k_max"} <= set(cells) and (cells["k_min"].nunique() > 1 or cells["k_max"].nunique() > 1):
+        parts["K"] = [f"K {a}-{b}" if a != b else f"K {a}" for a, b in zip(cells["k_min"], cells["k_max"])]
+    for column, name in (("group_size", "G"), ("observation_range", "r")):
+        if column in cells and cells[column].nunique() > 1:
+            parts[name] = [f"{name} {value}" for value in cells[column]]
+    return {cell: ", ".join(tags[i] for tags in parts.values()) for i, cell in enumerate(cells.index)}
+
+
+def _tag_points(figure: Figure, tags: list[tuple]) -> None:
+    """Name each point (ax, x, y, text, colour) beside it, at the first of a few offsets where the name stays
+    inside its panel and overlaps no name placed before (when none is free, the first inside the panel)."""
+    if not tags:
+        return
+    figure.draw_without_rendering()  # the final layout, so that names are placed where they will be drawn
+    renderer = figure.canvas.get_renderer()
+    right = ((3, 2), (3, -8), (3, 9), (3, -15))
+    left = tuple((-dx, dy) for dx, dy in right)
+    placed = []
+    for ax, x, y, text, colour in tags:
+        on_the_right = ax.transAxes.inverted().transform(ax.transData.transform((x, y)))[0] > 0.6
+        offsets = left + right if on_the_right else right + left
+        candidates = []
+        for dx, dy in offsets:
+            note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", color=colour,
+                               fontsize=MIN_FONT_POINTS, ha="left" if dx > 0 else "right", annotation_clip=False)
+            note.set_in_layout(False)
+            box = note.get_window_extent(renderer)
+            note.remove()
+            within = ax.bbox.contains(box.x0, box.y0) and ax.bbox.contains(box.x1, box.y1)
+            candidates.append((not within, any(box.overlaps(other) for other in placed), dx, dy, box))
+        _, _, dx, dy, box = min(candidates, key=lambda c: c[:2])  # stable: the first of the best
+        note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", color=colour,
+                           fontsize=MIN_FONT_POINTS, ha="left" if dx > 0 else "right", annotation_clip=False)
+        note.set_in_layout(False)
+        placed.append(box)
+
+
+def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
     """Υ of each collective per cell against the cell's mean message entropy (the `communication_entropy`
-    table's points); sham groups as open markers."""
+    table's points), one panel per grid, each point named by its cell's factors; sham groups as open markers."""
     if "message_entropy_bits" not in rows:
         return None
     measured = rows[rows["message_entropy_bits"].notna() & (rows["protocol"] != "none")]
@@ -319,63 +556,87 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame) -> FigureSpec | None
         return None
     sham = set(measured.loc[measured.get("communication_control", pd.Series("real", index=measured.index))
                             == "sham", "group"])
-    figure, ax = plt.subplots(figsize=(PANEL_WIDTH * 2, PANEL_HEIGHT * 1.4), layout="constrained")
-    for label, part in measured.groupby("group", sort=False):
-        points = []
-        for _, cell in part.groupby("cell", sort=True):
-            n, mean, low, high = mean_ci(cell["score"].to_numpy())
-            points.append((cell["message_entropy_bits"].mean(), mean, mean - low if n > 1 else 0.0,
-                           high - mean if n > 1 else 0.0))
-        x, y, below, above = map(np.array, zip(*points))
-        colour = types.loc[label, "colour"]
-        ax.errorbar(x, y, yerr=[below, above], fmt=types.loc[label, "marker"], capsize=2, color=colour,
-                    markerfacecolor="none" if label in sham else colour, label=label)
-    ax.set_xlabel("message entropy (bits per message)")
+    grids = [grid for grid in _grids(rows) if grid in set(measured["grid"])]
+    figure, axes, columns = _grid(len(grids), options.width)
+    tags = []
+    for ax, grid in zip(axes, grids):
+        local = measured[measured["grid"] == grid]
+        cell_names = _cell_tags(local)
+        for label in [label for label in types.index if label in set(local["group"])]:
+            points = []
+            for cell, part in local[local["group"] == label].groupby("cell", sort=True):
+                n, mean, low, high = mean_ci(part["score"].to_numpy())
+                points.append((part["message_entropy_bits"].mean(), mean, mean - low if n > 1 else 0.0,
+                               high - mean if n > 1 else 0.0, cell_names.get(cell, "")))
+            x, y, below, above, names = map(list, zip(*points))
+            colour = types.loc[label, "colour"]
+            ax.errorbar(x, y, yerr=[below, above], fmt=types.loc[label, "marker"], capsize=2, color=colour,
+                        markerfacecolor="none" if label in sham else colour, label=types.loc[label, "display"])
+            tags += [(ax, px, py, name, colour) for px, py, name in zip(x, y, names) if name]
+        _panel_title(ax, grid, columns)
+        ax.set_xlabel("message entropy (bits/message)")
     title = r"$\Upsilon$ against message entropy"
-    _finish(figure, [ax], title)
-    return FigureSpec("upsilon_vs_message_entropy", title, "Υ with 95% CI of each collective in each cell "
-                      "against the cell's mean message entropy (empirical entropy of the messages' symbols per "
-                      "episode, Miller-Madow corrected; protocols/__init__.py); open markers: sham controls.",
-                      figure)
+    _finish(figure, axes, columns, title, options)
+    _tag_points(figure, tags)
+    return FigureSpec("upsilon_vs_message_entropy", title, "Υ with 95% CI of each collective in each cell (named by "
+                      "its factors) against the cell's mean message entropy (empirical entropy of the messages' "
+                      "symbols per episode, Miller-Madow corrected; protocols/__init__.py), one panel per grid; "
+                      "open markers: sham controls.", figure)
 
 
-def build_figures(dataset: Dataset, k_bin_width: int = 4) -> list[FigureSpec]:
-    """Every figure of the dataset (learning curves only when training experience varies)."""
+def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions | None = None) -> list[FigureSpec]:
+    """The figures of the dataset that `options.figures` asks for (all by default; learning curves only when
+    training experience varies, gains only with collectives, message entropy only when measured).
+    FigureOptionError naming the option when it names a group the dataset lacks."""
+    options = options or FigureOptions()
+    check_options(dataset, options)
     rows = add_k_bins(dataset.rows, k_bin_width)
-    types = _group_types(rows)
+    if options.groups is not None:
+        rows = rows[rows["group"].isin(options.groups) | _is_reference(rows, "random") | _is_reference(rows, "oracle")]
+    types = _group_types(rows, display_labels(dataset, options.labels))
     grids = rows.drop_duplicates("entropy_bits").set_index("entropy_bits")["grid"].to_dict()
+    builders = {
+        "upsilon_vs_k": lambda: _series_figure(
+            rows, types, options, K_MID, r"$K$ (bin centre)", "upsilon_vs_k",
+            r"$\Upsilon$ against algorithmic complexity $K$",
+            f"Υ with 95% CI per K bin (width {k_bin_width}), one panel per grid and protocol, pooled over the "
+            "other factors; dashed: random and oracle of the same cells."),
+        "upsilon_vs_entropy": lambda: _series_figure(
+            rows, types, options, "entropy_bits", r"$\mathcal{H}(\mu)$ (bits; grid)", "upsilon_vs_entropy",
+            r"$\Upsilon$ against search-space entropy $\mathcal{H}$",
+            "Υ with 95% CI per grid size, H = log2(N(N-1)) bits (paper 003 §4.3), one panel per protocol; "
+            "dashed: random and oracle of the same cells.",
+            by_grid=False, ticks={h: f"{h:.1f}\n({g})" for h, g in grids.items()}),
+        "upsilon_vs_group_size": lambda: _series_figure(
+            rows, types, options, "group_size", "group size $G$", "upsilon_vs_group_size",
+            r"$\Upsilon$ against group size $G$",
+            "Υ with 95% CI per group size, one panel per grid and protocol; dashed: random and oracle of the "
+            "same cells.", ticks={}, log_x=rows["group_size"].nunique() > 2),
+        "heatmap_k_group_size": lambda: _heat_maps(rows, types, options),
+        "structures": lambda: _structures(rows, types, options),
+        "gains": lambda: _gains(rows, types, options),
+        "learning_curves": lambda: _learning(rows, types, options),
+        "upsilon_vs_message_entropy": lambda: _communication(rows, types, options),
+        "training_curves": lambda: _training_curves(rows, types, options),
+    }
     with plt.rc_context(STYLE):
-        figures = [
-            _series_figure(rows, types, K_MID, r"complexity $K(\mu)$ (bin centre)", "upsilon_vs_k",
-                           r"$\Upsilon$ against algorithmic complexity $K$",
-                           f"Υ with 95% CI per K bin (width {k_bin_width}), one panel per protocol, pooled over "
-                           "the other factors; dashed: random and oracle of the same cells."),
-            _series_figure(rows, types, "entropy_bits", r"entropy $\mathcal{H}(\mu)$ (bits; grid)",
-                           "upsilon_vs_entropy", r"$\Upsilon$ against search-space entropy $\mathcal{H}$",
-                           "Υ with 95% CI per grid size, H = log2(N(N-1)) bits (paper 003 §4.3); dashed: "
-                           "random and oracle of the same cells.",
-                           ticks={h: f"{h:.1f}\n({g})" for h, g in grids.items()}),
-            _series_figure(rows, types, "group_size", "group size $G$", "upsilon_vs_group_size",
-                           r"$\Upsilon$ against group size $G$",
-                           "Υ with 95% CI per group size; dashed: random and oracle of the same cells.",
-                           ticks={}, log_x=rows["group_size"].nunique() > 2),
-            _heat_maps(rows, types),
-            _structures(rows, types),
-        ]
-        optional = [_learning(rows, types), _communication(rows, types), _training_curves(rows, types)]
-    return figures + [figure for figure in optional if figure]
+        figures = [builders[name]() for name in FIGURE_NAMES if options.figures is None or name in options.figures]
+    return [figure for figure in figures if figure]
 
 
-def write_figures(dataset: Dataset, out: str | Path, k_bin_width: int = 4) -> list[WrittenFigure]:
-    """Build every figure and write it to `out` as NAME.pdf and NAME.png."""
+def write_figures(dataset: Dataset, out: str | Path, k_bin_width: int = 4,
+                  options: FigureOptions | None = None) -> list[WrittenFigure]:
+    """Build the figures and write each to `out` as NAME.pdf, NAME.png and NAME.svg (no dates: the same
+    data give the same files)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for spec in build_figures(dataset, k_bin_width):
-        pdf, png = out / f"{spec.name}.pdf", out / f"{spec.name}.png"
+    metadata = {"pdf": {"CreationDate": None}, "png": {}, "svg": {"Date": None}}
+    for spec in build_figures(dataset, k_bin_width, options):
+        paths = {fmt: out / f"{spec.name}.{fmt}" for fmt in FORMATS}
         with plt.rc_context(STYLE):
-            spec.figure.savefig(pdf, metadata={"CreationDate": None})
-            spec.figure.savefig(png)
+            for fmt, path in paths.items():
+                spec.figure.savefig(path, metadata=metadata[fmt])
         plt.close(spec.figure)
-        written.append(WrittenFigure(spec.name, spec.title, spec.caption, pdf, png))
+        written.append(WrittenFigure(spec.name, spec.title, spec.caption, **paths))
     return written

@@ -11,7 +11,7 @@ import pytest
 
 from analysis_data import EPISODES, collective, sweep
 
-FIGURES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures",
+FIGURES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures", "gains",
            "upsilon_vs_message_entropy")
 
 

@@ -1,5 +1,6 @@
-"""`collective figures`: content of every figure (panels, axis labels, series, CI bands, references),
-files written as PDF with embedded fonts and PNG, and graceful output when a factor has one level."""
+"""`collective figures`: content of every figure (panels, one per grid; axis labels, series, CI bands,
+references), files written as PDF with embedded fonts and PNG, and graceful output when a factor has one
+level. Paper sizes, labels, selection and the gain figure: test_figures_paper.py."""
 import matplotlib.image
 import pytest
 from matplotlib.collections import PolyCollection
@@ -33,14 +34,19 @@ def labelled_lines(ax):
     return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
 
 
-@pytest.mark.parametrize("name, x_symbol", [("upsilon_vs_k", "K"), ("upsilon_vs_entropy", r"\mathcal{H}"),
-                                            ("upsilon_vs_group_size", "G")])
-def test_series_figures_have_one_panel_per_protocol_with_ci_bands_and_references(figures, name, x_symbol):
+@pytest.mark.parametrize("name, x_symbol, grids", [("upsilon_vs_k", "K", GRIDS),
+                                                   ("upsilon_vs_entropy", r"\mathcal{H}", ("",)),
+                                                   ("upsilon_vs_group_size", "G", GRIDS)])
+def test_series_figures_have_one_panel_per_grid_and_protocol_with_ci_bands_and_references(figures, name, x_symbol,
+                                                                                          grids):
+    """Against H the grid is the x axis: one panel per protocol; against K and G one per grid and protocol."""
     axes = visible_axes(figures[name])
-    assert len(axes) == len(SERIES)
+    panels = [(grid, protocol, series) for grid in grids for protocol, series in SERIES.items()]
+    assert len(axes) == len(panels)
     assert "Upsilon" in axes[0].get_ylabel()
-    for ax, (protocol, series) in zip(axes, SERIES.items()):
-        assert protocol in ax.get_title() or (protocol == "none" and "no protocol" in ax.get_title())
+    for ax, (grid, protocol, series) in zip(axes, panels):
+        assert ax.get_title().startswith(grid)
+        assert protocol in ax.get_title() or (protocol == "none" and "isolated" in ax.get_title())
         assert x_symbol in ax.get_xlabel()
         lines = labelled_lines(ax)
         assert {line.get_label() for line in lines} == series | REFERENCES
@@ -58,7 +64,8 @@ def test_entropy_figure_has_a_point_per_grid(figures):
 def test_heat_map_per_group_type_with_references_on_the_colour_bar(figures):
     figure = figures["heatmap_k_group_size"]
     panels = [ax for ax in visible_axes(figure) if any(isinstance(i, AxesImage) for i in ax.get_images())]
-    assert sorted(ax.get_title() for ax in panels) == sorted(set().union(*SERIES.values()))
+    assert sorted(ax.get_title() for ax in panels) == sorted(f"{grid}: {label}" for grid in GRIDS
+                                                              for label in set().union(*SERIES.values()))
     assert all("group size" in ax.get_xlabel() for ax in panels)
     colour_bar = [ax for ax in figure.axes if ax.get_label() == "<colorbar>"]
     assert len(colour_bar) == 1 and {t.get_text() for t in colour_bar[0].texts} == REFERENCES
@@ -68,20 +75,25 @@ def test_heat_map_per_group_type_with_references_on_the_colour_bar(figures):
 
 def test_structures_side_by_side_with_error_bars(figures):
     axes = visible_axes(figures["structures"])
-    assert len(axes) == 1 and "3" in axes[0].get_title()  # the one collective group size
-    bars = [c for c in axes[0].containers if isinstance(c, ErrorbarContainer)]
-    names = {label.get_text() for label in axes[0].get_xticklabels()}
-    assert len(bars) == len(names) == len(set().union(*SERIES.values()))
-    assert {line.get_label() for line in labelled_lines(axes[0])} == REFERENCES
+    assert [ax.get_title() for ax in axes] == [f"{grid}: $G = 3$" for grid in GRIDS]  # the collective group size
+    for ax in axes:
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert sorted(bar.get_label() for bar in bars) == sorted(set().union(*SERIES.values()))
+        assert {line.get_label() for line in labelled_lines(ax)} == REFERENCES
+    legend = {text.get_text() for text in figures["structures"].legends[0].get_texts()}
+    assert legend == set().union(*SERIES.values()) | REFERENCES
 
 
 def test_upsilon_against_message_entropy_has_a_point_per_collective_and_cell(figures):
-    """Each collective (stigmergy, wisdom) at group size 3 on both grids: one point with a CI bar per cell."""
+    """Each collective (stigmergy, wisdom) at group size 3, a panel per grid: one point with a CI bar per cell
+    (here one cell per grid, so the points need no names)."""
     axes = visible_axes(figures["upsilon_vs_message_entropy"])
-    assert len(axes) == 1 and "message entropy" in axes[0].get_xlabel()
-    bars = [c for c in axes[0].containers if isinstance(c, ErrorbarContainer)]
-    assert sorted(bar.get_label() for bar in bars) == sorted(SERIES["stigmergy"] | SERIES["wisdom"])
-    assert all(len(bar.lines[0].get_xdata()) == len(GRIDS) for bar in bars)
+    assert [ax.get_title() for ax in axes] == list(GRIDS)
+    for ax in axes:
+        assert "message entropy" in ax.get_xlabel() and not ax.texts
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert sorted(bar.get_label() for bar in bars) == sorted(SERIES["stigmergy"] | SERIES["wisdom"])
+        assert all(len(bar.lines[0].get_xdata()) == 1 for bar in bars)
 
 
 def test_one_level_factors_degrade_to_single_points(tiny):
@@ -97,12 +109,13 @@ def test_cli_writes_pdf_with_embedded_fonts_and_png(tiny, tmp_path):
     result = collective("figures", tiny, "--out", tmp_path / "figures")
     assert result.returncode == 0, result.stderr
     paths = result.stdout.split()
-    assert {p.rsplit("/", 1)[1] for p in paths} >= {"upsilon_vs_k.pdf", "upsilon_vs_k.png", "structures.pdf"}
+    assert {p.rsplit("/", 1)[1] for p in paths} >= {"upsilon_vs_k.pdf", "upsilon_vs_k.png", "upsilon_vs_k.svg",
+                                                   "structures.pdf"}
     for path in paths:
         data = open(path, "rb").read()
         if path.endswith(".pdf"):
             assert data.startswith(b"%PDF") and b"/FontFile2" in data  # TrueType fonts embedded
-        else:
+        elif path.endswith(".png"):
             height, width = matplotlib.image.imread(path).shape[:2]
             assert height > 300 and width > 300
 

@@ -74,7 +74,7 @@ def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
         "name": spec.name, "description": spec.description, "version": VERSION, "spec": spec.source,
         "plugins": spec.plugin_digests(),
         "groups": [{"key": g.key, "label": g.label, "behaviour": g.behaviour, "mix": g.mix, "protocol": g.protocol,
-                    "protocol_params": dict(g.protocol_params)} for g in spec.groups],
+                    "protocol_params": dict(g.protocol_params), "display": g.display or g.label} for g in spec.groups],
         "cells": [{"key": cell.key, "factors": dict(cell.factors),
                    "groups": [spec.groups[g].label for g in cell.playing]} for cell in spec.cells],
         "plan": {"cells": len(spec.cells), "group_types": len(spec.groups), "episodes": spec.episodes,

@@ -47,6 +47,9 @@ episode), the first word of the rows' `spawn_key`.
     # A mix fixes its own group size: it plays in the cells of that size.
     # `controls = ["real", "sham"]` adds beside each group of the entry its sham control (label
     # "...+broadcast[sham]", config communication_control = "sham"), on the same environments.
+    # Display labels (figures; never in a key or seed): a behaviour or mix may be written
+    # { name = "my_pkg.agents:Homing", label = "homing" } and a protocol entry may have label = "gossip";
+    # the group "my_pkg.agents:Homing+my_pkg.talk:Gossip" is then shown as "homing, gossip".
 
     [settings]                   # optional: any other EvaluationConfig field, fixed for all cells
     reward_radius = 1
@@ -73,7 +76,8 @@ FACTOR_KEYS = ("grid", "group_size", "complexity", "observation_range", "environ
                "training_episodes")
 REQUIRED_FACTORS = ("grid", "group_size")
 GROUP_KEYS = ("behaviours", "mixes", "protocols")
-PROTOCOL_KEYS = ("name", "params", "behaviours", "mixes", "group_sizes", "controls")
+PROTOCOL_KEYS = ("name", "params", "behaviours", "mixes", "group_sizes", "controls", "label")
+MEMBER_KEYS = ("name", "label")  # a behaviour or mix written as a table
 # Config fields a group sets; every other field belongs to the cell and enters its key.
 GROUP_FIELDS = ("behaviour", "protocol", "protocol_params", "mix", "communication_control")
 # Config fields the spec sets outside [settings], and where.
@@ -113,6 +117,7 @@ class GroupType:
     group_sizes: tuple[int, ...] | None  # the cell group sizes it plays (None: all)
     paths: tuple[tuple[str, str], ...]  # config field -> TOML key path that set it
     communication_control: str = "real"
+    display: str = ""  # the display label the spec gives (empty: show `label`); in no key or seed
 
     def config_fields(self) -> dict[str, object]:
         """The fields this group passes to `EvaluationConfig.from_profile`; empty protocol params,
@@ -354,12 +359,15 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
         group_sizes = tuple(_list(protocol["group_sizes"], f"{path}.group_sizes")) \
             if "group_sizes" in protocol else None
         controls = _controls(protocol.get("controls", ["real"]), f"{path}.controls")
+        protocol_display = _string(protocol["label"], f"{path}.label") if "label" in protocol else ""
+        if "label" in protocol and not protocol_display.strip():
+            raise SpecError(f"{path}.label", f"must be a non-empty string (got {protocol_display!r})")
         for members, list_path, is_mix in ((behaviours, "groups.behaviours", False), (mixes, "groups.mixes", True)):
             key = "mixes" if is_mix else "behaviours"
             if key in protocol:
                 members, list_path = _list(protocol[key], f"{path}.{key}", allow_empty=True), f"{path}.{key}"
             for m, member in enumerate(members):
-                member = _string(member, f"{list_path}[{m}]")
+                member, member_display = _member(member, f"{list_path}[{m}]")
                 field = "mix" if is_mix else "behaviour"
                 for control in controls:
                     fields_ = {"behaviour": None if is_mix else member, "mix": member if is_mix else "",
@@ -369,7 +377,9 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
                     result.append(GroupType(
                         key=stable_key(fields_), label=(f"mix({member})" if is_mix else member) + protocol_label
                         + ("" if control == "real" else f"[{control}]"), group_sizes=group_sizes,
-                        paths=((field, f"{list_path}[{m}]"),) + protocol_paths, **fields_))
+                        paths=((field, f"{list_path}[{m}]"),) + protocol_paths,
+                        display=_display(member_display, protocol_display, control,
+                                         f"mix({member})" if is_mix else member, protocol_label), **fields_))
     if not result:
         raise SpecError("groups", "no group types: list behaviours or mixes")
     labels = [g.label for g in result]
@@ -377,6 +387,26 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
         if labels.count(label) > 1:
             raise SpecError("groups", f"group {label!r} is listed twice")
     return tuple(result)
+
+
+def _member(value: object, path: str) -> tuple[str, str]:
+    """A behaviour or mix: its name and display label, from "name" or { name = "...", label = "..." }."""
+    if not isinstance(value, dict):
+        return _string(value, path), ""
+    _check_keys(value, f"{path}.", MEMBER_KEYS, ("name",))
+    label = _string(value.get("label", ""), f"{path}.label")
+    if "label" in value and not label.strip():
+        raise SpecError(f"{path}.label", f"must be a non-empty string (got {label!r})")
+    return _string(value["name"], f"{path}.name"), label
+
+
+def _display(member: str, protocol: str, control: str, shown_member: str, shown_protocol: str) -> str:
+    """A group's display label from its parts' labels (a part without one is shown by its name); empty when
+    the spec labels neither part."""
+    if not member and not protocol:
+        return ""
+    parts = (member or shown_member, protocol or shown_protocol.lstrip("+"))
+    return ", ".join(part for part in parts if part) + ("" if control == "real" else f" [{control}]")
 
 
 def _controls(value: object, path: str) -> list[str]:
