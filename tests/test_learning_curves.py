@@ -12,7 +12,7 @@ from collective.analysis.learning import (add_learning_tables, episodes_to_reach
                                          sharing_table)
 from collective.analysis.tables import Analysis
 from collective.sweeps.spec import SpecError, load_spec, parse_spec
-from dashboards.figures import _group_types, _training_curves
+from dashboards.figures import FigureOptions, _group_types, _training_curves
 
 LEVELS = (0, 10, 30, 100, 300, 1000)  # training episodes (0: q_training_passes 0, the untrained table)
 CURVE = dict(zip(LEVELS, (0.0, 0.1, 0.2, 0.3, 0.45, 0.5)))  # set Υ of an independent learner's table
@@ -158,15 +158,16 @@ def test_training_episodes_factor_plays_each_level_once():
 
 def test_the_curve_figure_has_a_panel_per_group_size_with_local_search():
     rows = dataset()
-    spec = _training_curves(rows, _group_types(rows))
+    spec = _training_curves(rows, _group_types(rows, {}), FigureOptions())
     axes = [ax for ax in spec.figure.axes if ax.get_visible()]
-    assert [ax.get_title() for ax in axes] == ["$G$ = 1, grid = 10x10, iterations = 100",
+    assert [ax.get_title().replace("\n", " ") for ax in axes] == ["$G$ = 1, grid = 10x10, iterations = 100",
                                                "$G$ = 10, grid = 10x10, iterations = 100"]
     labels = {line.get_label() for line in axes[1].get_lines()}
     assert {"q_learning", "q_learning+shared_q", "local_search"} <= labels
     curve, = [line for line in axes[0].get_lines() if line.get_label() == "q_learning"]
     assert list(curve.get_xdata()) == list(LEVELS)
-    assert _training_curves(rows[rows["q_training_passes"] == 10], _group_types(rows)) is None  # one level
+    one_level = rows[rows["q_training_passes"] == 10]
+    assert _training_curves(one_level, _group_types(one_level, {}), FigureOptions()) is None
 
 
 def test_the_learning_curves_experiment_plays_every_level_under_sound():
