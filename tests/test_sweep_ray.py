@@ -40,7 +40,8 @@ def slow():
 @pytest.mark.parametrize("workers", [1, 2])
 def test_embedded_ray_rows_equal_serial_rows_for_any_worker_count(tiny, tiny_reference, tmp_path, workers):
     """The workers load the kernels that this process (`tiny_reference`) compiled: none of them
-    compiles (a compilation would write its code into the shared cache)."""
+    compiles (a compilation would write its code into the shared cache; the suite runs one test at
+    a time, so nothing else writes there meanwhile)."""
     cache = sorted(Path(numba_config.CACHE_DIR).rglob("*"))
     before = [path.stat().st_mtime_ns for path in cache]
     summary = run_spec(tiny, tmp_path, RayExecutor(tiny, workers=workers))
