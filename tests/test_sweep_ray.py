@@ -80,7 +80,8 @@ def test_ctrl_c_keeps_every_finished_chunk_and_prints_one_line(slow, tmp_path, e
         kill_session(driver)
     finished = len((out / MANIFEST_FILE).read_text().splitlines())
     assert driver.returncode == 130, stderr
-    after = stderr[stderr.index("progress: slow: playing"):].splitlines()
+    lines = stderr.splitlines()
+    after = lines[next(i for i, line in enumerate(lines) if line.startswith("collective sweep: progress: slow: playing")):]
     last = [line for line in after if not line.startswith("collective sweep: progress: ")]
     assert len(last) == 1 and re.fullmatch(rf"collective sweep: interrupted: [\d,]+ of {SLOW_ROWS:,} rows kept in "
                                            rf"{finished} chunks; rerun the same command to resume", last[0]), stderr

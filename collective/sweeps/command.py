@@ -18,7 +18,7 @@ from pathlib import Path
 
 from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
-from collective.simulation.plugins import CtrlC, PluginError, is_ctrl_c
+from collective.simulation.plugins import CtrlC, PluginError
 from collective.evaluate import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
@@ -218,9 +218,8 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False)
                             units_left[unit.cell] -= 1
                             cells_done += not units_left[unit.cell]
                             bar.update(unit.cost, status())
-                except KeyboardInterrupt as error:
-                    if not is_ctrl_c(error):
-                        raise
+                except KeyboardInterrupt:  # a plug-in's own became a PluginError (`plugins.plugin_code`); Ray
+                    # raises a plain KeyboardInterrupt for the Ctrl-C that reaches ray.get or ray.wait
                     raise SweepInterrupted(f"{rows_done:,} of {rows_total:,} rows kept in {len(store.finished)} "
                                            f"chunks; rerun the same command to resume") from None
         missing = len(planned) - len(store.finished)
