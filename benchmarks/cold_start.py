@@ -61,7 +61,8 @@ def timed_run(args: list[str], cache: str, tmp: str) -> tuple[float, float]:
 def warm_up(cache: str) -> float:
     """Run the install step's warm-up into `cache`; its wall seconds."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "collective.warm_up"], check=True, env={**os.environ, "NUMBA_CACHE_DIR": cache})
+    subprocess.run([sys.executable, "-m", "collective.warm_up"], check=True,
+                   env={**os.environ, "NUMBA_CACHE_DIR": cache})
     return time.perf_counter() - started
 
 

@@ -116,8 +116,8 @@ class Progress:
         if self.total is not None:
             percent = 100 * self.done // self.total if self.total else 100
             amount = f"{self.done:,}/{self.total:,} {self.unit} ({percent}%)"
-        parts = ([self.phase_name] if self.phase_name else []) + [amount] + ([self.status] if self.status else []) + [f"{_rate(rate)} {self.unit}/s",
-                                                                     f"elapsed {duration(elapsed)}"]
+        parts = ([self.phase_name] if self.phase_name else []) + [amount] + ([self.status] if self.status else []) + [
+            f"{_rate(rate)} {self.unit}/s", f"elapsed {duration(elapsed)}"]
         if self.total is not None:
             parts.append(f"ETA {duration((self.total - self.done) / rate) if rate else '?'}")
         return f"{self.prefix}: progress: {self.label + ': ' if self.label else ''}{', '.join(parts)}"

@@ -56,7 +56,7 @@ def test_auto_executor_says_what_it_picked_and_gives_the_same_rows(tiny, tiny_re
     result = collective("sweep", str(write_spec(tmp_path, TINY_SPEC)), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     picked = [line for line in result.stderr.splitlines() if line.startswith("collective sweep: executor ")]
-    assert len(picked) == 1 and picked[0].startswith("collective sweep: executor serial (auto: ~0 s of work"), picked
+    assert len(picked) == 1 and picked[0].startswith("collective sweep: executor serial (auto: "), picked
     assert "on serial with 1 worker(s)" in result.stdout
     assert rows(tmp_path / "out" / "dataset").equals(tiny_reference)
 
@@ -81,7 +81,8 @@ def test_ctrl_c_keeps_every_finished_chunk_and_prints_one_line(slow, tmp_path, e
     finished = len((out / MANIFEST_FILE).read_text().splitlines())
     assert driver.returncode == 130, stderr
     lines = stderr.splitlines()
-    after = lines[next(i for i, line in enumerate(lines) if line.startswith("collective sweep: progress: slow: playing")):]
+    playing = next(i for i, line in enumerate(lines) if line.startswith("collective sweep: progress: slow: playing"))
+    after = lines[playing:]
     last = [line for line in after if not line.startswith("collective sweep: progress: ")]
     assert len(last) == 1 and re.fullmatch(rf"collective sweep: interrupted: [\d,]+ of {SLOW_ROWS:,} rows kept in "
                                            rf"{finished} chunks; rerun the same command to resume", last[0]), stderr

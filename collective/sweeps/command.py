@@ -36,20 +36,26 @@ RAY_INIT_SECONDS = 3.0  # ray.init of an embedded Ray: ~2.5 s quiet, 7.7-8 s on 
 RAY_STOP_SECONDS = 1.5  # the actors' exit and ray.shutdown: 1.2-1.6 s
 # `--executor auto` plays on Ray only when its workers win back its start-up. Each actor imports what
 # the driver imported and loads the kernels from the cache, all at once on the workers' CPUs:
-KERNEL_LOAD_SECONDS = 2.0  # an actor loads the cached kernels (measured: see docs/performance-first-run.md)
+KERNEL_LOAD_SECONDS = 2.0  # an actor loads the cached kernels (2.5 s measured at load average 9)
+# A row's cost besides its agent-steps: its episode's generation (K measured on the paths under
+# `sound`), the ceiling, the row itself (a 5,100-row sweep of 1.5 M agent-steps: 3.0-5.1 s of work
+# serially at load average 9-12, i.e. 0.6-1 ms a row; a quiet machine about half)
+ROW_OVERHEAD_SECONDS = 0.5e-3
 EXECUTORS = ("auto", "ray", "serial")
 
 
-def choose_executor(agent_steps: int, cpus: int, import_seconds: float, address: str | None) -> tuple[str, str]:
+def choose_executor(agent_steps: int, rows: int, cpus: int, import_seconds: float,
+                    address: str | None) -> tuple[str, str]:
     """`--executor auto`: ("ray" or "serial", why, in a few words). Ray when a cluster is named;
-    else serial unless the work, at AGENT_STEPS_PER_SECOND, done by `cpus` workers saves more than
-    Ray's start-up (RAY_INIT_SECONDS, every actor's imports and kernel loading, RAY_STOP_SECONDS)."""
+    else serial unless the work (AGENT_STEPS_PER_SECOND, ROW_OVERHEAD_SECONDS a row) done by `cpus`
+    workers saves more than Ray's start-up (RAY_INIT_SECONDS, every actor's imports and kernel
+    loading, RAY_STOP_SECONDS)."""
     if address:
         return "ray", f"the Ray cluster at {address} is named"
-    serial = agent_steps / AGENT_STEPS_PER_SECOND
+    serial = agent_steps / AGENT_STEPS_PER_SECOND + rows * ROW_OVERHEAD_SECONDS
     start_up = RAY_INIT_SECONDS + RAY_STOP_SECONDS + (import_seconds + KERNEL_LOAD_SECONDS) * (cpus + 1) / max(cpus, 1)
     saved = serial - serial / max(cpus, 1)
-    work = f"~{duration(serial)} of work at ~{AGENT_STEPS_PER_SECOND / 1e6:.0f} M agent-steps/s"
+    work = f"~{duration(serial)} of work serially ({agent_steps:.2g} agent-steps, {rows:,} rows)"
     if saved > start_up:
         return "ray", f"{work}; {cpus} workers save more than Ray's ~{duration(start_up)} start-up"
     return "serial", f"{work}; {cpus} worker(s) would not win back Ray's ~{duration(start_up)} start-up"
@@ -292,7 +298,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     executor_name = args.executor
     if executor_name == "auto":
         cpus = min(args.workers or os.cpu_count() or 1, os.cpu_count() or 1)
-        executor_name, why = choose_executor(size.agent_steps, cpus, import_seconds, address)
+        executor_name, why = choose_executor(size.agent_steps, size.rows, cpus, import_seconds, address)
         print(f"collective sweep: executor {executor_name} (auto: {why}; --executor ray or serial to choose)",
               file=sys.stderr, flush=True)
     if args.dry_run:
