@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m collective.warm_up  # compile the demo's and the README's kernels once, here
 	touch $(STAMP)
 
 QUICKSTART := runs/quickstart

@@ -1,40 +1,89 @@
-"""Cold and warm start of `collective evaluate`: the wall time of a small run in a fresh process.
+"""Cold and warm first commands: the wall time of the demo's sweep and of each README example in a
+fresh process, and the part of it spent compiling.
 
-For Λ* and for `--env landscape`, it runs `collective evaluate --behaviour local_search
---episodes 10 --json` twice in subprocesses sharing a fresh, empty NUMBA_CACHE_DIR: the first run
-compiles every kernel (cold), the second loads them from the cache (warm). It prints both wall
-times and the `compile_seconds` each run reports. Run it from the project root:
+Each example runs in a subprocess with its own fresh NUMBA_CACHE_DIR: first on the empty cache
+(cold: it compiles what it needs), then again on the cache the first run filled (warm: it loads).
+With --warmed, the cold run is replaced by the first run after `python -m collective.warm_up` (the
+install step's warm-up) filled the cache: what a fresh install's first command waits. The compile
+seconds are what the command itself reports ("collective: ... done in N s" after its compile
+notice, or evaluate's `compile_seconds` with --json); 0 when it compiled nothing. Run it from the
+project root (the examples' paths are relative to it); `uptime` first, since the machine's load
+moves every figure:
 
-    .venv/bin/python benchmarks/cold_start.py
+    .venv/bin/python benchmarks/cold_start.py                    # every example, cold and warm
+    .venv/bin/python benchmarks/cold_start.py --only demo_sweep  # one of them
+    .venv/bin/python benchmarks/cold_start.py --warmed           # after the install's warm-up
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-RUN = ["evaluate", "--behaviour", "local_search", "--episodes", "10", "--json"]
-ENVIRONMENTS = {"lambda_star": [], "landscape": ["--env", "landscape"]}
+# The demo's sweep (`make demo`) and the README's examples, as the README writes them.
+EXAMPLES = {
+    "demo_sweep": ["sweep", "experiments/quickstart.toml", "--out", "{tmp}/quickstart"],
+    "evaluate_paper": ["evaluate", "--behaviour", "local_search", "--group-size", "10", "--grid", "10x10",
+                       "--iterations", "200", "--episodes", "1000", "--seed", "0", "--profile", "paper",
+                       "--observation-range", "1", "--complexity", "2:23", "--json"],
+    "evaluate_mix_wisdom": ["evaluate", "--mix", "local_search:8,q_learning:2", "--protocol", "wisdom"],
+    "evaluate_stigmergy": ["evaluate", "--behaviour", "local_search", "--group-size", "10", "--protocol",
+                           "stigmergy", "--protocol-param", "form=reference"],
+    "evaluate_landscape": ["evaluate", "--env", "landscape", "--peaks", "5", "--deception", "0.8", "--noise", "0.3",
+                           "--behaviour", "local_search"],
+    "demo": ["demo"],
+    "byo_agent_sweep": ["sweep", "experiments/byo_agent.toml", "--out", "{tmp}/byo_agent"],
+    "anytime": ["anytime", "--behaviour", "local_search", "--group-size", "5", "--protocol", "broadcast",
+                "--start-budget", "10", "--max-environments", "20", "--json"],
+}
+DONE = re.compile(r"collective: \.\.\. done in (\d+) s")
 
 
-def timed_run(args: list[str], cache: str) -> tuple[float, float]:
-    """Wall seconds of one CLI run in a new process, and the compile_seconds it reports."""
+def timed_run(args: list[str], cache: str, tmp: str) -> tuple[float, float]:
+    """Wall seconds of one CLI run in a new process, and the compile seconds it reports."""
+    command = [sys.executable, "-m", "collective", *(arg.format(tmp=tmp) for arg in args)]
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "collective", *args], capture_output=True, text=True,
-                            env={**os.environ, "NUMBA_CACHE_DIR": cache}, check=True)
-    return time.perf_counter() - started, json.loads(result.stdout)["compile_seconds"]
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "NUMBA_CACHE_DIR": cache})
+    wall = time.perf_counter() - started
+    if result.returncode:
+        raise SystemExit(f"{' '.join(args)} failed:\n{result.stderr}")
+    if "--json" in args and args[0] == "evaluate":
+        return wall, json.loads(result.stdout)["compile_seconds"]
+    return wall, sum(float(seconds) for seconds in DONE.findall(result.stderr))
+
+
+def warm_up(cache: str) -> float:
+    """Run the install step's warm-up into `cache`; its wall seconds."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "collective.warm_up"], check=True,
+                   env={**os.environ, "NUMBA_CACHE_DIR": cache})
+    return time.perf_counter() - started
 
 
 def main() -> None:
-    print(f"{'environment':<14}{'start':<7}{'wall s':>9}{'compile s':>11}")
-    for name, extra in ENVIRONMENTS.items():
-        with tempfile.TemporaryDirectory() as cache:
-            for start in ("cold", "warm"):
-                wall, compiled = timed_run(RUN + extra, cache)
-                print(f"{name:<14}{start:<7}{wall:>9.2f}{compiled:>11.2f}", flush=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated example names: " + ", ".join(EXAMPLES))
+    parser.add_argument("--warmed", action="store_true", help="start from the install step's warm-up, not empty")
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else list(EXAMPLES)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'example':<22}{'start':<8}{'wall s':>9}{'compile s':>11}")
+    with tempfile.TemporaryDirectory() as warmed:
+        if args.warmed:
+            print(f"{'(warm-up)':<22}{'':<8}{warm_up(warmed):>9.1f}", flush=True)
+        for name in names:
+            with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tmp:
+                if args.warmed:  # each example on its own copy of the warmed cache
+                    shutil.copytree(warmed, cache, dirs_exist_ok=True)
+                for start in ("warmed" if args.warmed else "cold", "warm"):
+                    wall, compiled = timed_run(EXAMPLES[name], cache, f"{tmp}/{start}")
+                    print(f"{name:<22}{start:<8}{wall:>9.1f}{compiled:>11.1f}", flush=True)
 
 
 if __name__ == "__main__":

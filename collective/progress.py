@@ -16,6 +16,7 @@ PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at 
 COMPILE_NOTICE = "collective: compiling kernels (first run only; ~1 min) ..."
 CONFIRM_AGENT_STEPS = 10**12  # a larger evaluate, demo, anytime or sweep needs --yes
 AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
+STARTING_RAY, LOADING_KERNELS, PLAYING = "starting Ray", "loading kernels", "playing"  # a sweep's phases
 
 
 def add_yes_option(parser) -> None:
@@ -55,14 +56,17 @@ class Progress:
     "PREFIX: progress: LABEL: done/total UNIT (pct%), status, rate UNIT/s, elapsed, ETA" comes at
     most every PROGRESS_SECONDS, and a last one at the end of a run that printed any; with
     `bookends` (a batch job's log) also one at the first `update` and one at the end of any run.
-    A run that ends by an exception prints no last line."""
+    A run that ends by an exception prints no last line. `phase` names what the run is doing
+    ("starting Ray", "loading kernels", "playing"): off a terminal a line at once; the rate and the
+    ETA count the work from the start of PLAYING on, so that a slow start-up does not inflate them."""
 
     def __init__(self, total: int | None, unit: str, prefix: str, label: str = "", *, initial: int = 0,
                  enabled: bool = True, bookends: bool = False):
         self.total, self.unit, self.prefix, self.label, self.bookends = total, unit, prefix, label, bookends
         self.done = self.initial = initial
-        self.status = ""
+        self.status = self.phase_name = ""
         self.started = self.shown = time.perf_counter()
+        self.rate_started, self.rate_initial = self.started, initial  # the rate's origin (`phase`)
         self.shown_done: int | None = None
         terminal = sys.stderr.isatty()
         self.lines = enabled and not terminal
@@ -82,6 +86,16 @@ class Progress:
         if self.lines and (first or time.perf_counter() - self.shown >= PROGRESS_SECONDS):
             self._line()
 
+    def phase(self, name: str) -> None:
+        """The run now does `name`; PLAYING restarts the rate's clock (start-up is not work)."""
+        self.phase_name = name
+        self.bar.set_description(f"{self.label} [{name}]" if self.label else f"[{name}]", refresh=True)
+        if name == PLAYING:
+            self.rate_started, self.rate_initial = time.perf_counter(), self.done
+            self.bar.unpause()  # tqdm's rate and ETA too start from here
+        if self.lines:
+            self._line()
+
     def close(self, finished: bool = True) -> None:
         self.bar.close()
         if self.lines and finished and (self.bookends or self.shown_done is not None) and self.shown_done != self.done:
@@ -95,14 +109,15 @@ class Progress:
 
     def line(self) -> str:
         """The plain progress line as of now."""
-        elapsed = time.perf_counter() - self.started
-        rate = (self.done - self.initial) / elapsed if elapsed > 0 else 0.0
+        now = time.perf_counter()
+        elapsed, working = now - self.started, now - self.rate_started
+        rate = (self.done - self.rate_initial) / working if working > 0 else 0.0
         amount = f"{self.done:,} {self.unit}"
         if self.total is not None:
             percent = 100 * self.done // self.total if self.total else 100
             amount = f"{self.done:,}/{self.total:,} {self.unit} ({percent}%)"
-        parts = [amount] + ([self.status] if self.status else []) + [f"{_rate(rate)} {self.unit}/s",
-                                                                     f"elapsed {duration(elapsed)}"]
+        parts = ([self.phase_name] if self.phase_name else []) + [amount] + ([self.status] if self.status else []) + [
+            f"{_rate(rate)} {self.unit}/s", f"elapsed {duration(elapsed)}"]
         if self.total is not None:
             parts.append(f"ETA {duration((self.total - self.done) / rate) if rate else '?'}")
         return f"{self.prefix}: progress: {self.label + ': ' if self.label else ''}{', '.join(parts)}"

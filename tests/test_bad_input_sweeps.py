@@ -197,13 +197,13 @@ def test_dry_run_estimate_is_near_the_real_time_on_ray(tmp_path):
     on the machine slows the workers below the sampled speed, which the estimate cannot foresee."""
     if (busy := busy_cpus()) > 0.5:
         pytest.skip(f"other work keeps {busy:.1f} CPUs busy")
-    estimated, seconds, report = estimate_and_real_seconds(tmp_path, ESTIMATE_SPEC)
+    estimated, seconds, report = estimate_and_real_seconds(tmp_path, ESTIMATE_SPEC, "--executor", "ray")
     assert 0.67 < estimated / seconds < 1.5, (seconds, report)
 
 
 def test_workers_are_capped_at_the_cpus_and_progress_prints_lines_off_a_terminal(tmp_path):
     spec = write_spec(tmp_path, SMALL_SPEC.replace('grid = ["5x5", "6x6"]', 'grid = ["5x5"]'))
-    result = collective("sweep", str(spec), "--out", str(tmp_path / "out"), "--workers", "1000")
+    result = collective("sweep", str(spec), "--out", str(tmp_path / "out"), "--workers", "1000", "--executor", "ray")
     assert result.returncode == 0, result.stderr
     cpus = os.cpu_count()
     assert f"collective sweep: notice: --workers 1000 capped at {cpus}, the CPUs of this machine" in result.stderr

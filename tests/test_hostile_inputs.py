@@ -369,8 +369,8 @@ def test_a_module_in_the_working_directory_does_not_shadow_an_installed_package(
     (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
         'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["agents:Stay"]'))
     script = Path(sys.executable).with_name("collective")  # `collective`, as installed (`python -m` alike)
-    result = subprocess.run([str(script), "sweep", "spec.toml", "--out", "out", "--workers", "1"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([str(script), "sweep", "spec.toml", "--out", "out", "--workers", "1", "--executor", "ray"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "ray-was-executed").exists() and "sweep tiny" in result.stdout
 
@@ -383,7 +383,7 @@ def test_a_plugin_that_kills_its_ray_worker_is_named(tmp_path):
     (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
         'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["crash:Crash"]'))
     result = subprocess.run([sys.executable, "-m", "collective", "sweep", "spec.toml", "--out", "out", "--workers",
-                             "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                             "1", "--executor", "ray"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     last = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert last.startswith("collective sweep: error: plug-in crash:Crash: the Ray worker playing groups crash:Crash")

@@ -54,7 +54,7 @@ def study(tmp_path_factory):
 
 def test_worked_study_on_embedded_ray_equals_serial_and_records_plugins(study):
     directory, spec, reference = study
-    done = sweep(spec, directory / "ray", cwd=directory)
+    done = sweep(spec, directory / "ray", "--executor", "ray", cwd=directory)
     assert done.returncode == 0, done.stderr
     assert without_timings(directory / "ray" / "dataset").equals(reference)
     mixed = reference[reference["mix"] != ""]
@@ -166,7 +166,7 @@ def test_a_plugin_that_raises_stops_the_sweep_keeps_rows_and_resumes_once_fixed(
 def test_a_plugin_raising_on_a_ray_worker_stops_the_sweep_with_its_message(tmp_path):
     (tmp_path / "flaky.toml").write_text(FLAKY_SPEC)
     write_flaky(tmp_path, broken=True)
-    failed = sweep(tmp_path / "flaky.toml", tmp_path / "out", "--workers", "2", cwd=tmp_path)
+    failed = sweep(tmp_path / "flaky.toml", tmp_path / "out", "--workers", "2", "--executor", "ray", cwd=tmp_path)
     assert failed.returncode == 2
     assert "plug-in flaky_agents:Walker.act: raised ValueError: lost my way" in failed.stderr
     assert "grid=7x7" in failed.stderr and "Traceback" not in failed.stderr
@@ -226,7 +226,8 @@ def test_persistent_learners_give_the_same_rows_for_1_and_2_workers(tmp_path):
     (tmp_path / "drift.toml").write_text(LEARNER_SPEC)
     runs = {}
     for workers in ("1", "2"):
-        done = sweep(tmp_path / "drift.toml", tmp_path / f"w{workers}", "--workers", workers, cwd=tmp_path)
+        done = sweep(tmp_path / "drift.toml", tmp_path / f"w{workers}", "--workers", workers, "--executor", "ray",
+                     cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         runs[workers] = without_timings(tmp_path / f"w{workers}" / "dataset")
     assert runs["1"].equals(runs["2"]) and len(runs["1"]) == 2 * 300

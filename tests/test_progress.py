@@ -90,3 +90,29 @@ def test_compile_notice_comes_as_numba_starts_compiling_and_once_until_done(caps
     never_compiled(1j)  # compiled after `compilation_done`: announced again
     assert lines(capsys) == [COMPILE_NOTICE]
     compilation_done()
+
+
+def _eta_seconds(line: str) -> float:
+    minutes, seconds = re.search(r"ETA (?:(\d+) min )?(\d+) s", line).groups()
+    return 60 * int(minutes or 0) + int(seconds)
+
+
+def test_phases_print_at_once_and_the_eta_after_a_tenth_is_within_2x_of_the_truth(clock, capsys):
+    """The issue's sweep: 40 s of start-up (Ray, the workers' kernels), then 10 s of steady work. The
+    ETA counts the work from PLAYING on (counting the start-up, it said minutes for seconds left)."""
+    with Progress(1000, "agent-steps", "collective sweep", bookends=True) as bar:
+        bar.update(0)
+        bar.phase(progress.STARTING_RAY)
+        clock.seconds = 30.0
+        bar.phase(progress.LOADING_KERNELS)
+        clock.seconds = 40.0
+        bar.phase(progress.PLAYING)
+        started = lines(capsys)
+        assert [line.split(": ")[2].split(",")[0] for line in started[1:]] == [
+            "starting Ray", "loading kernels", "playing"]
+        for step in range(1, 11):  # 100 agent-steps a second
+            clock.seconds = 40.0 + step
+            bar.update(100)
+            if step == 1:
+                eta = _eta_seconds(progress_line := bar.line())
+                assert "playing" in progress_line and 9 / 2 <= eta <= 9 * 2, progress_line

@@ -1,13 +1,17 @@
-"""Sweeps on Ray with real parts: embedded Ray at several worker counts, a killed worker process,
-a killed driver resumed, and a cluster started with `ray start` and joined by address."""
+"""Sweeps on Ray with real parts: embedded Ray at several worker counts and the `auto` executor, a
+killed worker process, a killed driver resumed, a Ctrl-C that keeps the finished chunks, and a
+cluster started with `ray start` and joined by address."""
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import tomllib
+from pathlib import Path
 
 import pytest
+from numba.core import config as numba_config
 
 from collective.sweeps.store import MANIFEST_FILE, TIMING_COLUMNS
 from collective.sweeps.runtime import RayExecutor, SerialExecutor
@@ -15,7 +19,7 @@ from collective.sweeps.command import run_spec
 from collective.sweeps.spec import parse_spec
 from collective.sweeps.plan import generate_block, plan, play_unit
 from sweep_support import (BLOCKS_ROWS, BLOCKS_SPEC, CLUSTER_ENV, SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC,
-                           kill_session, ray_cluster, rows, start_collective, write_spec)
+                           collective, kill_session, ray_cluster, rows, start_collective, write_spec)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +39,56 @@ def slow():
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_embedded_ray_rows_equal_serial_rows_for_any_worker_count(tiny, tiny_reference, tmp_path, workers):
+    """The workers load the kernels that this process (`tiny_reference`) compiled: none of them
+    compiles (a compilation would write its code into the shared cache; the suite runs one test at
+    a time, so nothing else writes there meanwhile)."""
+    cache = sorted(Path(numba_config.CACHE_DIR).rglob("*"))
+    before = [path.stat().st_mtime_ns for path in cache]
     summary = run_spec(tiny, tmp_path, RayExecutor(tiny, workers=workers))
     assert summary.executor == "ray" and summary.workers == workers
     assert rows(summary.dataset).equals(tiny_reference)
+    assert cache and sorted(Path(numba_config.CACHE_DIR).rglob("*")) == cache
+    assert [path.stat().st_mtime_ns for path in cache] == before
+
+
+def test_auto_executor_says_what_it_picked_and_gives_the_same_rows(tiny, tiny_reference, tmp_path):
+    """A tiny sweep's work (~0.1 s) would never win back Ray's start-up: `auto` plays it serially."""
+    result = collective("sweep", str(write_spec(tmp_path, TINY_SPEC)), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    picked = [line for line in result.stderr.splitlines() if line.startswith("collective sweep: executor ")]
+    assert len(picked) == 1 and picked[0].startswith("collective sweep: executor serial (auto: "), picked
+    assert "on serial with 1 worker(s)" in result.stdout
+    assert rows(tmp_path / "out" / "dataset").equals(tiny_reference)
+
+
+@pytest.mark.parametrize("executor", ["serial", "ray"])
+def test_ctrl_c_keeps_every_finished_chunk_and_prints_one_line(slow, tmp_path, executor):
+    """A terminal's Ctrl-C (SIGINT to the whole process group, Ray's processes included) once the first
+    chunks are written: exit 130, one line saying which rows are kept, and the rerun resumes them all."""
+    spec = write_spec(tmp_path, SLOW_SPEC)
+    out = tmp_path / "out"
+    driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2", "--executor", executor)
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / MANIFEST_FILE).exists() or not (out / MANIFEST_FILE).read_text().strip():
+            assert driver.poll() is None, driver.stderr.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.killpg(driver.pid, signal.SIGINT)
+        _, stderr = driver.communicate(timeout=120)
+    finally:
+        kill_session(driver)
+    finished = len((out / MANIFEST_FILE).read_text().splitlines())
+    assert driver.returncode == 130, stderr
+    lines = stderr.splitlines()
+    playing = next(i for i, line in enumerate(lines) if line.startswith("collective sweep: progress: slow: playing"))
+    after = lines[playing:]
+    last = [line for line in after if not line.startswith("collective sweep: progress: ")]
+    assert len(last) == 1 and re.fullmatch(rf"collective sweep: interrupted: [\d,]+ of {SLOW_ROWS:,} rows kept in "
+                                           rf"{finished} chunks; rerun the same command to resume", last[0]), stderr
+    assert 1 <= finished < sum(len(block.units) for block in plan(slow))
+    resumed = collective("sweep", str(spec), "--out", str(out), "--executor", "serial")
+    assert resumed.returncode == 0 and f"resumed from {finished} chunks" in resumed.stdout, resumed.stderr
 
 
 @pytest.mark.parametrize("victim, spec_text, expected_rows",
@@ -70,7 +121,7 @@ def test_killed_driver_resumes_without_duplicates(slow, tmp_path):
     spec = write_spec(tmp_path, SLOW_SPEC)
     out = tmp_path / "out"
     units = sum(len(block.units) for block in plan(slow))
-    driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2")
+    driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2", "--executor", "ray")
     try:
         deadline = time.monotonic() + 240
         while not (out / MANIFEST_FILE).exists() or not (out / MANIFEST_FILE).read_text().strip():
@@ -85,7 +136,7 @@ def test_killed_driver_resumes_without_duplicates(slow, tmp_path):
     assert 1 <= finished < units
     assert (out / "sweep.lock").exists()  # left behind by the killed driver: stale
     resumed = subprocess.run([sys.executable, "-m", "collective", "sweep", str(spec), "--out", str(out),
-                              "--workers", "1"], capture_output=True, text=True, timeout=600)
+                              "--workers", "1", "--executor", "ray"], capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed from {finished} chunks" in resumed.stdout
     frame = rows(out / "dataset")

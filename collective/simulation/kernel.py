@@ -383,6 +383,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
+    true, false, scored_pass, no_hidden = _runtime_constants()
     rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale,
                   switches.first_observation, switches.imitation, switches.learner_bootstrap, switches.oracle,
                   state_encoding, table_mode)
@@ -449,14 +450,14 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 for p in range(passes):
                     j = p % n_training
                     _play_pass(codes, agent_ids, table_row, training.starts[j], rules, training_paths(training, j),
-                               training.hidden[j], seeds[e], p + 1, True, tables, scratch, talk, False,
+                               training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
                                no_positions, no_rewards, episode_row(agent_totals, e))
             elif shared:  # the learners train together on their one table
                 for p in range(passes):
                     j = p % n_training
                     _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids],
-                               training.starts[j][learner_ids], rules, training_paths(training, j), -1, seeds[e],
-                               p + 1, True, tables, scratch, talk, False, no_positions, no_rewards,
+                               training.starts[j][learner_ids], rules, training_paths(training, j), no_hidden,
+                               seeds[e], p + 1, true, tables, scratch, talk, false, no_positions, no_rewards,
                                episode_row(agent_totals, e))
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
@@ -464,7 +465,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                  scratch, talk)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
-                               SCORED_PASS, scored_learning, tables, scratch, talk, record, positions_out,
+                               scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
                                rewards_out,
                                episode_row(agent_totals, e))
             talk.entropy[e] = table_entropy_bits(talk.log)
@@ -478,12 +479,12 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 agent_rewards = rewards_out[one] if record else no_rewards
                 _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
-                                    hidden_start, seeds[e], SCORED_PASS, scored_learning, tables, scratch, talk,
+                                    hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, episode_row(agent_totals, e))
                 _reset_written(tables, q_initial)
             if others.shape[0] > 0:
                 total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
-                                    hidden_start, seeds[e], SCORED_PASS, False, tables, scratch, talk, record,
+                                    hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
                                     others_positions, others_rewards, episode_row(agent_totals, e))
                 if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
@@ -491,6 +492,15 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                         rewards_out[others[k]] = others_rewards[k]
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
+
+
+@njit(cache=True, inline="always")
+def _runtime_constants():
+    """True, False, SCORED_PASS and -1 (no hidden oracle) as run-time values for `_play_pass`'s
+    arguments: numba types a literal (True, 0, -1) as a type of its own and would compile
+    `_play_pass` once per combination at its call sites (4 times for the quickstart's groups, three
+    quarters of the kernel's compile time; issue 23); NumPy scalars give every call one type."""
+    return np.bool_(True), np.bool_(False), np.int64(SCORED_PASS), np.int64(-1)
 
 
 @njit(cache=True)
@@ -545,7 +555,8 @@ def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, 
     """All training passes of learner i, playing by itself (so its group's protocol is silent);
     pass p plays training episode p mod n of the `TrainingSet`."""
     one = slice(i, i + 1)
-    silent = Talk(NONE, talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
+    true, false, _, no_hidden = _runtime_constants()
+    silent = Talk(np.int64(NONE), talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
                   talk.state, talk.comm, talk.log, talk.entropy, talk.distinct)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
@@ -553,7 +564,7 @@ def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, 
     for p in range(passes):
         j = p % n_training
         _play_pass(codes[one], agent_ids[one], table_row[one], training.starts[j][one], rules,
-                   training_paths(training, j), -1, episode_seed, p + 1, True, tables, scratch, silent, False,
+                   training_paths(training, j), no_hidden, episode_seed, p + 1, true, tables, scratch, silent, false,
                    no_positions, no_rewards, None)
 
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
-from collective.simulation.plugins import PluginError
+from collective.simulation.plugins import CtrlC, PluginError
 from collective.evaluate import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
-from collective.progress import (Progress, announce_compilation, announce_compiling,
-                                 compilation_done, duration, unconfirmed_work)
+from collective.progress import (AGENT_STEPS_PER_SECOND, PLAYING, Progress, announce_compilation,
+                                 announce_compiling, compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
 
 # The dry-run's estimate is built from what a run does: the driver loads and plans the spec (timed
@@ -34,10 +34,38 @@ from collective.version import VERSION
 ROW_SECONDS = 30e-6  # a worker builds a row: agent seeds, columns, Arrow (26-34 µs, 2 busy cores)
 RAY_INIT_SECONDS = 3.0  # ray.init of an embedded Ray: ~2.5 s quiet, 7.7-8 s on 2 busy cores
 RAY_STOP_SECONDS = 1.5  # the actors' exit and ray.shutdown: 1.2-1.6 s
+# `--executor auto` plays on Ray only when its workers win back its start-up. Each actor imports what
+# the driver imported and loads the kernels from the cache, all at once on the workers' CPUs:
+KERNEL_LOAD_SECONDS = 2.0  # an actor loads the cached kernels (2.5 s measured at load average 9)
+# A row's cost besides its agent-steps: its episode's generation (K measured on the paths under
+# `sound`), the ceiling, the row itself (a 5,100-row sweep of 1.5 M agent-steps: 3.0-5.1 s of work
+# serially at load average 9-12, i.e. 0.6-1 ms a row; a quiet machine about half)
+ROW_OVERHEAD_SECONDS = 0.5e-3
+
+
+def choose_executor(agent_steps: int, rows: int, cpus: int, import_seconds: float,
+                    address: str | None) -> tuple[str, str]:
+    """`--executor auto`: ("ray" or "serial", why, in a few words). Ray when a cluster is named;
+    else serial unless the work (AGENT_STEPS_PER_SECOND, ROW_OVERHEAD_SECONDS a row) done by `cpus`
+    workers saves more than Ray's start-up (RAY_INIT_SECONDS, every actor's imports and kernel
+    loading, RAY_STOP_SECONDS)."""
+    if address:
+        return "ray", f"the Ray cluster at {address} is named"
+    serial = agent_steps / AGENT_STEPS_PER_SECOND + rows * ROW_OVERHEAD_SECONDS
+    start_up = RAY_INIT_SECONDS + RAY_STOP_SECONDS + (import_seconds + KERNEL_LOAD_SECONDS) * (cpus + 1) / max(cpus, 1)
+    saved = serial - serial / max(cpus, 1)
+    work = f"~{duration(serial)} of work serially ({agent_steps:.2g} agent-steps, {rows:,} rows)"
+    if saved > start_up:
+        return "ray", f"{work}; {cpus} workers save more than Ray's ~{duration(start_up)} start-up"
+    return "serial", f"{work}; {cpus} worker(s) would not win back Ray's ~{duration(start_up)} start-up"
 
 
 class IncompleteSweep(RuntimeError):
     """The executor stopped without reporting every planned unit, or reported a unit's rows wrong."""
+
+
+class SweepInterrupted(CtrlC):
+    """Ctrl-C during a sweep: its text says which rows are kept (every chunk written is)."""
 
 
 @dataclass(frozen=True)
@@ -180,17 +208,25 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False)
                       bookends=True) as bar:
             bar.update(0, status())
             if todo:
-                with executor:
-                    compilation_done()  # the workers are warm
-                    for unit, rows in executor.run(todo):
-                        if rows.num_rows != unit.rows:
-                            raise IncompleteSweep(f"unit {unit.id} returned {rows.num_rows} rows, expected {unit.rows}")
-                        store.write_chunk(unit.id, rows)
-                        written += 1
-                        rows_done += unit.rows
-                        units_left[unit.cell] -= 1
-                        cells_done += not units_left[unit.cell]
-                        bar.update(unit.cost, status())
+                executor.report_phase = bar.phase
+                try:
+                    with executor:
+                        compilation_done()  # the workers are warm
+                        bar.phase(PLAYING)
+                        for unit, rows in executor.run(todo):
+                            if rows.num_rows != unit.rows:
+                                raise IncompleteSweep(f"unit {unit.id} returned {rows.num_rows} rows, "
+                                                      f"expected {unit.rows}")
+                            store.write_chunk(unit.id, rows)
+                            written += 1
+                            rows_done += unit.rows
+                            units_left[unit.cell] -= 1
+                            cells_done += not units_left[unit.cell]
+                            bar.update(unit.cost, status())
+                except KeyboardInterrupt:  # a plug-in's own became a PluginError (`plugins.plugin_code`); Ray
+                    # raises a plain KeyboardInterrupt for the Ctrl-C that reaches ray.get or ray.wait
+                    raise SweepInterrupted(f"{rows_done:,} of {rows_total:,} rows kept in {len(store.finished)} "
+                                           f"chunks; rerun the same command to resume") from None
         missing = len(planned) - len(store.finished)
         if missing:  # never a success line for a sweep that did not finish
             raise IncompleteSweep(f"the {executor.name} executor stopped with {missing} of {len(planned)} work units "
@@ -228,34 +264,40 @@ def run_sweep(args: argparse.Namespace) -> int:
         return _error(str(error) if error.path == str(args.spec) else f"{args.spec}: {error}")
     from collective.sweeps.runtime import (RayExecutor, ResourceError, SerialExecutor, WorkerLost,  # Ray loads slowly
                                            cap_workers, unreachable)
+    size = plan_size(spec)
+    executor_name = args.executor
+    if executor_name == "auto":
+        cpus = min(args.workers or os.cpu_count() or 1, os.cpu_count() or 1)
+        executor_name, why = choose_executor(size.agent_steps, size.rows, cpus, import_seconds, address)
+        print(f"collective sweep: executor {executor_name} (auto: {why}; --executor ray or serial to choose)",
+              file=sys.stderr, flush=True)
     if args.dry_run:
-        if args.executor == "serial":
+        if executor_name == "serial":
             workers = 1
         else:  # a cluster's CPUs are known once joined
             workers = args.workers or 1 if address else cap_workers(args.workers, os.cpu_count() or 1, "this machine")
-        size = plan_size(spec)
         driver_seconds, cold = _process_age(), not kernel_cached()
         try:
             sample = time_sample(spec)
         except PluginError as error:
             return _error(str(error))
         compilation_done()
-        print(plan_text(spec, size, workers, args.executor, sample, driver_seconds, import_seconds))
+        print(plan_text(spec, size, workers, executor_name, sample, driver_seconds, import_seconds))
         if cold:
             print("  (this dry run compiled the kernels, and the start-up above counts it: the run will load them)")
         if (load := os.getloadavg()[0]) > 1:
             print(f"  (load average {load:.1f}: other work shares the CPUs, so the workers will run slower than "
                   "sampled and the sweep take longer)")
         return 0
-    if message := unconfirmed_work(plan_size(spec).agent_steps, args.yes):
+    if message := unconfirmed_work(size.agent_steps, args.yes):
         return _error(message)
-    if args.executor == "ray" and address and (why := unreachable(address)):
+    if executor_name == "ray" and address and (why := unreachable(address)):
         option = "argument --address" if args.address else "$RAY_ADDRESS"
         return _error(f"{option}: no Ray cluster answers at {address!r} ({why}); start one with "
                       f"`ray start --head` or fix the address")
-    executor = SerialExecutor(spec) if args.executor == "serial" else \
+    executor = SerialExecutor(spec) if executor_name == "serial" else \
         RayExecutor(spec, address=address, workers=args.workers)
-    if args.executor == "ray" and not address and not kernel_cached():
+    if executor_name == "ray" and not address and not kernel_cached():
         announce_compiling()  # in the embedded Ray's workers, sharing this machine's cache
     try:
         summary = run_spec(spec, args.out, executor, progress=True)
@@ -265,6 +307,11 @@ def run_sweep(args: argparse.Namespace) -> int:
         return _error(str(error))
     except (IncompleteSweep, WorkerLost) as error:
         return _error(str(error), status=1)
+    except SweepInterrupted as error:
+        if getattr(args, "debug", False):
+            raise
+        print(f"collective sweep: interrupted: {error}", file=sys.stderr)
+        return 130
     except PluginError as error:
         return _error(f"{error}; the rows written so far are kept: fix the plug-in and rerun to resume")
     except OSError as error:

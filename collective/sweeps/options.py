@@ -6,6 +6,8 @@ import argparse
 
 from collective.progress import add_yes_option
 
+EXECUTORS = ("auto", "ray", "serial")  # auto: serial or Ray from the dry-run's estimate (sweeps.command.choose_executor)
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -26,10 +28,11 @@ def add_sweep_parser(commands) -> None:
     sweep.add_argument("spec", metavar="SPEC.toml", help="sweep specification, e.g. experiments/quickstart.toml")
     sweep.add_argument("--out", metavar="DIR", help="results directory (required unless --dry-run)")
     sweep.add_argument("--address", metavar="A", default=None,
-                       help="join the Ray cluster at A (default: $RAY_ADDRESS, else an embedded local Ray)")
+                       help="join the Ray cluster at A (default: $RAY_ADDRESS, else an embedded local Ray when Ray runs)")
     sweep.add_argument("--workers", type=_positive_int, metavar="N", default=None,
                        help="at most N agent-group workers (default: every CPU)")
-    sweep.add_argument("--executor", choices=("ray", "serial"), default="ray",
-                       help="ray (default) or serial: the same code in this process, for debugging")
+    sweep.add_argument("--executor", choices=EXECUTORS, default="auto",
+                       help="auto (default): serial for a small sweep, whose work would not win back Ray's start-up, "
+                            "else ray; ray; or serial: the same code in this process")
     sweep.add_argument("--dry-run", action="store_true", help="print the plan and an estimated time, then exit")
     add_yes_option(sweep)

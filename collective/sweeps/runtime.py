@@ -37,6 +37,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from collective.evaluate import load_kernel
+from collective.progress import LOADING_KERNELS, STARTING_RAY
 from collective.simulation.plugins import SHIPPED_FILES_VARIABLE, PluginError, is_import_path
 from collective.sweeps.spec import SweepSpec
 from collective.sweeps.plan import (MAX_BLOCK_BYTES, EnvironmentBlock, WorkUnit, generate_block, largest_unit_bytes,
@@ -144,16 +145,23 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
             "env_vars": {SHIPPED_FILES_VARIABLE: json.dumps(files)}} if shipped else {}
 
 
+def _silent(phase: str) -> None:
+    """The default `report_phase` of an executor: nobody listens."""
+
+
 class SerialExecutor:
-    """Runs the plan in this process: the same code as on Ray, for debugging and as the baseline."""
+    """Runs the plan in this process: the same code as on Ray, for debugging and as the baseline.
+    `report_phase` (set by the caller) hears what entering does (`collective.progress` phases)."""
 
     name = "serial"
 
     def __init__(self, spec: SweepSpec):
         self.spec = spec
         self.workers = 1
+        self.report_phase = _silent
 
     def __enter__(self) -> "SerialExecutor":
+        self.report_phase(LOADING_KERNELS)
         prepare_process(self.spec)
         return self
 
@@ -206,7 +214,8 @@ class GroupHost(_Actor):
 
 
 class RayExecutor:
-    """Runs the plan on an embedded Ray (default) or on the cluster at `address`."""
+    """Runs the plan on an embedded Ray (default) or on the cluster at `address`; `report_phase` as
+    for `SerialExecutor`."""
 
     name = "ray"
 
@@ -219,8 +228,10 @@ class RayExecutor:
         self.host_bytes = 0  # each GroupHost's memory request
         self.hosts: list = []
         self.maker = None
+        self.report_phase = _silent
 
     def __enter__(self) -> "RayExecutor":
+        self.report_phase(STARTING_RAY)
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         if not self.address or _is_loopback(self.address):
             # Read when Ray is first imported, and by the processes it starts: without it Ray
@@ -253,6 +264,7 @@ class RayExecutor:
             self.workers = memory_capped_workers(self.workers, [node["Resources"] for node in ray.nodes()
                                                                 if node["Alive"]], self.host_bytes)
             restartable = dict(max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_TASK_RETRIES)
+            self.report_phase(LOADING_KERNELS)  # each actor imports the code and loads the kernels
             self.hosts = [ray.remote(num_cpus=1, memory=self.host_bytes, **restartable)(GroupHost).remote(self.spec)
                           for _ in range(self.workers)]
             self.maker = ray.remote(num_cpus=0, memory=MAKER_BYTES, **restartable)(EnvironmentMaker).remote()
