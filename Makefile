@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 QUICKSTART := runs/quickstart
 
 demo: $(STAMP)
-	$(BIN)/collective sweep experiments/quickstart.toml --out $(QUICKSTART)
+	$(BIN)/collective sweep experiments/quickstart.toml --out $(QUICKSTART) --executor ray  # the real thing: embedded Ray
 	$(BIN)/collective figures $(QUICKSTART) --out $(QUICKSTART)/figures
 	$(BIN)/collective dashboard $(QUICKSTART) --out $(QUICKSTART)/report.html
 
