@@ -20,7 +20,7 @@ from collective.simulation.plugins import PluginError, on_ctrl_c
 from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
 from collective.sweeps.options import add_sweep_parser
 from collective.version import DISTRIBUTION, VERSION
-from dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
+from collective.dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 
 # The modules that load numba, Ray, pandas, pyarrow or matplotlib (collective.config, the behaviours and
 # protocols, the sweeps, the analysis) are imported where a command runs: `--help` takes a fraction of a
@@ -490,7 +490,7 @@ def format_table(records: list[dict]) -> str:
 
 
 def describe_protocols() -> str:
-    from protocols import get_protocol, protocol_names
+    from collective.protocols import get_protocol, protocol_names
 
     lines = []
     for name in protocol_names():

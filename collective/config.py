@@ -24,7 +24,7 @@ from collective.environments.patterns import (K_SAMPLINGS, PATTERN_GENERATORS, S
                                               PatternGenerator, StratifiedComplexity, reachable_k, unpairable_k)
 from collective.simulation.kernel import LearnerParameters, table_states
 from collective.simulation.plugins import PluginClass, PluginError
-from protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
+from collective.protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # episodes per batch: about half a second of kernel time
 COMMUNICATION_CONTROLS = ("real", "sham")  # `communication_control` (issue 14 point 4; collective.evaluate.play)

@@ -35,8 +35,8 @@ from collective.simulation.kernel import (ONLINE, KernelSwitches, Tables, learne
                                           simulate_batch, talk_workspace)
 from collective.simulation.stepping import Group, Member, play_group, play_overhearing
 from collective.version import VERSION
-from protocols import NONE, load_protocol
-from protocols.kernel_support import READS_AND_WRITES
+from collective.protocols import NONE, load_protocol
+from collective.protocols.kernel_support import READS_AND_WRITES
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Numba's on-disk cache, keyed by the sources of the whole code base.
 
 numba invalidates a cached function only when its own file changes, yet the kernels inline
-helpers from other modules (`collective.environments.torus`, `collective.environments.scene`, `protocols/*.py`): after an
+helpers from other modules (`collective.environments.torus`, `collective.environments.scene`, `collective.protocols`): after an
 edit or an upgrade, a stale cache entry would go on running the old helpers. Every compiled
 function of this code base therefore caches under a directory named by a digest of all its
 Python sources, so that a change anywhere starts from a fresh directory.
@@ -9,20 +9,27 @@ Python sources, so that a change anywhere starts from a fresh directory.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
-PACKAGES = ("collective", "protocols")  # every package with compiled (cache=True) functions
+PACKAGES = ("collective", "collective.protocols")  # every package with compiled (cache=True) functions
+
+
+def _package_folder(name: str) -> Path:
+    """Where a package's sources are, found without running it (collective.protocols is the repository's
+    protocols/ folder in a checkout and collective/protocols in an installed wheel)."""
+    return Path(importlib.util.find_spec(name).submodule_search_locations[0]).resolve()
 
 
 def source_digest() -> str:
     """A digest of every Python source file of PACKAGES, names and contents."""
-    root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode())
+        folder = _package_folder(package)
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(f"{package}/{path.relative_to(folder)}".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 

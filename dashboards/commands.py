@@ -40,7 +40,7 @@ def _table_list(text: str) -> list[str]:
 
 
 def _width(text: str) -> float:
-    from dashboards.figures import parse_width
+    from collective.dashboards.figures import parse_width
 
     try:
         return parse_width(text.strip())
@@ -49,7 +49,7 @@ def _width(text: str) -> float:
 
 
 def _figure_list(text: str) -> list[str]:
-    from dashboards.figures import FIGURE_NAMES
+    from collective.dashboards.figures import FIGURE_NAMES
 
     values = _comma_list(text)
     unknown = [value for value in values if value not in FIGURE_NAMES]
@@ -165,7 +165,7 @@ def run_analysis_command(args: argparse.Namespace) -> int:
         if args.command == "validate":
             return _validate(dataset, args.format)
         if args.command == "figures":
-            from dashboards.figures import FigureOptions, check_options, write_figures
+            from collective.dashboards.figures import FigureOptions, check_options, write_figures
 
             options = FigureOptions(width=args.width, title=args.title, labels=dict(args.label),
                                     groups=tuple(args.groups) if args.groups else None,
@@ -182,7 +182,7 @@ def run_analysis_command(args: argparse.Namespace) -> int:
             for written in write_figures(dataset, args.out, args.k_bin_width, options):
                 print(f"{written.pdf}\n{written.png}\n{written.svg}")
         else:
-            from dashboards.report import write_report
+            from collective.dashboards.report import write_report
 
             print(write_report(dataset, analysis, args.out, args.k_bin_width))
     except DatasetError as error:

@@ -18,9 +18,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from collective.analysis.tables import Analysis, Dataset, provenance
-from dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
+from collective.dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
     libraries_html, selection_html
-from dashboards.figures import STYLE, build_figures
+from collective.dashboards.figures import STYLE, build_figures
 
 PNG_DPI = 130
 CSS = """

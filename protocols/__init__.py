@@ -105,7 +105,7 @@ def register(cls: type) -> type:
     """Class decorator: register a protocol by its `name`. A class with `communicate` is a plug-in;
     only this package's built-ins may name a kernel code instead (at most PARAMETER_SLOTS numeric
     parameters), so that no class can reach a kernel branch that does not implement it."""
-    builtin = cls.__module__.startswith("protocols.") and getattr(cls, "code", None) in KERNEL_CODES
+    builtin = cls.__module__.startswith("collective.protocols.") and getattr(cls, "code", None) in KERNEL_CODES
     if not builtin:
         require_method(cls, getattr(cls, "name", cls.__name__), "communicate", "protocol")
     elif len(cls.parameters) > (SWITCH_SLOT if cls.cpp_switch else PARAMETER_SLOTS):
@@ -120,10 +120,10 @@ def load_protocol(text: str) -> PluginClass:
 
 
 # Importing the modules registers them, in the order `collective protocols` lists them.
-from protocols import none  # noqa: E402,F401,I001
-from protocols import stigmergy  # noqa: E402,F401
-from protocols import shared_q  # noqa: E402,F401
-from protocols import broadcast  # noqa: E402,F401
-from protocols import auction  # noqa: E402,F401
-from protocols import dictatorship  # noqa: E402,F401
-from protocols import hierarchy  # noqa: E402,F401
+from collective.protocols import none  # noqa: E402,F401,I001
+from collective.protocols import stigmergy  # noqa: E402,F401
+from collective.protocols import shared_q  # noqa: E402,F401
+from collective.protocols import broadcast  # noqa: E402,F401
+from collective.protocols import auction  # noqa: E402,F401
+from collective.protocols import dictatorship  # noqa: E402,F401
+from collective.protocols import hierarchy  # noqa: E402,F401

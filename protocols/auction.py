@@ -10,7 +10,7 @@ target, so the later agent wins ties and every bid equal to the best (1.0 once a
 to ⊕) moves the target again. The spec's "beats the best bid" is therefore the C++'s `>=`;
 sticky=true without `cpp_auction` is the strict reading, which freezes the target once anyone has
 bid 1.0. Bids lie in [-1, 1], so the initial -1 and this rule's -inf accept the same first bid."""
-from protocols import AUCTION, SWITCH_SLOT, Parameter, Protocol, register
+from collective.protocols import AUCTION, SWITCH_SLOT, Parameter, Protocol, register
 
 
 @register
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.environments.torus import wrap  # noqa: E402
-from protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
+from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
                                       log_message, symbol_add_cell, symbol_add_value, symbol_start)
 
 

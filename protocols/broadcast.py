@@ -6,7 +6,7 @@ reference's wisdom of the crowd) the group keeps one map A per episode, each non
 reward folded in as A(c) = (A(c) + R(c))/2 in agent order, and every searcher steps toward the
 global argmax of A.
 """
-from protocols import BROADCAST, Parameter, Protocol, register
+from collective.protocols import BROADCAST, Parameter, Protocol, register
 
 _PARAMETERS = (Parameter("memory", "false", "keep a shared map across iterations (wisdom of the crowd)",
                          choices=("false", "true")),)
@@ -37,7 +37,7 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import uniform_int  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.environments.scene import member_scene, scene_reward  # noqa: E402
-from protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
+from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
                                       READS_AND_WRITES, cell_bits, count, count_all, float_bits, log_copies,
                                       log_message, symbol_add, symbol_add_cell, symbol_add_value, symbol_start,
                                       toggle_entry)

@@ -1,6 +1,6 @@
 """`dictatorship` (spec §6): one searcher, the dictator, picks its best observed cell and the
 whole group heads for it."""
-from protocols import DICTATORSHIP, Parameter, Protocol, register
+from collective.protocols import DICTATORSHIP, Parameter, Protocol, register
 
 
 @register
@@ -22,7 +22,7 @@ class Dictatorship(Protocol):
 
 from numba import njit  # noqa: E402
 
-from protocols.kernel_support import (ORDER, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
+from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
                                       log_message, symbol_add_cell, symbol_start)
 
 

@@ -6,7 +6,7 @@ The 2016 program's tree agents (`cpp_binary_tree`) do plain local search: main.c
 performAction(columns) through an Agent pointer, which dispatches to LocalSearchAgent's, never the
 tree's three-argument overload (LambdaStar src/BinaryTreeLocalSearchAgent.cpp); the reports are
 written (setTargets) and counted, but nobody reads them."""
-from protocols import HIERARCHY, SWITCH_SLOT, Protocol, register
+from collective.protocols import HIERARCHY, SWITCH_SLOT, Protocol, register
 
 
 @register
@@ -20,7 +20,7 @@ class Hierarchy(Protocol):
 
 from numba import njit  # noqa: E402
 
-from protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
+from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
                                       local_choices, log_message, symbol_add_cell, symbol_add_value, symbol_start)
 
 

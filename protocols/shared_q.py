@@ -3,7 +3,7 @@ reference's CoopQlearning / CoopSarsa). Training passes run the learners togethe
 landing in the shared table. Its accesses happen inside the learners' steps (the fused kernel's
 learner branch calls `count_table_accesses`); their symbols are not logged, so a shared table has no
 message entropy (NaN)."""
-from protocols import SHARED_Q, Protocol, register
+from collective.protocols import SHARED_Q, Protocol, register
 
 
 @register
@@ -16,7 +16,7 @@ class SharedQTable(Protocol):
 
 from numba import njit  # noqa: E402
 
-from protocols.kernel_support import FLOAT_BITS, READS_AND_WRITES, WRITES, count  # noqa: E402
+from collective.protocols.kernel_support import FLOAT_BITS, READS_AND_WRITES, WRITES, count  # noqa: E402
 
 ACTIONS = 9  # a state's action values, read together
 

@@ -8,7 +8,7 @@ in turn computes fr = w·(max + min) and, when fr ≠ 0, sets F(c) = (F(c) + R(c
 observed cell; searchers then move toward the argmax of F over their window. Fake rewards never
 enter the score.
 """
-from protocols import STIGMERGY, Parameter, Protocol, register
+from collective.protocols import STIGMERGY, Parameter, Protocol, register
 
 
 @register
@@ -33,7 +33,7 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import uniform_int  # noqa: E402
 from collective.environments.scene import member_scene, scene_blind  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
-from protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
+from collective.protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
                                       count, log_message, observe_window, symbol_add_value, symbol_start)
 
 PAPER, REFERENCE = 0, 1

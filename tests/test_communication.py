@@ -12,7 +12,7 @@ from collective.environments.lambda_star import EnvironmentBatch
 from collective.evaluate import evaluate, generate_environments, play, plugin_group, shadow_environments
 from collective.simulation.stepping import play_group, play_overhearing
 from collective.sweeps.spec import SpecError, parse_spec
-from protocols.kernel_support import message_entropy_bits
+from collective.protocols.kernel_support import message_entropy_bits
 
 LN2 = math.log(2)
 

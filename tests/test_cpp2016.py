@@ -13,7 +13,7 @@ from collective.simulation.kernel import (EpisodePaths, Rules, Scratch, _play_pa
                                           talk_workspace)
 from collective.simulation.random_streams import SplitMix64
 from collective.simulation.reference import ReferenceWorld
-from protocols import NONE
+from collective.protocols import NONE
 
 COLS = 7
 

@@ -178,7 +178,7 @@ def test_every_analysis_table_is_shown_with_readable_headers(report):
 
 def test_headline_shows_accuracy_gains_and_verdicts_with_cis(report):
     from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
-    from dashboards.explore import format_number
+    from collective.dashboards.explore import format_number
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
     text = report.read_text()
@@ -195,7 +195,7 @@ def test_headline_shows_accuracy_gains_and_verdicts_with_cis(report):
 def test_figure_hover_carries_the_tables_ci_and_episodes(report):
     """The hover data of the accuracy figure are the accuracy table's CI and episodes, row for row."""
     from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
-    from dashboards.explore import interactive_figure
+    from collective.dashboards.explore import interactive_figure
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
     frame = analysis.tables["accuracy"].frame
@@ -215,7 +215,7 @@ def test_figure_hover_carries_the_tables_ci_and_episodes(report):
 def test_number_format_and_headers():
     import pandas as pd
 
-    from dashboards.explore import format_number, grid_order, header, is_scientific
+    from collective.dashboards.explore import format_number, grid_order, header, is_scientific
 
     assert [format_number(v, c) for v, c in ((0.5, "accuracy"), (-0.25, "difference"), (12345, "episodes"),
                                               (0.0004, "p_holm"), (0.0421, "p_t"), (float("nan"), "x"))] == \

@@ -9,7 +9,7 @@ from matplotlib.image import AxesImage
 
 from analysis_data import GRIDS, collective, sweep
 from collective.analysis.tables import Dataset, load_dataset
-from dashboards.figures import build_figures
+from collective.dashboards.figures import build_figures
 
 SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},
           "wisdom": {"local_search+wisdom"}}

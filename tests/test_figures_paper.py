@@ -18,7 +18,7 @@ from matplotlib.text import Text
 from analysis_data import collective, sweep
 from collective.analysis.tables import load_dataset
 from collective.sweeps.spec import SpecError, load_spec, parse_spec
-from dashboards.figures import (FIGURE_NAMES, MIN_FONT_POINTS, OKABE_ITO, WIDTHS, FigureOptionError, FigureOptions,
+from collective.dashboards.figures import (FIGURE_NAMES, MIN_FONT_POINTS, OKABE_ITO, WIDTHS, FigureOptionError, FigureOptions,
                                 build_figures, series_style)
 
 ROOT = Path(__file__).resolve().parent.parent

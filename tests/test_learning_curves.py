@@ -12,7 +12,7 @@ from collective.analysis.learning import (add_learning_tables, episodes_to_reach
                                          sharing_table)
 from collective.analysis.tables import Analysis
 from collective.sweeps.spec import SpecError, load_spec, parse_spec
-from dashboards.figures import FigureOptions, _group_types, _training_curves
+from collective.dashboards.figures import FigureOptions, _group_types, _training_curves
 
 LEVELS = (0, 10, 30, 100, 300, 1000)  # training episodes (0: q_training_passes 0, the untrained table)
 CURVE = dict(zip(LEVELS, (0.0, 0.1, 0.2, 0.3, 0.45, 0.5)))  # set Υ of an independent learner's table

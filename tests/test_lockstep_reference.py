@@ -10,7 +10,7 @@ from collective.evaluate import (generate_environments, play, run_episodes, shad
                                  trained_tables)
 from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
                                              learner_tables, reference_episode, reference_sham_episode)
-from protocols import get_protocol
+from collective.protocols import get_protocol
 
 
 def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:

@@ -10,7 +10,7 @@ from collective.evaluate import generate_environments, play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.reference import ReferenceWorld
 from collective.testing import check_protocol
-from protocols import get_protocol, protocol_names
+from collective.protocols import get_protocol, protocol_names
 
 FITTING_GROUPS = {"none": "local_search:2,random:1", "shared_q": "q_learning:2,sarsa:1",
                   "hierarchy": "local_search:5,oracle:1"}

@@ -246,7 +246,7 @@ def test_kernel_learners_are_refused_beside_plugins():
 def test_a_class_cannot_reach_an_unused_kernel_code():
     """Registering a class under a kernel code silently ran the Q-learner on an empty table."""
     from collective.behaviours import Behaviour, register
-    from protocols import Protocol, register as register_protocol
+    from collective.protocols import Protocol, register as register_protocol
 
     class Impostor(Behaviour):
         name, code, description = "impostor", 9, "no kernel rule"

@@ -22,13 +22,13 @@ from collective.simulation.plugins import Messages
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Overheard
 from collective.simulation.stepping import observed_scene
-from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, STIGMERGY
-from protocols.auction import auction_rule
-from protocols.broadcast import broadcast_rule
-from protocols.dictatorship import dictatorship_rule
-from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import COMM_SLOTS, HEADER, episode_distinct, episode_entropies, list_logs, log_capacity
-from protocols.stigmergy import stigmergy_rule
+from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, STIGMERGY
+from collective.protocols.auction import auction_rule
+from collective.protocols.broadcast import broadcast_rule
+from collective.protocols.dictatorship import dictatorship_rule
+from collective.protocols.hierarchy import hierarchy_rule
+from collective.protocols.kernel_support import COMM_SLOTS, HEADER, episode_distinct, episode_entropies, list_logs, log_capacity
+from collective.protocols.stigmergy import stigmergy_rule
 
 
 @njit(cache=True, inline="always")

@@ -37,14 +37,14 @@ from collective.behaviours.decisions import (greedy_action, learner_action, loca
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Scene, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
-from protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
-from protocols.auction import auction_rule
-from protocols.broadcast import broadcast_rule
-from protocols.dictatorship import dictatorship_rule
-from protocols.hierarchy import hierarchy_rule
-from protocols.kernel_support import COMM_SLOTS, empty_log, table_distinct, table_entropy_bits, table_log
-from protocols.shared_q import count_table_accesses
-from protocols.stigmergy import stigmergy_rule
+from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
+from collective.protocols.auction import auction_rule
+from collective.protocols.broadcast import broadcast_rule
+from collective.protocols.dictatorship import dictatorship_rule
+from collective.protocols.hierarchy import hierarchy_rule
+from collective.protocols.kernel_support import COMM_SLOTS, empty_log, table_distinct, table_entropy_bits, table_log
+from collective.protocols.shared_q import count_table_accesses
+from collective.protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
 CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); signs of the 3x3 window's rewards

@@ -28,7 +28,7 @@ from collective.environments.torus import chebyshev, proximity, wrap
 from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, episode_row
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError, plugin_code
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
-from protocols.kernel_support import READS_AND_WRITES, episode_distinct, episode_entropies, list_logs, log_deliveries
+from collective.protocols.kernel_support import READS_AND_WRITES, episode_distinct, episode_entropies, list_logs, log_deliveries
 
 
 @njit(cache=True)
