@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from collective.adapters.single_episode import environment_config
+from collective.adapters.scenes import environment_config
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import evaluate, generate_environments, play
 from collective.environments.landscapes import (KING_MOVES, cone_mass_bound, correlation_length, count_local_optima,

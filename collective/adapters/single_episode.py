@@ -12,15 +12,17 @@ so agents from other libraries can sit the test.
   exactly the environments `collective evaluate --seed s` plays (`evaluate.generate_environments`,
   SeedSequence-keyed by episode); before any seed the configuration's seed is used.
 
-Step logic is the plain-Python geometry of `reference_simulation.ReferenceWorld`. An environment
-class plugs in as an `EpisodeScene` factory in `SCENES`: one episode's "reward of cell c at
-iteration t" and "observation window of cell c at t". pettingzoo and gymnasium are optional:
-`pip install 'collective[adapters]'`.
+Alone, the agents step an `EpisodeScene` (`collective.adapters.scenes`), the plain-Python geometry
+of `collective.simulation.reference.ReferenceWorld`. With teammates (`mix=` background agents of any
+behaviour, `protocol=` a protocol; Melting Pot's focal population among background bots) the caller's
+agents are the focal population and the group plays one episode at a time on the stepping core, the
+batched adapters' engine (`collective.adapters.vector`, a batch of one episode), with their
+observations under a protocol (window plus field, then whether a target was given and its row and
+column offsets). `state()` is the episode's full state, (5, rows, cols) float32
+(`rendering.STATE_CHANNELS`); `render()` draws it under render_mode "ansi" or "rgb_array".
+pettingzoo and gymnasium are optional: `pip install 'collective[adapters]'`.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Callable, Protocol
 
 import numpy as np
 
@@ -32,73 +34,16 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("collective.adapters needs pettingzoo and gymnasium: "
                       "pip install 'collective[adapters]'") from error
 
-from collective.config import DEFAULT_PROFILE, RENAMED_FIELDS, ConfigError, EvaluationConfig
+from collective.adapters.rendering import ansi_frame, rgb_frame
+from collective.adapters.scenes import SCENES, EpisodeScene
+from collective.adapters.vector import RENDER_MODES, _Batches, _state_space, _window_space
+from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments
-from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
-
-# The settings of the environment alone; behaviours and protocols are the caller's agents'.
-ENVIRONMENT_FIELDS = ("group_size", "rows", "cols", "iterations", "seed", "observation_range", "reward_radius",
-                      "pattern_generator", "evil_pairing", "k_min", "k_max", "landscape_peaks",
-                      "landscape_peak_width", "landscape_deception", "landscape_noise", "landscape_normalisation",
-                      "landscape_entropy", "landscape_motion")
-
-
-class EpisodeScene(Protocol):
-    """One episode of an environment class, as the adapters step it."""
-
-    def reward(self, cell: int, t: int) -> float:
-        """R of `cell` after t iterations (t = 0: the start)."""
-        ...
-
-    def window(self, cell: int, t: int) -> np.ndarray:
-        """Rewards of `cell`'s range-k Moore window after t iterations, row by row, float32."""
-        ...
-
-
-@dataclass(frozen=True)
-class GridScene:
-    """Λ* or a fitness landscape: rewards from `ReferenceWorld.payoffs` along ⊕/⊖'s paths."""
-
-    world: ReferenceWorld
-    good: tuple[int, ...]  # ⊕'s cells at iterations 0..T (a landscape's global optimum)
-    evil: tuple[int, ...]
-
-    @classmethod
-    def from_batch(cls, config: EvaluationConfig, batch: EnvironmentBatch) -> "GridScene":
-        """The scene of the batch's first episode."""
-        landscape = tuple(batch.landscapes[0].tolist()) if batch.landscapes is not None else None
-        world = ReferenceWorld(config.rows, config.cols, config.iterations, config.observation_range,
-                               config.reward_radius, landscape=landscape)
-        return cls(world, tuple(batch.good[0].tolist()), tuple(batch.evil[0].tolist()))
-
-    def reward(self, cell: int, t: int) -> float:
-        return self.world.payoffs(self.good, self.evil, t)(cell)
-
-    def window(self, cell: int, t: int) -> np.ndarray:
-        payoff = self.world.payoffs(self.good, self.evil, t)
-        return np.array([payoff(c) for c, _, _ in self.world.window(cell)], np.float32)
-
-
-# Environment class (EvaluationConfig.env) -> scene of one generated episode.
-SCENES: dict[str, Callable[[EvaluationConfig, EnvironmentBatch], EpisodeScene]] = {
-    "lambda_star": GridScene.from_batch,
-    "landscape": GridScene.from_batch,
-}
-
-
-def environment_config(env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields) -> EvaluationConfig:
-    """The validated configuration of an adapter: environment settings only (`ENVIRONMENT_FIELDS`)."""
-    if env not in SCENES:
-        raise ConfigError("env", f"unknown environment class {env!r}; allowed: {', '.join(SCENES)}")
-    for name in fields:
-        if name not in ENVIRONMENT_FIELDS and name not in RENAMED_FIELDS:  # from_profile names the new field
-            raise ConfigError(name, f"not an environment setting; allowed: {', '.join(ENVIRONMENT_FIELDS)}")
-    return EvaluationConfig.from_profile(profile, env=env, **fields)
 
 
 class _Episodes:
-    """The engine both adapters share: seeding, episode generation, one iteration per step."""
+    """The engine of agents alone: seeding, episode generation, one iteration per step of a scene."""
 
     def __init__(self, config: EvaluationConfig):
         self.config = config
@@ -130,30 +75,79 @@ class _Episodes:
         self.t += 1
         return [self.scene.window(c, self.t) for c in self.cells], [self.scene.reward(c, self.t) for c in self.cells]
 
+    def state(self) -> np.ndarray:
+        """(5, rows, cols) float32 (`EpisodeScene.state`)."""
+        if self.scene is None:
+            raise RuntimeError("call reset() before state()")
+        return self.scene.state(self.cells, self.t)
+
     def _moved(self, cell: int, action) -> int:
         if not 0 <= int(action) < 9:
             raise ValueError(f"action must be an integer in 0..8 (got {action!r})")
         return self.geometry.moved(cell, *ACTION_MOVES[int(action)])
 
 
-def _observation_space(config: EvaluationConfig) -> spaces.Box:
-    side = 2 * config.observation_range + 1
-    return spaces.Box(-1.0, 1.0, shape=(side * side,), dtype=np.float32)
+class _EpisodesWithTeammates:
+    """The engine of focal agents beside teammates: the batched adapters' engine (`vector._Batches`,
+    the stepping core's loop) with a batch of one episode; same interface as `_Episodes`."""
+
+    def __init__(self, batches: _Batches, owner: str):
+        self.config, self.batches, self.owner = batches.config, batches, owner
+        self.k = 0
+
+    @property
+    def t(self) -> int:
+        return self.batches.core.t
+
+    def reset(self, seed: int | None) -> list[np.ndarray]:
+        self.batches.start(seed)
+        self.k = int(self.batches.k_raw[0])
+        return list(self.batches.windows()[0])
+
+    def step(self, actions: list[int]) -> tuple[list[np.ndarray], list[float]]:
+        if self.batches.core is None or self.batches.over:
+            raise RuntimeError("the episode is over: call reset()")
+        rewards = self.batches.step(self.batches.actions(np.asarray(actions)[None, :], self.owner))
+        return list(self.batches.windows()[0]), rewards[0].tolist()
+
+    def state(self) -> np.ndarray:
+        return self.batches.state()[0]
+
+
+def _engine(batches: _Batches, owner: str) -> _Episodes | _EpisodesWithTeammates:
+    """Agents alone step a scene (unchanged numbers); with teammates, the stepping core."""
+    return _Episodes(batches.config) if batches.group is None else _EpisodesWithTeammates(batches, owner)
+
+
+def _frame(render_mode: str | None, episodes: _Episodes | _EpisodesWithTeammates):
+    """The episode now: text under "ansi", an RGB array under "rgb_array" (`rendering`), else None."""
+    if render_mode is None:
+        return None
+    state = episodes.state()
+    return ansi_frame(state, episodes.t) if render_mode == "ansi" else rgb_frame(state)
+
+
+def _one_state_space(batches: _Batches) -> spaces.Box:
+    """`state()`'s space: (5, rows, cols) float32."""
+    return spaces.Box(-np.inf, np.inf, shape=_state_space(batches).shape[1:], dtype=np.float32)
 
 
 class LambdaStarParallelEnv(ParallelEnv):
-    """The group's test as a PettingZoo parallel environment (all agents act every iteration)."""
+    """The group's test as a PettingZoo parallel environment (all agents act every iteration); with
+    `mix=` and/or `protocol=` the agents are the focal population beside background agents."""
 
-    metadata = {"name": "collective_lambda_star_v0", "render_modes": [], "is_parallelizable": True}
+    metadata = {"name": "collective_lambda_star_v0", "render_modes": list(RENDER_MODES), "is_parallelizable": True}
 
-    def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields):
-        self.config = environment_config(env, profile, **fields)
+    def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, mix: str = "", protocol: str = "none",
+                 render_mode: str | None = None, **fields):
+        batches = _Batches(1, env, profile, fields, mix, protocol, render_mode)
+        self.config, self.render_mode = batches.config, render_mode
         self.possible_agents = [f"agent_{i}" for i in range(self.config.group_size)]
         self.agents: list[str] = []
-        self.render_mode = None
-        self._episodes = _Episodes(self.config)
-        self._observation_space = _observation_space(self.config)
+        self._episodes = _engine(batches, type(self).__name__)
+        self._observation_space = _window_space(batches)
         self._action_space = spaces.Discrete(9)
+        self.state_space = _one_state_space(batches)
 
     def observation_space(self, agent: str) -> spaces.Box:
         return self._observation_space
@@ -177,20 +171,33 @@ class LambdaStarParallelEnv(ParallelEnv):
         return (dict(zip(agents, observations)), dict(zip(agents, rewards)), dict.fromkeys(agents, False),
                 dict.fromkeys(agents, over), {a: {} for a in agents})
 
+    def state(self) -> np.ndarray:
+        """The episode's full state: (5, rows, cols) float32, channels R of every cell, ⊕, ⊖, focal
+        agents per cell, background agents per cell (`rendering.STATE_CHANNELS`)."""
+        return self._episodes.state()
+
+    def render(self):
+        """The episode now: text ("ansi") or an RGB array ("rgb_array"; `rendering.rgb_frame`)."""
+        return _frame(self.render_mode, self._episodes)
+
 
 class LambdaStarEnv(gymnasium.Env):
-    """One agent alone on the test, as a Gymnasium environment (group size 1)."""
+    """One agent on the test, as a Gymnasium environment (group size 1): alone, or with `mix=` and/or
+    `protocol=` the focal agent beside background agents."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES)}
 
-    def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, **fields):
+    def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, mix: str = "", protocol: str = "none",
+                 render_mode: str | None = None, **fields):
         if fields.get("group_size", 1) != 1:
             raise ConfigError("group_size", "the single-agent environment has exactly 1 agent; "
                                             "use LambdaStarParallelEnv for groups")
-        self.config = environment_config(env, profile, **fields)
-        self._episodes = _Episodes(self.config)
-        self.observation_space = _observation_space(self.config)
+        batches = _Batches(1, env, profile, fields, mix, protocol, render_mode)
+        self.config, self.render_mode = batches.config, render_mode
+        self._episodes = _engine(batches, type(self).__name__)
+        self.observation_space = _window_space(batches)
         self.action_space = spaces.Discrete(9)
+        self.state_space = _one_state_space(batches)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)  # Gymnasium's bookkeeping only; episodes come from the SeedSequence tree
@@ -200,3 +207,11 @@ class LambdaStarEnv(gymnasium.Env):
     def step(self, action):
         [observation], [reward] = self._episodes.step([action])
         return observation, reward, False, self._episodes.t >= self.config.iterations, {}
+
+    def state(self) -> np.ndarray:
+        """The episode's full state (`LambdaStarParallelEnv.state`)."""
+        return self._episodes.state()
+
+    def render(self):
+        """The episode now (`LambdaStarParallelEnv.render`)."""
+        return _frame(self.render_mode, self._episodes)

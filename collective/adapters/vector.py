@@ -17,7 +17,7 @@ Observations and rewards are those of `collective evaluate`: the stepping core i
 bit-identical to the fused kernel (tests/test_stepping_core.py), and tests/test_vector_env.py
 replays the kernel's recorded moves and a local searcher through these classes and gets the
 kernel's rewards exactly. The settings are the single-episode adapters'
-(`single_episode.environment_config`) plus `episodes`, the batch size.
+(`scenes.environment_config`) plus `episodes`, the batch size.
 
 Teammates (issue 24 point 3; Melting Pot's focal population among background bots): the
 `group_size` agents the caller drives are the focal population, agents 0..group_size-1 of the
@@ -43,7 +43,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from collective.adapters.rendering import STATE_CHANNELS, ansi_frame, grid_state, rgb_frame
-from collective.adapters.single_episode import environment_config
+from collective.adapters.scenes import environment_config
 from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments, kernel_switches, plugin_group
 from collective.simulation.plugins import PluginError
@@ -123,6 +123,7 @@ class _Batches:
         self._next += self.episodes
         c = self._seeded
         environments = generate_environments(c, self.indices)
+        self.k_raw = environments.k_raw  # (E,) each episode's drawn k (one-episode adapters' info "k")
         if self.group is None:
             self.core = SteppingCore(environments, c.group_size, c.rows, c.cols, c.iterations, c.observation_range,
                                      c.reward_radius, c.coordination_threshold, kernel_switches(c, None))
