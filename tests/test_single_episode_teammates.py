@@ -155,6 +155,7 @@ def test_state_before_reset_and_steps_after_the_end_are_refused():
 @pytest.mark.parametrize("settings, field", [(dict(render_mode="human"), "render_mode"),
                                              (dict(mix="q_learning:1"), "mix"),
                                              (dict(protocol="shouting"), "protocol"),
+                                             (dict(protocol="broadcast"), "protocol"),  # one member: nobody to hear
                                              (dict(mix=3), "mix")])
 def test_bad_teammates_and_render_modes_are_refused_naming_the_field(make, settings, field):
     with pytest.raises(ConfigError) as error:
