@@ -87,14 +87,19 @@ def test_the_focal_rewards_and_observations_are_those_of_its_cells_beside_teamma
         observations, rewards, *_ = env.step({a: (t + i) % 9 for i, a in enumerate(env.agents)})
     assert sorted(rewards.values()) == sorted(env.state()[0][r, c] for r, c in np.argwhere(env.state()[3] > 0)
                                               for _ in range(int(env.state()[3][r, c])))
-    assert env.agents == [] and infos["agent_0"]["k"] >= 0
+    assert env.agents == []
+    alone = LambdaStarParallelEnv(group_size=2, **SMALL)
+    assert infos["agent_0"]["k"] == alone.reset(seed=2)[1]["agent_0"]["k"]  # the same episode's k
 
 
-def test_alone_the_scene_state_is_the_stepping_cores():
-    """Lock-step twins: the one-episode adapter alone (plain-Python scene) and the vector adapter with
-    a batch of one episode (stepping core) show the same state, observations and rewards."""
+@pytest.mark.parametrize("teammates", [{}, dict(mix="local_search:2", protocol="broadcast")])
+def test_one_episode_at_a_time_is_the_vector_adapters_batch_of_one(teammates):
+    """Lock-step twins: the one-episode adapter (alone: the plain-Python scene) and the vector adapter
+    with a batch of one episode (the stepping core) show the same state, observations and rewards,
+    episode after episode."""
     for settings in (dict(SMALL, group_size=3), dict(SMALL, group_size=3, env="landscape", landscape_peaks=3)):
-        one, batch = LambdaStarParallelEnv(**settings), LambdaStarVectorEnv(episodes=1, **settings)
+        one = LambdaStarParallelEnv(**settings, **teammates)
+        batch = LambdaStarVectorEnv(episodes=1, **settings, **teammates)
         actions = np.random.default_rng(3).integers(0, 9, size=(2 * SMALL["iterations"], 3))
         observations, _ = one.reset(seed=7)
         batched, _ = batch.reset(seed=7)
