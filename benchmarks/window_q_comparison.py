@@ -1,12 +1,16 @@
-"""Issue 21: the built-in window_signs `q_learning` against the NumPy plug-in `examples/numpy_window_q.py`
-on the same held-out training episodes and the same test episodes (same seeds), at one group size.
+"""Issue 21: the built-in window_signs learners against the NumPy plug-in `examples/numpy_window_q.py` on the
+same held-out training episodes and the same test episodes (same seeds), at one group size.
 
 The built-in trains its kept tables on `table_training_batch` (q_training_passes = N passes over N held-out
 episodes) and is scored greedily on the test episodes; the plug-in plays those same training episodes
 (learning, in order, `--chunk` episodes per batch) and then the same test episodes greedily. Local search
-on the test episodes is the reference. Prints Υ-style mean R̄ of the test episodes with a 95% CI.
+on the same test episodes is the reference. Per seed: each variant's mean R̄ over the test episodes (95% CI
+over episodes) and its ratio to local search's; then the ratios' mean over seeds (95% CI over seeds: each
+seed trains its own tables, whose luck varies far more than the test episodes do) and the paired
+differences to the first variant. See docs/learner-diagnosis.md.
 
-    .venv/bin/python benchmarks/window_q_comparison.py --grid 10 --group 10 --train 300 --seeds 1,2,3,4
+    .venv/bin/python benchmarks/window_q_comparison.py --grid 10 --group 10 --train 300 --seeds 1,2,3,4 \
+        --variants builtin:q_initial=0,plugin:table=agent:alpha=0.1:gamma=0.7:epsilon=0.2,builtin
 """
 from __future__ import annotations
 
@@ -81,15 +85,15 @@ def main() -> None:
             started = time.perf_counter()
             scores = variant_scores(variant, base, reference, tests, args.chunk)
             ratios[variant].append(scores.mean() / local.mean())
-            print(f"  {variant:<40}{mean_ci(scores)}  ratio {ratios[variant][-1]:.3f}"
+            print(f"  {variant:<40} {mean_ci(scores)}  ratio {ratios[variant][-1]:.3f}"
                   f"  ({time.perf_counter() - started:.1f} s)", flush=True)
     print("ratio to local search, mean over seeds [95% CI over seeds, t]:")
     for variant, values in ratios.items():
-        print(f"  {variant:<40}{mean_ci(np.array(values)) if len(values) > 1 else f'{values[0]:.3f}'}")
+        print(f"  {variant:<40} {mean_ci(np.array(values)) if len(values) > 1 else f'{values[0]:.3f}'}")
     if len(variants) > 1 and len(ratios[variants[0]]) > 1:
         print(f"paired difference of the ratio to {variants[0]}, mean over seeds [95% CI over seeds, t]:")
         for variant in variants[1:]:
-            print(f"  {variant:<40}{mean_ci(np.array(ratios[variant]) - np.array(ratios[variants[0]]))}")
+            print(f"  {variant:<40} {mean_ci(np.array(ratios[variant]) - np.array(ratios[variants[0]]))}")
 
 
 if __name__ == "__main__":
