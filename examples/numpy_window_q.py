@@ -8,6 +8,9 @@ after the last iteration terminal. ε-greedy while `learning`, greedy otherwise;
 (`tie_break` uniform) or to the first action (`first`). One table for the agents it serves (`table`
 group) or one per agent (`agent`). It is persistent: the table is kept across batches, which are played
 in episode order, and updated transition by transition in (episode, agent) order within an iteration.
+A group table pools the agents' experience as `shared_q` does, so the agents then learn from one another;
+the class does not declare `centralised` because it is a diagnostic for benchmarks/window_q_comparison.py:
+in a sweep, use table=agent, or the built-in `shared_q`, whose traffic is counted.
 """
 import numpy as np
 
