@@ -130,9 +130,12 @@ GROUPS = {
          learner_training="online", coordination_threshold=2),
     dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.2, learner_training="online",
          env="landscape", landscape_peaks=3),
+    dict(learning_protocol="held_out", training_episodes=4, q_epsilon=0.2, q_initial=1.0, learner_state="window_signs",
+         learner_training="pretrained"),
 ], ids=["default", "epsilon-optimistic", "range2-rect", "coordination", "independent-pingpong", "landscape",
         "static-landscape-range2", "held-out-epsilon", "held-out-coordination", "held-out-landscape",
-        "window-per-episode-range2", "window-pretrained", "window-online-coordination", "cell-time-online-landscape"])
+        "window-per-episode-range2", "window-pretrained", "window-online-coordination", "cell-time-online-landscape",
+        "window-pretrained-optimistic"])
 def test_behaviours_match_reference(mix, variant):
     settings = {**SMALL, **{k: v for k, v in variant.items() if v is not None}}
     config = EvaluationConfig.from_profile("paper", mix=mix, **settings)
