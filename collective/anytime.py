@@ -51,9 +51,11 @@ Where the paper leaves the mapping to the environment class open, our choices (a
   pays 0 whatever the agent does for its first interactions tells nothing about it). With the first budgets
   (T = 1-3 under the ceiling rule) an agent's reach is T king moves, so on a grid much wider than 2(T + 1)
   ⊕ and ⊖ are usually beyond every agent's reach: every group, the oracle included, scores 0 there, and ξ
-  stands still. With `reward_sensitive` a draw is kept only when some agent could stand within the reward
-  radius of ⊕ or ⊖ at some iteration t <= T (its start within t + radius king moves of the object's
-  cell at t), a necessary condition for its actions to change its reward; other draws are skipped without
+  stands still. With `reward_sensitive` a draw is kept only when the first agent could stand within the
+  reward radius of ⊕ or ⊖ at some iteration t <= T (its start within t + radius king moves of the object's
+  cell at t), a necessary condition for its actions to change its reward. The first agent only, whatever the
+  group's size: "some agent" would keep more draws for larger groups, so groups of different sizes would be
+  tested on different environment distributions and their Υ would not compare; other draws are skipped without
   counting as repeats, up to `INSENSITIVE_DRAWS`. Draws are generated in batches (1, 2, 4, ... draws per
   call of the batch generator; draw d of a batch is the draw d generated alone). Off (`paper`,
   `lambdastar2016`): every draw is played, as before.
@@ -281,13 +283,14 @@ def _row(batch: EnvironmentBatch, index: int) -> EnvironmentBatch:
 
 
 def reward_sensitive(batch: EnvironmentBatch, rows: int, cols: int, reward_radius: int) -> np.ndarray:
-    """(episodes,) whether some agent can stand within `reward_radius` of ⊕ or ⊖ at some iteration t = 1..T:
-    its start cell within t + radius king moves (toroidal Chebyshev distance, spec §1) of the object's cell
-    at t, the necessary condition for its actions to change its reward (module docstring). A landscape pays
-    on every cell: always True."""
+    """(episodes,) whether the first agent can stand within `reward_radius` of ⊕ or ⊖ at some iteration
+    t = 1..T: its start cell within t + radius king moves (toroidal Chebyshev distance, spec §1) of the
+    object's cell at t, the necessary condition for its actions to change its reward (module docstring). The
+    first agent alone, so that the draws kept do not depend on the group's size. A landscape pays on every
+    cell: always True."""
     if batch.landscapes is not None:
         return np.ones(len(batch), bool)
-    starts = batch.starts.astype(np.int64)[:, :, None]  # (episodes, agents, 1)
+    starts = batch.starts.astype(np.int64)[:, :1, None]  # (episodes, 1, 1): the first agent's start
     reach = np.arange(1, batch.good.shape[1])[None, None, :] + reward_radius  # t + radius, t = 1..T
     sensitive = np.zeros(len(batch), bool)
     for path in (batch.good, batch.evil):

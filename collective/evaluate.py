@@ -479,7 +479,8 @@ def batches_ahead(config: EvaluationConfig, size: int):
     is pure, so the environments are the ones generated in turn."""
     starts = range(0, config.episodes, size)
     indices = [np.arange(first, min(first + size, config.episodes)) for first in starts]
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="collective-generation") as pool:
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="collective-generation")
+    try:
         ahead = pool.submit(prepared_environments, config, indices[0]) if indices else None
         for position, episodes in enumerate(indices):
             waited = time.perf_counter()
@@ -488,6 +489,8 @@ def batches_ahead(config: EvaluationConfig, size: int):
             if position + 1 < len(indices):
                 ahead = pool.submit(prepared_environments, config, indices[position + 1])
             yield episodes, environments, waited
+    finally:  # an error or Ctrl-C in the caller does not wait for a batch nobody will play
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:

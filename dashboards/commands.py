@@ -125,7 +125,7 @@ def add_analysis_commands(commands) -> None:
     figures.add_argument("--figures", type=_figure_list, default=None, metavar="F1,F2",
                          help="only these figures: upsilon_vs_k, upsilon_vs_entropy, upsilon_vs_group_size, "
                               "heatmap_k_group_size, structures, gains, learning_curves, "
-                              "upsilon_vs_message_entropy (default all)")
+                              "upsilon_vs_message_entropy, training_curves (default all)")
     validate = commands.add_parser("validate", help="the validity suite: negative controls and known answers",
                                    description="Checks a dataset's readings must pass, each reported as holding or "
                                                "not with its figure: no group-size effect for groups that cannot "

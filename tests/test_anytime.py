@@ -255,6 +255,10 @@ def test_reward_sensitivity_of_hand_built_episodes():
     assert list(reward_sensitive(batch(0 * 20 + 18, 0 * 20 + 1, far), 20, 20, 1)) == [True]
     assert list(reward_sensitive(batch(far + 4, 0, far), 20, 20, 1)) == [True]
     assert list(reward_sensitive(batch(0 * 20 + 5, 0, far), 20, 20, 2)) == [True]
+    two = EnvironmentBatch(np.full((1, 4), 0), np.full((1, 4), far), np.array([[0 * 20 + 5, 0 * 20 + 3]]),
+                           np.zeros(1, np.uint64), np.zeros(1, np.int32), np.zeros(1))
+    assert list(reward_sensitive(two, 20, 20, 1)) == [False]  # a second agent in reach does not keep the draw:
+    # the draws kept must not depend on the group's size (else groups of 1 and 10 face different environments)
 
 
 def test_the_first_budgets_are_not_zero_for_the_oracle_under_sound():

@@ -64,6 +64,8 @@ BAD_INPUT = [
      ["argument --out", "cannot write to /proc/collective-test/out"]),
     ("grid too large", _huge_grid, 2, ["factors.grid[0]", "GiB", "limit"]),
     ("Q-tables too large", _huge_q_tables, 2, ["GiB", "limit"]),
+    ("--workers with serial", lambda tmp: [str(write_spec(tmp, SMALL_SPEC)), "--executor", "serial", "--workers", "2"],
+     2, ["argument --workers", "--executor ray or auto"]),
 ]
 
 

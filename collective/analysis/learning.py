@@ -143,7 +143,7 @@ TABLE_LIVES = ("pretrained", "online")  # learner_training values whose one tabl
 EFFICIENCY_FRACTION = 0.8  # sample efficiency: episodes to reach this fraction of local search (issue 21's 0.8)
 EFFICIENCY_REFERENCE = "local_search"
 CURVES_NOTE = (
-    "Learning curves (issue 21): Υ on unseen test episodes and accuracy against the ceiling (the accuracy table's "
+    "Learning curves: Υ on unseen test episodes and accuracy against the ceiling (the accuracy table's "
     "formula: (Υ - Υ_random)/(Υ_best - Υ_random), upsilon_best the per-episode ceiling, random the random group "
     "of the grid) against training_episodes, the novel held-out episodes the learners had: "
     "min(training_episodes, q_training_passes) per table (pretrained, online: one table per cell, trained once) "
@@ -154,15 +154,15 @@ CURVES_NOTE = (
     "environment (seed, cell, episode; then conditional on the one table); Student-t on clusters - 1 df "
     "(Cameron & Miller 2015). Accuracy CI: the accuracy table's delta method over episodes.")
 EFFICIENCY_NOTE = (
-    f"Sample efficiency (issue 21 point 3): per learning curve, the training episodes at which Υ first reaches "
+    f"Sample efficiency: per learning curve, the training episodes at which Υ first reaches "
     f"fraction x Υ(local_search) of the same grid, T and group size (all its rows there), linearly interpolated "
     f"between the two levels around the crossing (0 when the untrained level reaches it); 'not reached' when no "
     f"level does, 'no local_search' when the dataset lacks that reference. reached_by_band_high and _low: the "
     f"same on the curve's pointwise 95% bands (ci95_high, ci95_low; the earliest and latest crossing they allow, not a "
     f"CI of the crossing, and without the local-search mean's own error). fraction = {EFFICIENCY_FRACTION} by "
-    f"default (issue 21's headline: a learner at 0.8 of local search); an analysis parameter, not a measured one.")
+    f"default (a learner at 0.8 of local search); an analysis parameter, not a measured one.")
 SHARING_NOTE = (
-    "Sharing (issue 21 point 4): Υ of a group of G learners pooling one table (protocol shared_q) minus Υ of G "
+    "Sharing: Υ of a group of G learners pooling one table (protocol shared_q) minus Υ of G "
     "independent learners of the same behaviour (protocol none), same grid, T and table life. same_per_agent: both "
     "at the same training_episodes n (each agent played n episodes; the shared table holds G x n agent-episodes). "
     "same_per_table: the shared table at n against independent tables at G x n, each table holding G x n "

@@ -238,7 +238,7 @@ def k_by_motion(rows: pd.DataFrame) -> list[Check]:
     criterion = "a report: Υ and the K effect of stationary, periodic and drifting patterns apart"
     if "motion" not in rows or rows["motion"].isna().all():
         return [Check("k_by_motion", "(dataset)", NOT_APPLICABLE,
-                      "no motion column (rows of a sweep before issue 22 point 3: rerun it)", criterion)]
+                      "no motion column (rows of a sweep made before motion descriptors were recorded: rerun it)", criterion)]
     checks = []
     for (group, grid), part in rows.groupby(["group", "grid"], sort=True):
         figures = []

@@ -264,6 +264,9 @@ def run_sweep(args: argparse.Namespace) -> int:
         return _error(str(error) if error.path == str(args.spec) else f"{args.spec}: {error}")
     from collective.sweeps.runtime import (RayExecutor, ResourceError, SerialExecutor, WorkerLost,  # Ray loads slowly
                                            cap_workers, unreachable)
+    if args.executor == "serial" and args.workers not in (None, 1):
+        return _error(f"argument --workers: {args.workers} workers need --executor ray or auto; serial plays in "
+                      "this process, one worker")
     size = plan_size(spec)
     executor_name = args.executor
     if executor_name == "auto":
