@@ -177,13 +177,16 @@ def _factor_values(spec: SweepSpec) -> dict[str, list]:
     return values
 
 
-def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False) -> SweepSummary:
+def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False, announce: str = "") -> SweepSummary:
     """Run (or resume) `spec` into the results store at `out` with an entered-on-demand executor;
-    `progress` shows it on stderr (`collective.progress.Progress`)."""
+    `progress` shows it on stderr (`collective.progress.Progress`); `announce` is a line printed once the
+    store has accepted `out` (after bad input is refused, so a refusal stays one line)."""
     started = time.perf_counter()
     blocks = plan(spec)
     planned = {unit.id: unit for block in blocks for unit in block.units}
     with ResultsStore(out, spec.sweep_id, describe(spec, blocks), planned=set(planned)) as store:
+        if announce:
+            print(announce, file=sys.stderr, flush=True)
         for notice in store.notices:
             print(f"collective sweep: notice: {notice}", file=sys.stderr)
         resumed = dict(store.finished)
@@ -268,13 +271,14 @@ def run_sweep(args: argparse.Namespace) -> int:
         return _error(f"argument --workers: {args.workers} workers need --executor ray or auto; serial plays in "
                       "this process, one worker")
     size = plan_size(spec)
-    executor_name = args.executor
+    executor_name, choice = args.executor, ""
     if executor_name == "auto":
         cpus = min(args.workers or os.cpu_count() or 1, os.cpu_count() or 1)
         executor_name, why = choose_executor(size.agent_steps, size.rows, cpus, import_seconds, address)
-        print(f"collective sweep: executor {executor_name} (auto: {why}; --executor ray or serial to choose)",
-              file=sys.stderr, flush=True)
+        choice = f"collective sweep: executor {executor_name} (auto: {why}; --executor ray or serial to choose)"
     if args.dry_run:
+        if choice:
+            print(choice, file=sys.stderr, flush=True)
         if executor_name == "serial":
             workers = 1
         else:  # a cluster's CPUs are known once joined
@@ -303,7 +307,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     if executor_name == "ray" and not address and not kernel_cached():
         announce_compiling()  # in the embedded Ray's workers, sharing this machine's cache
     try:
-        summary = run_spec(spec, args.out, executor, progress=True)
+        summary = run_spec(spec, args.out, executor, progress=True, announce=choice)
     except StoreError as error:
         return _error(f"argument --out: {error}")
     except ResourceError as error:
