@@ -26,8 +26,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from collective.analysis.learning import (EFFICIENCY_REFERENCE, held_out_learning, learning_curves,  # noqa: E402
-                                         replay_curves)
+from collective.analysis.learning import (EFFICIENCY_REFERENCE, curve_task, held_out_learning,  # noqa: E402
+                                         learning_curves, replay_curves)
 from collective.analysis.tables import (K_BIN, K_MID, Dataset, DatasetError, add_k_bins, clustered_mean_ci,  # noqa: E402
                                        collective_gains, environment_ids, mean_ci)
 
@@ -472,7 +472,7 @@ def _training_curves(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOpt
     curves = learning_curves(rows)
     if curves.empty:
         return None
-    task = ["group_size"] + [key for key in ("grid", "iterations") if key in curves]
+    task = ["group_size"] + curve_task(rows)
     panels = list(curves.groupby(task, sort=True))
     figure, axes, columns = _grid(len(panels), options.width)
     for ax, (values, panel) in zip(axes, panels):

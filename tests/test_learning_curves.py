@@ -73,6 +73,20 @@ def test_curves_recover_the_set_curve_with_table_clustered_intervals():
         assert point["accuracy_ci95_low"] < point["accuracy"] < point["accuracy_ci95_high"]
 
 
+def test_curves_never_pool_environment_classes():
+    """Two environment classes (here two K ranges) of one grid give two curves, each with its own values: a curve
+    pooled over them would sit between the two, 0.15 from either class's set value."""
+    easy, hard = dataset(seed=1).assign(k_max=10), dataset(seed=2).assign(k_max=23)
+    hard["score"] -= np.where(hard["behaviour"] == "random", 0.0, 0.3)
+    hard["cell"] += 10**6
+    curves = learning_curves(pd.concat([easy, hard], ignore_index=True))
+    single = curves[(curves["group"] == "q_learning") & (curves["group_size"] == 1)]
+    assert sorted(single["k_max"].unique()) == [10, 23] and len(single) == 2 * len(LEVELS)
+    for _, point in single.iterrows():
+        truth = CURVE[point["training_episodes"]] - (0.3 if point["k_max"] == 23 else 0.0)
+        assert abs(point["upsilon"] - truth) < 0.08, point  # pooled, it would be 0.15 off
+
+
 def test_kept_tables_varying_training_episodes_get_the_curve_table():
     """Pretrained tables trained on n episodes with n passes each form one curve per group (the held-out slope
     keys curves by passes, so every level of them was a curve of one level and the table was skipped)."""

@@ -142,6 +142,12 @@ CURVE_TASK = ["grid", "iterations"]
 TABLE_LIVES = ("pretrained", "online")  # learner_training values whose one table serves every test episode
 EFFICIENCY_FRACTION = 0.8  # sample efficiency: episodes to reach this fraction of local search (issue 21's 0.8)
 EFFICIENCY_REFERENCE = "local_search"
+
+
+def curve_task(rows: pd.DataFrame) -> list[str]:
+    """The task a curve is read on: grid and T, and every environment-class column that varies in `rows`
+    (`reference_keys`): one H and one environment class per curve (paper 003 Definition 3), never pooled."""
+    return list(dict.fromkeys([*[c for c in CURVE_TASK if c in rows], *reference_keys(rows)]))
 CURVES_NOTE = (
     "Learning curves: Υ on unseen test episodes and accuracy against the ceiling (the accuracy table's "
     "formula: (Υ - Υ_random)/(Υ_best - Υ_random), upsilon_best the per-episode ceiling, random the random group "
@@ -210,7 +216,7 @@ def _level_point(rows: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, ke
 def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (curve, training_episodes) of held-out learners with two or more levels (CURVES_NOTE)."""
     learners = _curve_rows(rows)
-    keys = ["group", "group_size", *[c for c in CURVE_TASK if c in rows], "learner_training"]
+    keys = ["group", "group_size", *curve_task(rows), "learner_training"]
     references = _references(rows)
     records = []
     for key, group in learners.groupby(keys, sort=True):
@@ -246,7 +252,7 @@ def sample_efficiency(rows: pd.DataFrame, curves: pd.DataFrame, fraction: float 
     """Per learning curve, training episodes to reach `fraction` of local search's Υ (EFFICIENCY_NOTE)."""
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction: must be in (0, 1], got {fraction}")
-    task = [c for c in CURVE_TASK if c in rows]
+    task = curve_task(rows)
     reference = rows[(rows["behaviour"] == EFFICIENCY_REFERENCE) & (rows["protocol"] == "none") & (rows["mix"] == "")]
     local = reference.groupby(["group_size", *task])["score"].mean()
     keys = ["group", "group_size", *task, "learner_training", "replays_per_episode"]
@@ -309,7 +315,7 @@ def sharing_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Shared against independent tables per group size at the same per-agent and per-table experience
     (SHARING_NOTE); empty without shared_q learners and their independent counterparts."""
     learners = _curve_rows(rows)
-    task = [c for c in CURVE_TASK if c in rows]
+    task = curve_task(rows)
     records = []
     shared_rows = learners[(learners["protocol"] == "shared_q") & (learners["mix"] == "")]
     for key, shared in shared_rows.groupby(["behaviour", "group_size", *task, "learner_training"], sort=True):
