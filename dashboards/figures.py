@@ -436,34 +436,37 @@ def _gains(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> F
 
 def _learning(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
     """Held-out learners' Υ on unseen episodes against novel training episodes when the data varies them,
-    else replay learners' Υ against replay steps (collective/analysis/learning.py); None without either."""
+    else replay learners' Υ against replay steps (collective/analysis/learning.py), one panel per grid (paper
+    003 Definition 3) with that grid's random and oracle; None without either."""
     _, points = held_out_learning(rows)
     held_out = not points.empty
     curves = points.rename(columns={"novel_episodes": "x"}) if held_out else \
         replay_curves(rows).rename(columns={"training_steps": "x"}).assign(q_training_passes=None)
     if curves.empty:
         return None
-    figure, axes, columns = _grid(1, min(options.width, 2 * PANEL_MIN_WIDTH + 0.5))
-    figure.set_figwidth(options.width)
-    ax = axes[0]
-    keys = ["group", "group_size", "q_training_passes"] + [key for key in ("grid", "iterations") if key in curves]
-    for values, part in curves.groupby(keys, sort=True, dropna=False):
-        label, size, passes = values[:3]
-        curve = part.rename(columns={"ci95_low": "low", "ci95_high": "high"})
-        task = ", ".join(f"{key} {value}" for key, value in zip(keys[3:], values[3:]))
-        name = f"{types.loc[label, 'display']}, $G = {size}$" + (f", {passes} passes, {task}" if held_out else "")
-        _plot_curve(ax, curve, name, **_style(types, label))
-    learner_cells = set(rows.loc[rows["group"].isin(curves["group"]), "cell"])
-    _references(ax, rows, types, learner_cells, None)
-    ax.set_xscale("log")
-    ax.set_xlabel("novel training episodes per test episode" if held_out
-                  else "training experience (replay agent-steps per episode)")
+    grids = [grid for grid in _grids(rows) if grid in set(curves["grid"])]
+    figure, axes, columns = _grid(len(grids), options.width)
+    keys = ["group", "group_size", "q_training_passes"] + [key for key in ("iterations",) if key in curves]
+    for ax, grid in zip(axes, grids):
+        for values, part in curves[curves["grid"] == grid].groupby(keys, sort=True, dropna=False):
+            label, size, passes = values[:3]
+            curve = part.rename(columns={"ci95_low": "low", "ci95_high": "high"})
+            task = ", ".join(f"{key} {value}" for key, value in zip(keys[3:], values[3:]))
+            name = f"{types.loc[label, 'display']}, $G = {size}$" + (f", {passes} passes, {task}" if held_out else "")
+            _plot_curve(ax, curve, name, **_style(types, label))
+        learner_cells = set(rows.loc[rows["group"].isin(curves["group"]) & (rows["grid"] == grid), "cell"])
+        _references(ax, rows, types, learner_cells, None)
+        ax.set_xscale("log")
+        ax.set_xlabel("novel training episodes per test episode" if held_out
+                      else "training experience (replay agent-steps per episode)")
+        _panel_title(ax, grid, columns)
     title = "Held-out learning" if held_out else "Replay learning"
-    _finish(figure, [ax], columns, title, options)
+    _finish(figure, axes, columns, title, options)
     caption = ("Υ on unseen test episodes against the novel training episodes each came with (held-out "
                "learning; not paper 002's skill-acquisition efficiency, see the learning table)" if held_out else
                "Υ on the trained episode against q_training_passes x T replay steps (memorisation)")
-    return FigureSpec("learning_curves", title, caption + "; random and oracle levels of the same cells.", figure)
+    return FigureSpec("learning_curves", title, caption + ", one panel per grid; random and oracle levels of the "
+                      "grid's learner cells.", figure)
 
 
 def _training_curves(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:

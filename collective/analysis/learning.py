@@ -114,26 +114,29 @@ def held_out_learning(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def replay_curves(rows: pd.DataFrame) -> pd.DataFrame:
     """Υ and accuracy of replay learners against training steps (q_training_passes x T replays of the test
-    episode), per group type and size with more than one level (see REPLAY_NOTE)."""
+    episode), per group type, size and task (`curve_task`: grid, T, environment class) with more than one level
+    (see REPLAY_NOTE)."""
     learners = _learner_rows(rows, "replay")
+    task = curve_task(rows)
     records = []
-    for (label, size), part in learners.groupby(["group", "group_size"], sort=True):
+    for key, part in learners.groupby(["group", "group_size", *task], sort=True):
+        label, size, labels = key[0], key[1], dict(zip(task, key[2:]))
         if part["training_steps"].nunique() < 2:
             continue
         curve = []
         for steps, level in part.groupby("training_steps", sort=True):
             n, mean, low, high = mean_ci(level["score"].to_numpy())
             level_accuracy = float(np.mean(episode_accuracy(rows, level)))  # per level: sweeps may share cell ids
-            curve.append(dict(group=label, group_size=size, training_steps=steps, episodes=n, upsilon=mean,
-                              ci95_low=low, ci95_high=high, accuracy=level_accuracy))
+            curve.append(dict(group=label, group_size=size, **labels, training_steps=steps, episodes=n,
+                              upsilon=mean, ci95_low=low, ci95_high=high, accuracy=level_accuracy))
         first = curve[0]
         for point in curve:
             extra = point["training_steps"] - first["training_steps"]
             point["gain_per_1000_replay_steps"] = \
                 (point["accuracy"] - first["accuracy"]) / extra * 1000 if extra else math.nan
         records += curve
-    return pd.DataFrame(records, columns=["group", "group_size", "training_steps", "episodes", "upsilon", "ci95_low",
-                                          "ci95_high", "accuracy", "gain_per_1000_replay_steps"])
+    return pd.DataFrame(records, columns=["group", "group_size", *task, "training_steps", "episodes", "upsilon",
+                                          "ci95_low", "ci95_high", "accuracy", "gain_per_1000_replay_steps"])
 
 
 # Learning curves of every held-out learner (issue 21 point 3), kept tables included: one curve per group type,
@@ -147,7 +150,7 @@ EFFICIENCY_REFERENCE = "local_search"
 def curve_task(rows: pd.DataFrame) -> list[str]:
     """The task a curve is read on: grid and T, and every environment-class column that varies in `rows`
     (`reference_keys`): one H and one environment class per curve (paper 003 Definition 3), never pooled."""
-    return list(dict.fromkeys([*[c for c in CURVE_TASK if c in rows], *reference_keys(rows)]))
+    return [c for c in dict.fromkeys([*CURVE_TASK, *reference_keys(rows)]) if c in rows]
 CURVES_NOTE = (
     "Learning curves: Υ on unseen test episodes and accuracy against the ceiling (the accuracy table's "
     "formula: (Υ - Υ_random)/(Υ_best - Υ_random), upsilon_best the per-episode ceiling, random the random group "
