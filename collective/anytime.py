@@ -86,7 +86,7 @@ import pyarrow.parquet as pq
 from collective.config import PROFILES, ConfigError, EvaluationConfig
 from collective.evaluate import held_out_training, play
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.environments.patterns import PATTERN_GENERATORS, reachable_k
+from collective.environments.patterns import PATTERN_GENERATORS, UnreachableK, reachable_k
 from collective.simulation.random_streams import episode_seed_table
 from collective.version import VERSION
 
@@ -206,7 +206,8 @@ class AnytimeResult:
     config: AnytimeConfig
     trace: tuple[AnytimeStep, ...]
     # "interrupted" (Ctrl-C), "budget_seconds" (Θ), "max_environments", "memory_limit" (the next
-    # episode would not fit), "exhausted" (no unused environment at any reachable K)
+    # episode would not fit), "exhausted" (no unused environment at any reachable K), "unreachable_k" (the
+    # generator found no pattern of the environment's K at its budget within its tries: stopped, not guessed)
     stopped: str
     wall_seconds: float
 
@@ -474,6 +475,9 @@ def run_anytime(config: AnytimeConfig, on_step: Callable[[AnytimeStep], None] | 
                 step = next(steps)
             except StopIteration as end:
                 stopped = end.value
+                break
+            except UnreachableK:
+                stopped = "unreachable_k"
                 break
             trace.append(step)
             if on_step is not None:

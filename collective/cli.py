@@ -424,7 +424,8 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
     known_end = not (config.time_based or config.budget_seconds)
     evaluation = config.evaluation
     progress = Progress(sum(planned_budgets(config)) if known_end else None, "iterations", "collective anytime",
-                        f"{evaluation.mix or evaluation.behaviour} x{evaluation.group_size}", enabled=args.json)
+                        f"{evaluation.mix or evaluation.behaviour} x{evaluation.group_size}", enabled=args.json,
+                        bookends=True)  # a line at the start and at the end however short the run
 
     def on_step(step) -> None:
         if not args.json:

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -476,21 +476,37 @@ def batches_ahead(config: EvaluationConfig, size: int):
     """(episode indices, `prepared_environments`) for the evaluation's batches in order, each next batch
     prepared in a background thread while the caller plays the current one (the compiled generator, the
     ceiling and the kernel release the GIL), and the seconds the caller waited for each batch. Generation
-    is pure, so the environments are the ones generated in turn."""
+    is pure, so the environments are the ones generated in turn. The thread is a daemon: after an error or
+    Ctrl-C in the caller the process ends without finishing a batch nobody will play."""
     starts = range(0, config.episodes, size)
     indices = [np.arange(first, min(first + size, config.episodes)) for first in starts]
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="collective-generation")
-    try:
-        ahead = pool.submit(prepared_environments, config, indices[0]) if indices else None
-        for position, episodes in enumerate(indices):
-            waited = time.perf_counter()
-            environments = ahead.result()
-            waited = time.perf_counter() - waited
-            if position + 1 < len(indices):
-                ahead = pool.submit(prepared_environments, config, indices[position + 1])
-            yield episodes, environments, waited
-    finally:  # an error or Ctrl-C in the caller does not wait for a batch nobody will play
-        pool.shutdown(wait=False, cancel_futures=True)
+
+    def prepare(episodes: np.ndarray, outcome: list) -> None:
+        try:
+            outcome.append((True, prepared_environments(config, episodes)))
+        except BaseException as error:  # handed to the caller, raised there
+            outcome.append((False, error))
+
+    def start(position: int) -> tuple[threading.Thread, list]:
+        outcome: list = []
+        thread = threading.Thread(target=prepare, args=(indices[position], outcome), daemon=True,
+                                  name="collective-generation")
+        thread.start()
+        return thread, outcome
+
+    ahead = start(0) if indices else None
+    for position, episodes in enumerate(indices):
+        waited = time.perf_counter()
+        thread, outcome = ahead
+        while thread.is_alive():
+            thread.join(0.1)  # a timed join, so that Ctrl-C reaches the caller at once
+        waited = time.perf_counter() - waited
+        done, value = outcome[0]
+        if not done:
+            raise value
+        if position + 1 < len(indices):
+            ahead = start(position + 1)
+        yield episodes, value, waited
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:

@@ -13,7 +13,7 @@ import time
 
 
 PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
-COMPILE_NOTICE = "collective: compiling kernels (first run only; ~1 min) ..."
+COMPILE_NOTICE = "collective: compiling kernels (once per code version; 1-3 min on 2 cores) ..."
 CONFIRM_AGENT_STEPS = 10**12  # a larger evaluate, demo, anytime or sweep needs --yes
 AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 STARTING_RAY, LOADING_KERNELS, PLAYING = "starting Ray", "loading kernels", "playing"  # a sweep's phases

@@ -217,3 +217,21 @@ def test_paired_group_sizes_cover_at_the_nominal_rate_clustered_by_environment()
     assert np.mean([f.loc["G", "p_value"] < 0.05 for f in paired]) <= 0.10
     assert paired[0].loc["G", "errors"].startswith("CR2 clustered by environment") and paired[0].loc["G", "df"] > 30
     assert covers(by_cell, "K", -0.004) < 0.85 and by_cell[0].loc["G", "df"] < 5
+
+
+def test_kept_learner_tables_are_clustered_by_cell_where_cells_share_environments():
+    """Known answer: learners whose tables are trained once per cell (learner_training pretrained) carry the
+    tables' luck, one draw per cell (N(0, 0.05²) here), on top of environments shared across paired cells; zero G
+    effect. Clustered by environment, as for agents without tables, the cells' table draws read as a group-size
+    effect and G = 0 is rejected far above 5%; clustered by cell (the unit the tables vary at) about 5%."""
+    rng = np.random.default_rng(47)
+    as_learners, as_searchers = [], []
+    for _ in range(150):
+        rows = paired_rows(rng)
+        rows["score"] += rows["cell"].map({cell: rng.normal(0, 0.05) for cell in rows["cell"].unique()})
+        learners = rows.assign(behaviour="q_learning", mix="", learner_training="pretrained")
+        as_learners.append(regression(learners)[0].set_index("term"))
+        as_searchers.append(regression(learners.assign(behaviour="local_search"))[0].set_index("term"))
+    rejects = lambda fits: np.mean([f.loc["G", "p_value"] < 0.05 for f in fits])  # noqa: E731
+    assert rejects(as_learners) <= 0.10 and as_learners[0].loc["G", "errors"].startswith("CR2 clustered by cell")
+    assert rejects(as_searchers) >= 0.3

@@ -42,11 +42,23 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.tables import CONFIDENCE, Analysis, Table, cell_ids, environment_ids
+from collective.analysis.tables import CONFIDENCE, Analysis, Table, cell_ids, environment_ids, learns
 
 EPISODE_TERMS = ("K", "K x G")  # vary within a cell; every other term is cell-level
 ERRORS = "CR2 clustered by cell, Satterthwaite t"
 PAIRED_ERRORS = "CR2 clustered by environment (shared by paired cells), Satterthwaite t"
+# Learners that keep a table (learner_training pretrained or online) play every episode of a cell with the tables
+# trained once for that cell: the tables' luck (large: the spread of Υ between training seeds exceeds the test
+# episodes' CI many times) varies by cell, not by environment, so their errors stay clustered by cell even where
+# cells share environments (clustered by environment, the tables of one sweep read as a group-size effect).
+TABLE_ERRORS = "CR2 clustered by cell (kept learner tables are drawn once per cell), Satterthwaite t"
+KEPT_TABLES = ("pretrained", "online")
+
+
+def _keeps_tables(part: pd.DataFrame) -> bool:
+    """Whether a group's rows are played by learners with tables kept across episodes (drawn once per cell)."""
+    return "learner_training" in part and bool(part["learner_training"].isin(KEPT_TABLES).any()) and \
+        learns(str(part["behaviour"].iloc[0]), str(part["mix"].iloc[0]) if "mix" in part else "")
 NOTE = (
     "OLS of the episode score per group type on K (LZ76 phrases), the grid as a factor (one intercept per grid; "
     "Υ is not linear in H, paper 003 Def. 3 fixes one H per Υ), group size G within grids, agent density "
@@ -233,9 +245,10 @@ def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         y = part["score"].to_numpy(float)
         design = np.column_stack(list(columns.values()))
         shared = len(np.unique(environments)) < len(np.unique(np.column_stack([clusters, environments]), axis=0))
-        units = environments if shared else clusters  # an environment plays in several cells: paired_group_sizes
+        tables = _keeps_tables(part)
+        units = environments if shared and not tables else clusters  # paired_group_sizes: environments span cells
         fit, dfs = clustered_ols(y, design, units, list(columns)), satterthwaite_df(design, units)
-        errors = PAIRED_ERRORS if shared else ERRORS
+        errors = TABLE_ERRORS if tables else PAIRED_ERRORS if shared else ERRORS
         cell_terms = [name for name in columns if name not in EPISODE_TERMS]
         cell_df = len(np.unique(clusters)) - len(cell_terms)
         for name, estimate, error, df in zip(fit.names, fit.params, fit.std_errors, dfs):

@@ -21,6 +21,10 @@ from collective.simulation.random_streams import derive_stream_seed, skip_draws,
 from collective.environments.torus import wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
+
+
+class UnreachableK(ValueError):
+    """No pattern of the asked K was found within MAX_TRIES draws (the K range is unreachable in practice)."""
 MAX_PAIR_ROUNDS = 10_000  # redraws of an independent ⊕/⊖ pair before its K counts as unplayable
 PAIR_PROBES, PAIR_PROBE_ROUNDS = 2, 400  # `unpairable_k`: probe episodes per K and their budget of rounds
 # Where a cyclic segment's length is capped: "half_T", 1..⌊T/2⌋ moves as paper 003 §4.2 says;
@@ -220,7 +224,7 @@ def _run(kind: int, seeds, rows, cols, iterations, k_min, k_max, cap_to_k: bool 
     _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, MAX_TRIES, positions, k_raw, k_length)
     if (k_raw < 0).any():
         e = int(np.argmax(k_raw < 0))
-        raise ValueError(f"no pattern with K in [{k_low[e]}, {k_high[e]}] found in {MAX_TRIES} tries "
+        raise UnreachableK(f"no pattern with K in [{k_low[e]}, {k_high[e]}] found in {MAX_TRIES} tries "
                          f"on a {rows}x{cols} grid with {iterations} iterations")
     # c·log2(L)/L (Chmait et al. 2016, §4.2; Kaspar & Schuster 1987), 0 for L <= 1
     safe = np.maximum(k_length, 2)
@@ -448,7 +452,7 @@ def _pair_rounds(generator: PatternGenerator, first_good: np.ndarray, target: np
                             unpaired)
         if (unpaired == _MISSED_K).any():
             e = int(np.argmax(unpaired == _MISSED_K))
-            raise ValueError(f"no pattern with K in [{target[e]}, {target[e]}] found in {MAX_TRIES} tries "
+            raise UnreachableK(f"no pattern with K in [{target[e]}, {target[e]}] found in {MAX_TRIES} tries "
                              f"on a {rows}x{cols} grid with {iterations} iterations")
         return good_out, evil_out, np.flatnonzero(unpaired)
     pending = np.arange(len(target))
