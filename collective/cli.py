@@ -16,7 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
-from collective.simulation.plugins import PluginError, on_ctrl_c
+from collective.simulation.plugins import PluginError, ctrl_c_received, on_ctrl_c
 from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
 from collective.sweeps.options import add_sweep_parser
 from collective.version import DISTRIBUTION, VERSION
@@ -541,6 +541,11 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 128 + signal.SIGPIPE
+    except Exception:
+        if args.debug or not ctrl_c_received():
+            raise
+        print(f"collective {args.command}: interrupted", file=sys.stderr)  # a library's error made of the Ctrl-C
+        return 130
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

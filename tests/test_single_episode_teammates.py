@@ -12,8 +12,8 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from pettingzoo.test import parallel_api_test  # noqa: E402
 
 from collective.adapters import LambdaStarEnv, LambdaStarParallelEnv, LambdaStarVectorEnv  # noqa: E402
-from collective.adapters.rendering import CELL_PIXELS, FOCAL_RGB, GOOD_RGB, RING  # noqa: E402
 from collective.config import ConfigError  # noqa: E402
+from render_checks import assert_frames_show_the_state  # noqa: E402
 
 SMALL = dict(rows=7, cols=7, iterations=6, profile="paper")
 STAY = 4
@@ -126,22 +126,7 @@ def test_render_draws_the_grid_good_evil_and_the_agents(teammates):
         actions = {a: (3 * t + i) % 9 for i, a in enumerate(image_env.agents)}
         image_env.step(actions)
         text_env.step(actions)
-    state = image_env.state()
-    [good], [evil] = np.argwhere(state[1] > 0), np.argwhere(state[2] > 0)
-    image = image_env.render()
-    assert image.shape == (7 * CELL_PIXELS, 7 * CELL_PIXELS, 3) and image.dtype == np.uint8
-    assert tuple(image[good[0] * CELL_PIXELS, good[1] * CELL_PIXELS + RING]) == GOOD_RGB
-    middle = CELL_PIXELS // 2
-    for r, c in np.argwhere(state[3] > 0):
-        assert tuple(image[r * CELL_PIXELS + middle, c * CELL_PIXELS + middle]) == FOCAL_RGB
-    header, *grid = text_env.render().splitlines()
-    assert header == f"t=3 ⊕=({good[0]}, {good[1]}) ⊖=({evil[0]}, {evil[1]})" and len(grid) == 7
-    assert [(r, c) for r, row in enumerate(grid) for c, x in enumerate(row) if x == "A"] == \
-        [tuple(x) for x in np.argwhere(state[3] > 0)]
-    assert [(r, c) for r, row in enumerate(grid) for c, x in enumerate(row) if x == "b"] == \
-        [tuple(x) for x in np.argwhere((state[4] > 0) & (state[3] == 0))]
-    if state[3:, good[0], good[1]].sum() == 0:
-        assert grid[good[0]][good[1]] == "⊕"
+    assert_frames_show_the_state(image_env.state(), image_env.render(), text_env.render(), t=3, side=7)
 
 
 def test_state_before_reset_and_steps_after_the_end_are_refused():

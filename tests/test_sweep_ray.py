@@ -61,6 +61,15 @@ def test_auto_executor_says_what_it_picked_and_gives_the_same_rows(tiny, tiny_re
     assert rows(tmp_path / "out" / "dataset").equals(tiny_reference)
 
 
+def wait_for_a_chunk(driver, out) -> None:
+    """Until the sweep's manifest lists a finished chunk, the driver still running (at most 240 s)."""
+    deadline = time.monotonic() + 240
+    while not (out / MANIFEST_FILE).exists() or not (out / MANIFEST_FILE).read_text().strip():
+        assert driver.poll() is None, driver.stderr.read()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("executor", ["serial", "ray"])
 def test_ctrl_c_keeps_every_finished_chunk_and_prints_one_line(slow, tmp_path, executor):
     """A terminal's Ctrl-C (SIGINT to the whole process group, Ray's processes included) once the first
@@ -70,11 +79,7 @@ def test_ctrl_c_keeps_every_finished_chunk_and_prints_one_line(slow, tmp_path, e
     workers = ["--workers", "2"] if executor == "ray" else []  # serial plays in one process
     driver = start_collective("sweep", str(spec), "--out", str(out), *workers, "--executor", executor)
     try:
-        deadline = time.monotonic() + 240
-        while not (out / MANIFEST_FILE).exists() or not (out / MANIFEST_FILE).read_text().strip():
-            assert driver.poll() is None, driver.stderr.read()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for_a_chunk(driver, out)
         os.killpg(driver.pid, signal.SIGINT)
         _, stderr = driver.communicate(timeout=120)
     finally:
@@ -124,11 +129,7 @@ def test_killed_driver_resumes_without_duplicates(slow, tmp_path):
     units = sum(len(block.units) for block in plan(slow))
     driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2", "--executor", "ray")
     try:
-        deadline = time.monotonic() + 240
-        while not (out / MANIFEST_FILE).exists() or not (out / MANIFEST_FILE).read_text().strip():
-            assert driver.poll() is None, driver.stderr.read()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for_a_chunk(driver, out)
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait(timeout=30)
     finally:

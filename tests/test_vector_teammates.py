@@ -6,9 +6,9 @@ pytest.importorskip("gymnasium")
 
 from gymnasium.wrappers.vector import RecordEpisodeStatistics  # noqa: E402
 
-from collective.adapters.rendering import CELL_PIXELS, FOCAL_RGB, GOOD_RGB, RING  # noqa: E402
 from collective.adapters.vector import LambdaStarBatchedParallelEnv, LambdaStarVectorEnv  # noqa: E402
 from collective.config import ConfigError  # noqa: E402
+from render_checks import assert_frames_show_the_state  # noqa: E402
 
 SMALL = dict(rows=7, cols=7, iterations=6, profile="paper", episodes=8)
 STAY = 4
@@ -81,21 +81,7 @@ def test_render_draws_the_grid_good_evil_and_the_agents():
         actions = np.random.default_rng(0).integers(0, 9, 16)
         env.step(actions)
         text.step(actions)
-    state = env.state()[0]
-    [good], [evil] = np.argwhere(state[1] > 0), np.argwhere(state[2] > 0)
-    image = env.render()
-    assert image.shape == (7 * CELL_PIXELS, 7 * CELL_PIXELS, 3) and image.dtype == np.uint8
-    assert tuple(image[good[0] * CELL_PIXELS, good[1] * CELL_PIXELS + RING]) == GOOD_RGB
-    middle = CELL_PIXELS // 2
-    for r, c in np.argwhere(state[3] > 0):
-        assert tuple(image[r * CELL_PIXELS + middle, c * CELL_PIXELS + middle]) == FOCAL_RGB
-    header, *grid = text.render().splitlines()
-    assert header == f"t=3 ⊕=({good[0]}, {good[1]}) ⊖=({evil[0]}, {evil[1]})" and len(grid) == 7
-    for r, c in np.argwhere(state[3] > 0):
-        assert grid[r][c] == "A"
-    if state[3:, good[0], good[1]].sum() == 0:
-        assert grid[good[0]][good[1]] == "⊕"
-    assert sum(row.count("A") for row in grid) == len(np.argwhere(state[3] > 0))
+    assert_frames_show_the_state(env.state()[0], env.render(), text.render(), t=3, side=7)
 
 
 def test_batched_parallel_env_with_teammates_and_the_cleanrl_loop():

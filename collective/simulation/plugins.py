@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol as TypingProtocol, runtime_checkable
@@ -55,9 +56,19 @@ class CtrlC(KeyboardInterrupt):
     KeyboardInterrupt itself is a failing plug-in, not a user who stops the run."""
 
 
+_CTRL_C_RECEIVED = threading.Event()  # set by `on_ctrl_c`: this process was asked to stop
+
+
 def on_ctrl_c(signum, frame) -> None:
-    """SIGINT handler of the command line: Ctrl-C raises `CtrlC`."""
+    """SIGINT handler of the command line: Ctrl-C raises `CtrlC` (and is remembered: `ctrl_c_received`)."""
+    _CTRL_C_RECEIVED.set()
     raise CtrlC()
+
+
+def ctrl_c_received() -> bool:
+    """Whether a Ctrl-C reached `on_ctrl_c` in this process: a library that turns the KeyboardInterrupt into an
+    error of its own (numba, interrupted while it compiles and caches) still ended the run by the user's wish."""
+    return _CTRL_C_RECEIVED.is_set()
 
 
 def is_ctrl_c(error: BaseException) -> bool:
