@@ -31,12 +31,17 @@ def _bin_width(text: str) -> int:
     return int(text)
 
 
-def _table_list(text: str) -> list[str]:
+def _known_names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    """The comma-separated names of `text`, each one of `allowed` (else the error names it and the allowed ones)."""
     values = _comma_list(text)
-    unknown = [value for value in values if value not in TABLES]
+    unknown = [value for value in values if value not in allowed]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown table {unknown[0]!r}; allowed: {', '.join(TABLES)}")
+        raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0]!r}; allowed: {', '.join(allowed)}")
     return values
+
+
+def _table_list(text: str) -> list[str]:
+    return _known_names(text, TABLES, "table")
 
 
 def _width(text: str) -> float:
@@ -51,11 +56,7 @@ def _width(text: str) -> float:
 def _figure_list(text: str) -> list[str]:
     from collective.dashboards.figures import FIGURE_NAMES
 
-    values = _comma_list(text)
-    unknown = [value for value in values if value not in FIGURE_NAMES]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURE_NAMES)}")
-    return values
+    return _known_names(text, FIGURE_NAMES, "figure")
 
 
 def _display_label(text: str) -> tuple[str, str]:

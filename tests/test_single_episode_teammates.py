@@ -13,20 +13,10 @@ from pettingzoo.test import parallel_api_test  # noqa: E402
 
 from collective.adapters import LambdaStarEnv, LambdaStarParallelEnv, LambdaStarVectorEnv  # noqa: E402
 from collective.config import ConfigError  # noqa: E402
-from render_checks import assert_frames_show_the_state  # noqa: E402
+from adapter_checks import assert_frames_show_the_state, stepped_toward  # noqa: E402
 
 SMALL = dict(rows=7, cols=7, iterations=6, profile="paper")
 STAY = 4
-
-
-def stepped_toward(cell: int, target: int, rows: int, cols: int) -> int:
-    """One king step from cell toward target, the shorter way round each axis (spec §5; half-way: forward)."""
-    def step(a, b, size):
-        forward = (b - a) % size
-        return 0 if forward == 0 else (1 if 2 * forward <= size else -1)
-
-    (r, c), (tr, tc) = divmod(cell, cols), divmod(target, cols)
-    return (r + step(r, tr, rows)) % rows * cols + (c + step(c, tc, cols)) % cols
 
 
 def background_cells(env) -> list[int]:

@@ -8,7 +8,7 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics  # noqa: E402
 
 from collective.adapters.vector import LambdaStarBatchedParallelEnv, LambdaStarVectorEnv  # noqa: E402
 from collective.config import ConfigError  # noqa: E402
-from render_checks import assert_frames_show_the_state  # noqa: E402
+from adapter_checks import assert_frames_show_the_state, stepped_toward  # noqa: E402
 
 SMALL = dict(rows=7, cols=7, iterations=6, profile="paper", episodes=8)
 STAY = 4
@@ -18,16 +18,6 @@ def background_cells(env) -> list[list[int]]:
     """Each episode's background agents' cells, sorted, from the full state."""
     counts = env.state()[:, 4].reshape(env.episodes, -1).astype(int)
     return [sorted(np.repeat(np.arange(counts.shape[1]), row).tolist()) for row in counts]
-
-
-def stepped_toward(cell: int, target: int, rows: int, cols: int) -> int:
-    """One king step from cell toward target, the shorter way round each axis (spec §5; half-way: forward)."""
-    def step(a, b, size):
-        forward = (b - a) % size
-        return 0 if forward == 0 else (1 if 2 * forward <= size else -1)
-
-    (r, c), (tr, tc) = divmod(cell, cols), divmod(target, cols)
-    return (r + step(r, tr, rows)) % rows * cols + (c + step(c, tc, cols)) % cols
 
 
 def test_broadcast_makes_background_local_searchers_follow_the_target_and_none_does_not():

@@ -1,5 +1,6 @@
-"""What a rendered frame must show, given the episode's state (channels R, ⊕, ⊖, focal agents, background agents;
-collective.adapters): shared by the one-episode and the batched adapters' rendering tests."""
+"""Checks shared by the one-episode and the batched adapters' tests: what a rendered frame must show given the
+episode's state (channels R, ⊕, ⊖, focal agents, background agents; collective.adapters), and where a local
+searcher told a target steps."""
 import numpy as np
 
 from collective.adapters.rendering import CELL_PIXELS, FOCAL_RGB, GOOD_RGB, RING
@@ -23,3 +24,13 @@ def assert_frames_show_the_state(state: np.ndarray, image: np.ndarray, text: str
         [tuple(x) for x in np.argwhere((state[4] > 0) & (state[3] == 0))]
     if state[3:, good[0], good[1]].sum() == 0:  # no agent on ⊕'s cell
         assert grid[good[0]][good[1]] == "⊕"
+
+
+def stepped_toward(cell: int, target: int, rows: int, cols: int) -> int:
+    """One king step from cell toward target, the shorter way round each axis (spec §5; half-way: forward)."""
+    def step(a, b, size):
+        forward = (b - a) % size
+        return 0 if forward == 0 else (1 if 2 * forward <= size else -1)
+
+    (r, c), (tr, tc) = divmod(cell, cols), divmod(target, cols)
+    return (r + step(r, tr, rows)) % rows * cols + (c + step(c, tc, cols)) % cols
