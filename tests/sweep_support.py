@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import signal
 import subprocess
 import sys
 import tempfile
@@ -81,11 +82,18 @@ def collective(*args: str, env: dict | None = None, timeout: float = 600) -> sub
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
+def as_at_a_terminal() -> None:
+    """In a child before it runs: Ctrl-C's default disposition, as at a terminal. A test suite started in the
+    background by a shell without job control inherits SIGINT ignored, and so would the CLI (it leaves an ignored
+    SIGINT alone), so a test of Ctrl-C would test nothing there."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_collective(*args: str, env: dict | None = None) -> subprocess.Popen:
-    """The CLI in its own session, so a test can kill it and everything it started."""
+    """The CLI in its own session, so a test can kill it and everything it started; Ctrl-C as at a terminal."""
     return subprocess.Popen([sys.executable, "-m", "collective", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, **(env or {})})
+                            env={**os.environ, **(env or {})}, preexec_fn=as_at_a_terminal)
 
 
 def rows(dataset: Path) -> pd.DataFrame:

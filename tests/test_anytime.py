@@ -15,6 +15,7 @@ from collective.anytime import (AnytimeConfig, anytime_steps, draw_environment, 
 from collective.cli import main
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import play
+from sweep_support import as_at_a_terminal
 
 
 def anytime(behaviour, seed=0, **settings):
@@ -129,7 +130,7 @@ def test_json_and_parquet_trace(tmp_path, capsys):
 
 def test_ctrl_c_prints_a_finite_estimate_and_exits_0():
     process = subprocess.Popen([sys.executable, "-m", "collective", "anytime", "--behaviour", "local_search"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_at_a_terminal)
     lines = [process.stdout.readline() for _ in range(3)]  # the header and two environments
     process.send_signal(signal.SIGINT)
     rest, errors = process.communicate(timeout=120)

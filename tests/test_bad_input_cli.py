@@ -16,6 +16,7 @@ import pytest
 
 from collective.numba_cache import source_digest
 from collective.progress import COMPILE_NOTICE
+from sweep_support import as_at_a_terminal
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 CLI_PAGE = README.parent / "docs" / "reference" / "cli.md"  # the command line's documented examples
@@ -29,7 +30,7 @@ def collective(*args, cwd=None, env=None):
 
 def start(*args):
     return subprocess.Popen([sys.executable, "-m", "collective", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_at_a_terminal)
 
 
 def stderr_lines(process: subprocess.Popen) -> queue.Queue:
