@@ -77,16 +77,23 @@ class TextParameters:
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
-    """`collective ARGS` in this process: (status, stdout, stderr); an exception escapes as a traceback would."""
+    """`collective ARGS` in this process: (status, stdout, stderr); an exception escapes as a traceback would.
+    Ctrl-C is Python's default handler meanwhile, as at a terminal (a suite started in the background by a shell
+    without job control inherits SIGINT ignored, and the CLI leaves an ignored SIGINT alone)."""
     import io
+    import signal
     from contextlib import redirect_stderr, redirect_stdout
 
     out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            status = main(list(args))
-        except SystemExit as exit_:
-            status = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as exit_:
+                status = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return status, out.getvalue(), err.getvalue()
 
 
