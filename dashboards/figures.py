@@ -28,8 +28,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from collective.analysis.learning import (EFFICIENCY_REFERENCE, curve_task, held_out_learning,  # noqa: E402
                                          learning_curves, replay_curves)
-from collective.analysis.tables import (K_BIN, K_MID, Dataset, DatasetError, add_k_bins, clustered_mean_ci,  # noqa: E402
-                                       collective_gains, environment_ids, mean_ci)
+from collective.analysis.tables import (K_BIN, K_MID, Dataset, DatasetError, _is_reference, add_k_bins,  # noqa: E402
+                                       clustered_mean_ci, collective_gains, environment_ids, mean_ci)
 
 logging.getLogger("fontTools").setLevel(logging.ERROR)  # Computer Modern's old 'head' timestamps, when subsetting
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")  # yellow last: low contrast
@@ -129,10 +129,6 @@ def check_options(dataset: Dataset, options: FigureOptions) -> None:
         raise FigureOptionError(f"--figures: unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURE_NAMES)}")
     if not MIN_WIDTH <= options.width <= MAX_WIDTH:
         raise FigureOptionError(f"--width: must be {MIN_WIDTH:g}..{MAX_WIDTH:g} inches (got {options.width!r})")
-
-
-def _is_reference(groups: pd.DataFrame, behaviour: str) -> pd.Series:
-    return (groups["behaviour"] == behaviour) & (groups["protocol"] == "none") & (groups["mix"] == "")
 
 
 def series_style(index: int) -> tuple[str, str, object]:
@@ -485,8 +481,7 @@ def _training_curves(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOpt
                                                   if (life, replays) != ("pretrained", 1) else "")
             _plot_curve(ax, curve, name, **_style(types, label))
         level = dict(zip(task, values))
-        local = rows[(rows["behaviour"] == EFFICIENCY_REFERENCE) & (rows["protocol"] == "none")
-                     & (rows["mix"] == "")]
+        local = rows[_is_reference(rows, EFFICIENCY_REFERENCE)]
         for key, value in level.items():
             local = local[local[key] == value]
         if not local.empty:

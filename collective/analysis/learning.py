@@ -22,9 +22,9 @@ import pandas as pd
 
 from scipy import stats
 
-from collective.analysis.tables import (CONFIDENCE, Analysis, Table, ceiling_accuracy, cell_ids, clustered_mean_ci,
-                                        environment_ids, learns, mean_ci, reference_keys, reference_upsilon,
-                                        training_experience)
+from collective.analysis.tables import (CONFIDENCE, Analysis, Table, _is_reference, ceiling_accuracy, cell_ids,
+                                        clustered_mean_ci, environment_ids, learns, mean_ci, random_references,
+                                        reference_keys, reference_upsilon, training_experience)
 
 HELD_OUT = "held_out"
 # A curve: one group type at one number of passes on one kind of task (grid, class, T when recorded)
@@ -151,6 +151,8 @@ def curve_task(rows: pd.DataFrame) -> list[str]:
     """The task a curve is read on: grid and T, and every environment-class column that varies in `rows`
     (`reference_keys`): one H and one environment class per curve (paper 003 Definition 3), never pooled."""
     return [c for c in dict.fromkeys([*CURVE_TASK, *reference_keys(rows)]) if c in rows]
+
+
 CURVES_NOTE = (
     "Learning curves: Υ on unseen test episodes and accuracy against the ceiling (the accuracy table's "
     "formula: (Υ - Υ_random)/(Υ_best - Υ_random), upsilon_best the per-episode ceiling, random the random group "
@@ -196,13 +198,6 @@ def _curve_rows(rows: pd.DataFrame) -> pd.DataFrame:
                            replays_per_episode=np.where(novel > 0, passes / np.maximum(novel, 1), np.nan))
 
 
-def _references(rows: pd.DataFrame) -> dict[tuple, np.ndarray]:
-    """Scores of the random group per reference level (the accuracy table's grid and class columns)."""
-    random = rows[(rows["behaviour"] == "random") & (rows["protocol"] == "none") & (rows["mix"] == "")]
-    return {key if isinstance(key, tuple) else (key,): part["score"].to_numpy(float)
-            for key, part in random.groupby(reference_keys(rows), dropna=False)}
-
-
 def _level_point(rows: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, kept: bool) -> dict:
     """Υ with its clustered CI and accuracy with its CI at one level of a curve (CURVES_NOTE)."""
     tables = cell_ids(rows.loc[level.index]) if kept else np.zeros(len(level), int)
@@ -220,7 +215,7 @@ def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (curve, training_episodes) of held-out learners with two or more levels (CURVES_NOTE)."""
     learners = _curve_rows(rows)
     keys = ["group", "group_size", *curve_task(rows), "learner_training"]
-    references = _references(rows)
+    references = random_references(rows)
     records = []
     for key, group in learners.groupby(keys, sort=True):
         untrained = group[group["novel"] == 0]
@@ -256,7 +251,7 @@ def sample_efficiency(rows: pd.DataFrame, curves: pd.DataFrame, fraction: float 
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction: must be in (0, 1], got {fraction}")
     task = curve_task(rows)
-    reference = rows[(rows["behaviour"] == EFFICIENCY_REFERENCE) & (rows["protocol"] == "none") & (rows["mix"] == "")]
+    reference = rows[_is_reference(rows, EFFICIENCY_REFERENCE)]
     local = reference.groupby(["group_size", *task])["score"].mean()
     keys = ["group", "group_size", *task, "learner_training", "replays_per_episode"]
     records = []

@@ -511,12 +511,17 @@ def ceiling_accuracy(scores: np.ndarray, ceilings: np.ndarray, random: np.ndarra
     return accuracy, accuracy - half, accuracy + half
 
 
+def random_references(rows: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """The random group's scores per reference level (`reference_keys`: the grid and the varying class columns)."""
+    return {key if isinstance(key, tuple) else (key,): part["score"].to_numpy(float)
+            for key, part in rows[_is_reference(rows, "random")].groupby(reference_keys(rows), dropna=False)}
+
+
 def accuracy_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Accuracy against the ceiling (ACCURACY_NOTE) with Υ, Υ_random and Υ_best for every level of `by`
     and of the grid (and varying environment-class columns), which are added to `by` when missing."""
     keys = [*by, *[c for c in reference_keys(rows) if c not in by]]
-    references = {key if isinstance(key, tuple) else (key,): part["score"].to_numpy(float)
-                  for key, part in rows[_is_reference(rows, "random")].groupby(reference_keys(rows), dropna=False)}
+    references = random_references(rows)
     ceilings = rows["upsilon_best"] if "upsilon_best" in rows else pd.Series(math.nan, index=rows.index)
     records = []
     for key, part in rows.assign(_best=ceilings).groupby(keys, observed=True, sort=True, dropna=False):
