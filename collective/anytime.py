@@ -276,13 +276,6 @@ def draw_environments(config: AnytimeConfig, environment: int, draws: np.ndarray
     return environment_class.generate(episode_seed_table(episode.seed, draws, (environment,)), episode.group_size)
 
 
-def _row(batch: EnvironmentBatch, index: int) -> EnvironmentBatch:
-    """Episode `index` of a batch, as a batch of one."""
-    return EnvironmentBatch(**{field.name: value[index:index + 1] if isinstance(value, np.ndarray) else value
-                               for field in dataclasses.fields(EnvironmentBatch)
-                               for value in (getattr(batch, field.name),)})
-
-
 def reward_sensitive(batch: EnvironmentBatch, rows: int, cols: int, reward_radius: int) -> np.ndarray:
     """(episodes,) whether the first agent can stand within `reward_radius` of ⊕ or ⊖ at some iteration
     t = 1..T: its start cell within t + radius king moves (toroidal Chebyshev distance, spec §1) of the
@@ -440,7 +433,7 @@ def _unused_environment(config: AnytimeConfig, index: int, budget: int, k: int,
         for row, draw in enumerate(draws):
             if not keep[row]:  # not reward-sensitive: skipped, not a repeat (module docstring)
                 continue
-            batch = _row(candidates, row)
+            batch = candidates.episodes(row, row + 1)
             key, kept = _identity(batch, cells)
             if not any(_same_paths(kept, other) for other in used.get(key, ())):
                 used.setdefault(key, []).append(kept)

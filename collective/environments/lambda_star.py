@@ -2,7 +2,7 @@
 agent start cells for a batch of episodes, ready for the simulator."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -110,6 +110,20 @@ class EnvironmentBatch:
 
     def __len__(self) -> int:
         return self.good.shape[0]
+
+    def episodes(self, start: int, stop: int) -> "EnvironmentBatch":
+        """Rows [start, stop) with their training episodes, copied: arrays from Ray's object store are
+        read-only, and read-only arrays would make numba compile (for ~30 s) a second simulator."""
+        count = self.training_episodes
+
+        def rows(name: str, values):
+            if values is None or name == "seed_prefix":
+                return values
+            if name == "training":
+                return values.episodes(start * count, stop * count)
+            return np.array(values[start:stop])
+
+        return EnvironmentBatch(**{field.name: rows(field.name, getattr(self, field.name)) for field in fields(self)})
 
     @property
     def training_episodes(self) -> int:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -248,7 +248,7 @@ def time_sample(spec: SweepSpec) -> SampleTimes:
                                              seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell))
         generation[c] = (time.perf_counter() - generating) / max(counts.values())
         for g, count in counts.items():
-            kernel[c, g] = _play_in_order(cell.configs[g], _episodes_of(environments, 0, count)).kernel_seconds / count
+            kernel[c, g] = _play_in_order(cell.configs[g], environments.episodes(0, count)).kernel_seconds / count
     return SampleTimes(kernel, generation, loaded, time.perf_counter() - started)
 
 
@@ -268,28 +268,11 @@ def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key:
                      for e in episodes], dtype=np.uint64)
 
 
-def _episodes_of(environments: EnvironmentBatch, start: int, stop: int) -> EnvironmentBatch:
-    """Rows [start, stop) of an environment batch with their training episodes, copied: arrays
-    from Ray's object store are read-only, and read-only arrays would make numba compile (for
-    ~30 s) a second simulator."""
-    count = environments.training_episodes
-
-    def rows(field):
-        values = getattr(environments, field.name)
-        if values is None or field.name == "seed_prefix":
-            return values
-        if field.name == "training":
-            return _episodes_of(values, start * count, stop * count)
-        return np.array(values[start:stop])
-
-    return EnvironmentBatch(**{field.name: rows(field) for field in fields(EnvironmentBatch)})
-
-
 def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
     """Play each of the unit's groups on its episodes of the block; one row per (episode, group).
     A plug-in's error names the cell, the group and the episodes it was playing."""
     cell = spec.cells[unit.cell]
-    batch = _episodes_of(environments, unit.first - unit.block_first, unit.stop - unit.block_first)
+    batch = environments.episodes(unit.first - unit.block_first, unit.stop - unit.block_first)
     episodes = np.arange(unit.first, unit.stop)
     log2_probability = pattern_log2_probabilities(cell.configs[unit.groups[0]], batch)  # the cell's environments
     first = cell.configs[unit.groups[0]]
@@ -357,7 +340,7 @@ def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
         return play(config, batch)
     group = plugin_group(config)
     size = batch_episodes(config)
-    runs = [play(config, _episodes_of(batch, first, min(first + size, len(batch))), group=group)
+    runs = [play(config, batch.episodes(first, min(first + size, len(batch))), group=group)
             for first in range(0, len(batch), size)]
     return replace(runs[0], mean_rewards=np.concatenate([run.mean_rewards for run in runs]),
                    agent_scores=np.concatenate([run.agent_scores for run in runs]),
