@@ -11,7 +11,7 @@ from collective.config import PROFILES, ConfigError, EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.evaluate import evaluate, generate_environments, play, run_episodes
 from collective.simulation.random_streams import AGENT_SEED, episode_seed_table, training_seed_table
-from collective.sweeps.plan import _episodes_of, generate_block, group_agent_seeds, plan, play_unit
+from collective.sweeps.plan import generate_block, group_agent_seeds, plan, play_unit
 from collective.sweeps.spec import parse_spec
 from collective.sweeps.store import row_schema
 
@@ -110,7 +110,7 @@ def test_same_numbers_for_any_batch_split(profile, settings):
     unit = run_episodes(config, np.arange(7, 15))
     # a kept table (sound) trains on the cell's own episodes (`trained_tables`), none per test episode
     assert unit.environments.training_episodes == (0 if config.keeps_tables else config.training_episodes)
-    assert np.array_equal(play(config, _episodes_of(block, 7, 15)).mean_rewards, unit.mean_rewards)
+    assert np.array_equal(play(config, block.episodes(7, 15)).mean_rewards, unit.mean_rewards)
 
 
 def test_an_observing_learner_carries_what_it_learned_to_unseen_episodes():
