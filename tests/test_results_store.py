@@ -15,7 +15,7 @@ from collective.config import EvaluationConfig
 from collective.progress import COMPILE_NOTICE
 from collective.sweeps.store import MANIFEST_FILE, StoreError, row_schema
 from collective.sweeps.runtime import SerialExecutor
-from collective.sweeps.command import run_spec
+from collective.sweeps.command import SweepInterrupted, run_spec
 from collective.sweeps.spec import parse_spec
 from collective.sweeps.plan import plan
 from sweep_support import TINY_ROWS, TINY_SPEC, collective, rows, write_spec
@@ -122,3 +122,27 @@ def test_environment_class_is_a_factor_and_landscape_rows_carry_ruggedness(tmp_p
     landscape = frame[frame.env == "landscape"]
     assert len(landscape) == len(frame) / 2 and (landscape.local_optima == 2).all()
     assert frame[frame.env == "lambda_star"].local_optima.isna().all()
+
+
+def test_ctrl_c_while_a_chunk_is_recorded_counts_it_as_kept(spec, tmp_path, monkeypatch):
+    """A Ctrl-C landing just after a chunk's manifest line is on disk (during its fsync, before the
+    store's bookkeeping) still reports that chunk as kept: the rerun resumes it, so the message says so."""
+    import collective.sweeps.store as store_module
+
+    real_fsync, synced = os.fsync, []
+
+    def fsync_then_ctrl_c(descriptor):
+        real_fsync(descriptor)
+        if os.readlink(f"/proc/self/fd/{descriptor}").endswith(MANIFEST_FILE):
+            synced.append(descriptor)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_module.os, "fsync", fsync_then_ctrl_c)
+    with pytest.raises(SweepInterrupted) as interrupted:
+        run(spec, tmp_path)
+    monkeypatch.undo()
+    kept = [json.loads(line) for line in (tmp_path / MANIFEST_FILE).read_text().splitlines()]
+    assert len(synced) == len(kept) == 1
+    assert str(interrupted.value).startswith(f"{kept[0]['rows']:,} of {TINY_ROWS:,} rows kept in 1 chunks")
+    resumed = run(spec, tmp_path)
+    assert resumed.chunks_resumed == 1 and len(rows(resumed.dataset)) == TINY_ROWS

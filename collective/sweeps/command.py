@@ -228,8 +228,9 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False,
                             bar.update(unit.cost, status())
                 except KeyboardInterrupt:  # a plug-in's own became a PluginError (`plugins.plugin_code`); Ray
                     # raises a plain KeyboardInterrupt for the Ctrl-C that reaches ray.get or ray.wait
-                    raise SweepInterrupted(f"{rows_done:,} of {rows_total:,} rows kept in {len(store.finished)} "
-                                           f"chunks; rerun the same command to resume") from None
+                    kept = [unit for unit in store.recorded() if unit in planned]  # what a rerun resumes
+                    raise SweepInterrupted(f"{sum(planned[unit].rows for unit in kept):,} of {rows_total:,} rows kept "
+                                           f"in {len(kept)} chunks; rerun the same command to resume") from None
         missing = len(planned) - len(store.finished)
         if missing:  # never a success line for a sweep that did not finish
             raise IncompleteSweep(f"the {executor.name} executor stopped with {missing} of {len(planned)} work units "

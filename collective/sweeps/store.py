@@ -301,22 +301,33 @@ class ResultsStore:
                              f"({_first_names(foreign)}): "
                              f"move them out (nothing was changed) or choose another --out")
 
+    def _listed(self) -> tuple[dict[str, ChunkRecord], int]:
+        """The manifest's entries by unit, and how many of its lines could not be read (cut short by a
+        killed driver, or garbled: their chunks are redone)."""
+        manifest = self.directory / MANIFEST_FILE
+        listed: dict[str, ChunkRecord] = {}
+        damaged = 0
+        for line in manifest.read_bytes().splitlines() if manifest.exists() else ():
+            try:
+                record = ChunkRecord(**json.loads(line))
+            except (ValueError, TypeError):
+                damaged += 1
+                continue
+            listed[record.unit] = record
+        return listed, damaged
+
+    def recorded(self) -> dict[str, ChunkRecord]:
+        """The chunks the manifest on disk lists: what a rerun resumes. After an interruption this is the
+        truth, `finished` may lag it (a Ctrl-C between a chunk's manifest line and its bookkeeping)."""
+        return self._listed()[0]
+
     def _verified_manifest(self) -> dict[str, ChunkRecord]:
         """Manifest entries of planned units whose chunk is intact; everything else in the dataset
         is removed (a unit planned differently by another package version is simply redone)."""
         manifest = self.directory / MANIFEST_FILE
-        listed: dict[str, ChunkRecord] = {}
-        if manifest.exists():
-            damaged = 0
-            for line in manifest.read_bytes().splitlines():
-                try:
-                    record = ChunkRecord(**json.loads(line))
-                except (ValueError, TypeError):  # cut short by a killed driver, or garbled: its chunk is redone
-                    damaged += 1
-                    continue
-                listed[record.unit] = record
-            if damaged:
-                self.notices.append(f"{manifest}: {damaged} damaged line(s) ignored; their chunks are computed again")
+        listed, damaged = self._listed()
+        if damaged:
+            self.notices.append(f"{manifest}: {damaged} damaged line(s) ignored; their chunks are computed again")
         intact = {unit: record for unit, record in listed.items() if unit in self.planned and self._intact(record)}
         keep = {record.file for record in intact.values()}
         removed = sorted(path.name for path in self.dataset.iterdir() if path.name not in keep)
