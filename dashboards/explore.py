@@ -233,11 +233,14 @@ def _color(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
-def interactive_figure(table: Table, value: str, y_title: str, title: str, protocols: dict[str, str]) -> go.Figure:
+def interactive_figure(table: Table, value: str, y_title: str, title: str, protocols: dict[str, str],
+                       labels: dict[str, str] | None = None) -> go.Figure:
     """The value with its 95% CI bars, one panel per grid and one colour and marker per series (a group, and the
     table's other varying levels such as a K range): against group size when it varies, else a forest plot (one
-    row per series). Hover shows the value, CI and count (customdata: CI low, CI high, count); each trace carries
-    its group, grid and protocol in `meta` for the selection."""
+    row per series). Series are named by the groups' display labels (`labels`, from the spec) where given. Hover
+    shows the value, CI and count (customdata: CI low, CI high, count); each trace carries its group identifier,
+    grid and protocol in `meta` for the selection."""
+    labels = labels or {}
     frame = table.frame
     low, high = (f"{value}_ci95_low", f"{value}_ci95_high") if f"{value}_ci95_low" in frame else (
         "ci95_low", "ci95_high")
@@ -251,7 +254,7 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
                            subplot_titles=[f"grid {g}" for g in grids] if grids != [""] else None)
     series = list(frame.groupby([group, *extra], sort=False))
     for index, (key, part) in enumerate(series):
-        label = str(key[0]) + "".join(f" · {header(c).lower()} {format_number(v, c)}" for c, v in zip(extra, key[1:]))
+        label = labels.get(str(key[0]), str(key[0])) + "".join(f" · {header(c).lower()} {format_number(v, c)}" for c, v in zip(extra, key[1:]))
         shown = False
         for column, grid in enumerate(grids, start=1):
             cut = part[part[GRID_COLUMN] == grid] if grid != "" else part
@@ -294,9 +297,10 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
     return figure
 
 
-def figure_html(name: str, table: Table, value: str, y_title: str, title: str, protocols: dict[str, str]) -> str:
+def figure_html(name: str, table: Table, value: str, y_title: str, title: str, protocols: dict[str, str],
+                labels: dict[str, str] | None = None) -> str:
     """One interactive figure (`interactive_figure`) with its caption, as HTML without the Plotly library."""
-    figure = interactive_figure(table, value, y_title, title, protocols)
+    figure = interactive_figure(table, value, y_title, title, protocols, labels)
     return (f'<figure class="plot" id="figure-{name}">'
             + figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{name}",
                              config=dict(displaylogo=False, responsive=True))
@@ -305,8 +309,8 @@ def figure_html(name: str, table: Table, value: str, y_title: str, title: str, p
               f'legend entry to hide a group.</figcaption></figure>')
 
 
-def figures_html(analysis: Analysis, protocols: dict[str, str]) -> str:
-    """The interactive figures whose table is present with its columns."""
+def figures_html(analysis: Analysis, protocols: dict[str, str], labels: dict[str, str] | None = None) -> str:
+    """The interactive figures whose table is present with its columns; groups named by `labels` where given."""
     parts = []
     for name, value, y_title, title in FIGURES:
         table = analysis.tables.get(name)
@@ -314,12 +318,14 @@ def figures_html(analysis: Analysis, protocols: dict[str, str]) -> str:
             continue
         if not any(c in table.frame for c in GROUP_COLUMNS):
             continue
-        parts.append(figure_html(name, table, value, y_title, title, protocols))
+        parts.append(figure_html(name, table, value, y_title, title, protocols, labels))
     return "\n".join(parts)
 
 
-def selection_html(analysis: Analysis, protocols: dict[str, str]) -> str:
-    """Checkbox lists of every group, grid and protocol named in the tables (all ticked)."""
+def selection_html(analysis: Analysis, protocols: dict[str, str], labels: dict[str, str] | None = None) -> str:
+    """Checkbox lists of every group, grid and protocol named in the tables (all ticked); a group's box shows
+    its display label (`labels`) where the spec gives one, its value stays the identifier."""
+    labels = labels or {}
     groups, grids = {}, {}
     for table in analysis.tables.values():
         for column in GROUP_COLUMNS:
@@ -332,7 +338,7 @@ def selection_html(analysis: Analysis, protocols: dict[str, str]) -> str:
     boxes = []
     for kind, values in choices.items():
         items = "".join(f'<label><input type="checkbox" name="{kind}" value="{html.escape(v)}" checked> '
-                        f'{html.escape(v)}</label>' for v in values)
+                        f'{html.escape(labels.get(v, v) if kind == "groups" else v)}</label>' for v in values)
         boxes.append(f'<fieldset id="select-{kind}"><legend>{kind} <button type="button" data-all="{kind}">all'
                      f'</button><button type="button" data-none="{kind}">none</button></legend>{items}</fieldset>')
     return f'<div id="selection">{"".join(boxes)}</div>'

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 from collective.analysis.tables import Analysis, Dataset, provenance
 from collective.dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
     libraries_html, selection_html
-from collective.dashboards.figures import STYLE, build_figures
+from collective.dashboards.figures import STYLE, build_figures, display_labels
 
 PNG_DPI = 130
 CSS = """
@@ -122,6 +122,7 @@ def render_report(dataset: Dataset, analysis: Analysis, k_bin_width: int = 4) ->
     names = sorted({s.description.get("name") or "" for s in dataset.sources if s.description}) or ["sweep"]
     title = f"collective: {', '.join(names)}"
     protocols = group_protocols(dataset.rows)
+    labels = display_labels(dataset)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title><style>{CSS}</style>
@@ -134,11 +135,11 @@ def render_report(dataset: Dataset, analysis: Analysis, k_bin_width: int = 4) ->
 <a href="#paper-figures">Paper figures</a><a href="#provenance">Provenance</a></nav>
 <details id="selection-bar" open><summary>Show groups, grids and protocols (applies to the headline, figures
 and tables; kept in the address as #groups=…&amp;grids=…&amp;protocols=…)</summary>
-{selection_html(analysis, protocols)}</details>
+{selection_html(analysis, protocols, labels)}</details>
 <h2 id="headline">Headline</h2>
 <div class="headline">{headline_html(analysis, protocols)}</div>
 <h2 id="figures">Figures</h2>
-{figures_html(analysis, protocols)}
+{figures_html(analysis, protocols, labels)}
 <h2 id="tables">Tables</h2>
 <p class="note">Click a header to sort (shift-click for a second key); type in Filter to keep matching rows. Hover
 a header for its column name in <code>collective analyze</code> output.</p>

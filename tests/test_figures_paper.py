@@ -232,3 +232,21 @@ def test_bad_figure_options_fail_with_one_line(tmp_path_factory, tmp_path, optio
     done = collective("figures", sweep(tmp_path_factory.getbasetemp(), "tiny"), "--out", tmp_path, option, value)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_the_dashboard_names_groups_by_the_specs_display_labels(datasets):
+    """The interactive figures and the group selection show the spec's labels; the selection's values and each
+    trace's `meta` keep the group identifiers the tables and the address use."""
+    from collective.analysis.tables import DEFAULT_BY, analyse
+    from collective.dashboards.explore import figures_html, selection_html
+    from collective.dashboards.figures import display_labels
+
+    dataset = load_dataset([datasets["byo_agent"]])
+    analysis, labels = analyse(dataset, list(DEFAULT_BY)), display_labels(dataset)
+    gossip = "examples.byo_agent.agents:MemorySearcher+examples.byo_agent.talk:Gossip(margin=0.1)"
+    assert labels[gossip] == "memory searcher, gossip"
+    figures = figures_html(analysis, {}, labels)
+    assert '"name":"memory searcher, gossip' in figures and f'"group":"{gossip}"' in figures
+    assert f'"name":"{gossip}' not in figures
+    selection = selection_html(analysis, {}, labels)
+    assert f'value="{gossip}" checked> memory searcher, gossip</label>' in selection
