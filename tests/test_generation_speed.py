@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from collective.config import EvaluationConfig
-from collective.environments.complexity import lz76_phrase_count
+from collective.environments.complexity import lz76_periodic_at_most, lz76_phrase_count, lz76_phrase_count_at_most
 from collective.environments.patterns import CyclicPatternGenerator, StratifiedComplexity, _pair_rounds
 from collective.environments.torus import wrap
 from collective.evaluate import batches_ahead, evaluate, generate_environments, with_ceiling
@@ -118,3 +118,19 @@ def test_an_evaluation_played_a_batch_ahead_does_not_depend_on_the_batch_size():
     assert split.estimate.upsilon == pytest.approx(whole.estimate.upsilon, abs=1e-12)
     assert split.upsilon_best == pytest.approx(whole.upsilon_best, abs=1e-12)
     assert split.k_evil_mean == whole.k_evil_mean
+
+
+def test_periodic_phrase_count_is_the_phrase_count_of_the_whole_sequence():
+    """`lz76_periodic_at_most` reads two periods of a periodic sequence and must count exactly what
+    `lz76_phrase_count_at_most` counts on all of it, at every limit: periods 1..40 over few and many
+    symbols, lengths just above a period to 200 (a cyclic pattern back at its start is such a sequence)."""
+    rng = np.random.default_rng(2511)
+    for _ in range(3000):
+        period = int(rng.integers(1, 41))
+        length = int(rng.integers(period + 1, 201))
+        first = rng.integers(0, rng.integers(1, 12), size=period)
+        whole = np.resize(first, length).astype(np.int64)
+        limit = int(rng.integers(1, 30))
+        two_periods = np.full(length + 1, -1, np.int64)  # what lies beyond two periods must not be read
+        two_periods[:min(length, 2 * period)] = whole[:2 * period]
+        assert lz76_periodic_at_most(two_periods, period, length, limit) == lz76_phrase_count_at_most(whole, limit)

@@ -16,8 +16,9 @@ from typing import ClassVar, Protocol
 import numpy as np
 from numba import njit
 
-from collective.environments.complexity import lz76_phrase_count, lz76_phrase_count_at_most, lz76_rows
-from collective.simulation.random_streams import derive_stream_seed, skip_draws, uniform_int
+from collective.environments.complexity import (lz76_periodic_at_most, lz76_phrase_count, lz76_phrase_count_at_most,
+                                               lz76_rows)
+from collective.simulation.random_streams import advance_uniform_int, derive_stream_seed, skipped, uniform_int
 from collective.environments.torus import wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
@@ -68,7 +69,8 @@ class PatternGenerator(Protocol):
 @njit(cache=True)
 def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out, work):
     """Paper 003 §4.2: a recurrent segment of 1..max_segment moves repeated until T; returns K on
-    out[:T] (limit + 1 for any K above `limit`, see `lz76_phrase_count_at_most`).
+    out[:T] (limit + 1 for any K above `limit`, see `lz76_phrase_count_at_most`); out holds the
+    whole trajectory when K <= limit.
 
     Half the segments are closed loops (each move paired with its opposite, shuffled), which
     repeat with period = segment length; the rest drift. Without the closed half, small K values
@@ -77,45 +79,51 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out, work):
     A draw is rejected as soon as its walk has visited more than `limit` distinct cells: each first
     visit of a cell ends an LZ76 phrase of its own, so K >= the distinct cells of the path. A drifting
     segment's moves are drawn as the walk reaches them (its start cell, drawn after them, is read by
-    skipping ahead), so a rejected draw leaves the stream exactly where a complete one would. `work`:
-    the caller's `DrawWorkspace`, reused from draw to draw.
+    skipping ahead), so a rejected draw leaves the stream exactly where a complete one would. The
+    stream's state is held in local variables while drawing (`advance_uniform_int`). `work`: the
+    caller's `DrawWorkspace`, reused from draw to draw.
     """
-    moves, seen, move_stream = work.moves, work.seen, work.move_stream
-    segment = 1 + uniform_int(stream, max_segment)
-    drifts = uniform_int(stream, 2) == 0
-    move_stream[0] = stream[0]  # a drifting segment's moves: the stream's next `segment` draws
+    moves, seen, neighbour = work.moves, work.seen, work.neighbour
+    state, segment = advance_uniform_int(stream[0], max_segment)
+    segment += 1
+    state, coin = advance_uniform_int(state, 2)
+    drifts = coin == 0
+    move_state = state  # a drifting segment's moves: the stream's next `segment` draws
     if drifts:
-        skip_draws(stream, segment)
+        state = skipped(state, segment)
     else:
         for i in range(0, segment - 1, 2):
-            moves[i] = uniform_int(stream, 9)
-            moves[i + 1] = 8 - moves[i]  # the opposite king move
+            state, move = advance_uniform_int(state, 9)
+            moves[i] = move
+            moves[i + 1] = 8 - move  # the opposite king move
         if segment % 2 == 1:
             moves[segment - 1] = 4  # stay
         for i in range(segment - 1, 0, -1):  # Fisher-Yates shuffle
-            j = uniform_int(stream, i + 1)
+            state, j = advance_uniform_int(state, i + 1)
             moves[i], moves[j] = moves[j], moves[i]
     n_cells = rows * cols
-    cell = uniform_int(stream, n_cells)
+    state, cell = advance_uniform_int(state, n_cells)
+    stream[0] = state
     stamp = seen[n_cells] + 1  # this draw's mark in `seen`; no reset between draws
     seen[n_cells] = stamp
     seen[cell] = stamp
     distinct = 1
-    r, c = cell // cols, cell % cols
     out[0] = cell
     step = 0  # t % segment, without a division per iteration
     for t in range(iterations):
         if t == segment and out[t] == out[0]:  # back at the start: the rest repeats the first period
-            for u in range(t, iterations):
+            head = min(iterations, 2 * segment - 1)  # as much of it as K needs (`lz76_periodic_at_most`)
+            for u in range(t, head):
                 out[u + 1] = out[u + 1 - segment]
-            break
+            k = lz76_periodic_at_most(out, segment, iterations, limit)
+            if k <= limit:  # a draw the caller may keep: the whole trajectory
+                for u in range(head, iterations):
+                    out[u + 1] = out[u + 1 - segment]
+            return k
         if drifts and t < segment:
-            moves[t] = uniform_int(move_stream, 9)
-        action = moves[step]
+            move_state, moves[t] = advance_uniform_int(move_state, 9)
+        cell = neighbour[cell, moves[step]]
         step = step + 1 if step + 1 < segment else 0
-        r = wrap(r + action // 3 - 1, rows)
-        c = wrap(c + action % 3 - 1, cols)
-        cell = r * cols + c
         out[t + 1] = cell
         if seen[cell] != stamp and t + 1 < iterations:  # K is measured on out[:T]
             seen[cell] = stamp
@@ -125,15 +133,21 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out, work):
     return lz76_phrase_count_at_most(out[:iterations], limit)
 
 
-DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "move_stream"))
+DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour"))
 
 
 @njit(cache=True)
 def draw_workspace(rows, cols, iterations):
     """`_draw_cyclic`'s buffers: a segment's moves (room for ⌊T/2⌋), a mark per cell plus the latest
-    draw's mark (zeros at first), and the stream of a drifting segment's moves."""
-    return DrawWorkspace(np.empty(max(1, iterations // 2), np.int64), np.zeros(rows * cols + 1, np.int64),
-                         np.empty(1, np.uint64))
+    draw's mark (zeros at first), and the torus as a table:
+    neighbour[cell, a] is the cell king move a leads to (`torus`), a load per step instead of wrap-around
+    branches."""
+    neighbour = np.empty((rows * cols, 9), np.int64)
+    for cell in range(rows * cols):
+        for action in range(9):
+            neighbour[cell, action] = wrap(cell // cols + action // 3 - 1, rows) * cols + \
+                wrap(cell % cols + action % 3 - 1, cols)
+    return DrawWorkspace(np.empty(max(1, iterations // 2), np.int64), np.zeros(rows * cols + 1, np.int64), neighbour)
 
 
 @njit(cache=True)
