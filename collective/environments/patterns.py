@@ -125,11 +125,10 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out, work):
         cell = neighbour[cell, moves[step]]
         step = step + 1 if step + 1 < segment else 0
         out[t + 1] = cell
-        if seen[cell] != stamp and t + 1 < iterations:  # K is measured on out[:T]
-            seen[cell] = stamp
-            distinct += 1
-            if distinct > limit:
-                return limit + 1
+        distinct += seen[cell] != stamp  # without a branch: whether a cell is new is hard to predict
+        seen[cell] = stamp
+        if distinct > limit and t + 1 < iterations:  # K is measured on out[:T]
+            return limit + 1
     return lz76_phrase_count_at_most(out[:iterations], limit)
 
 
