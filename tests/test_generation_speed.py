@@ -11,7 +11,8 @@ from collective.config import EvaluationConfig
 from collective.environments.complexity import lz76_periodic_at_most, lz76_phrase_count, lz76_phrase_count_at_most
 from collective.environments.patterns import CyclicPatternGenerator, StratifiedComplexity, _pair_rounds
 from collective.environments.torus import wrap
-from collective.evaluate import batches_ahead, evaluate, generate_environments, with_ceiling
+from collective.evaluate import (batch_episodes, batch_indices, batches_ahead, evaluate, generate_environments,
+                                 prepared_environments, ramps, with_ceiling)
 from collective.simulation.random_streams import SplitMix64
 
 
@@ -134,3 +135,34 @@ def test_periodic_phrase_count_is_the_phrase_count_of_the_whole_sequence():
         two_periods = np.full(length + 1, -1, np.int64)  # what lies beyond two periods must not be read
         two_periods[:min(length, 2 * period)] = whole[:2 * period]
         assert lz76_periodic_at_most(two_periods, period, length, limit) == lz76_phrase_count_at_most(whole, limit)
+
+
+def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(monkeypatch):
+    """Play starts after the generation of 1/8 of a batch, not of a whole one (the first batch's
+    generation is never hidden behind play), and the ramp changes no number."""
+    config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=3, rows=6, cols=6,
+                                           iterations=30, episodes=1000)
+    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 400)  # batches of 400
+    size = batch_episodes(config)
+    assert size < config.episodes, "one batch: nothing to ramp"
+    prepared = []
+
+    def recording(config, episodes):
+        prepared.append(len(episodes))
+        return prepared_environments(config, episodes)
+
+    monkeypatch.setattr("collective.evaluate.prepared_environments", recording)
+    ramped = evaluate(config)
+    assert prepared[0] <= size // 8 and sum(prepared) == config.episodes
+    assert prepared == [len(batch) for batch in batch_indices(config.episodes, size, ramp=True)]
+    fixed = evaluate(config, batch_size=size)
+    assert ramped.estimate.upsilon == pytest.approx(fixed.estimate.upsilon, abs=1e-12)
+    assert ramped.upsilon_best == pytest.approx(fixed.upsilon_best, abs=1e-12)
+
+
+def test_online_learners_and_plugin_batches_keep_full_batches():
+    online = EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=2, learner_training="online")
+    assert ramps(EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=2))
+    assert not ramps(online)
+    assert [len(b) for b in batch_indices(10, 4)] == [4, 4, 2]
+    assert [len(b) for b in batch_indices(100, 32, ramp=True)] == [4, 8, 16, 32, 32, 8]
