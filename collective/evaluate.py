@@ -490,9 +490,9 @@ def batch_indices(episodes: int, size: int, ramp: bool = False) -> list[np.ndarr
 
 def ramps(config: EvaluationConfig) -> bool:
     """Whether an evaluation may start with small batches (`batch_indices`): unless what it plays
-    depends on where batches end (learners that learn in the test episodes, plug-ins that declare
-    their own batch size)."""
-    return not config.learns_online and not any(plugin.batch_episodes for plugin in config.plugins)
+    depends on where batches end (learners that learn in the test episodes, persistent plug-ins, which
+    learn from batch to batch, and plug-ins that declare their own batch size)."""
+    return not (config.learns_online or config.persistent or any(plugin.batch_episodes for plugin in config.plugins))
 
 
 def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):

@@ -202,9 +202,10 @@ class OpaqueCyclic:
         return self.inner.generate(*args)
 
 
-@pytest.mark.parametrize("side, iterations, cap", [(5, 50, "half_T"), (4, 40, "k_max")])
-def test_compiled_pair_rounds_are_the_batched_rounds(side, iterations, cap):
-    generator = CyclicPatternGenerator(cap)
+@pytest.mark.parametrize("side, iterations, cap, lazy", [(5, 50, "half_T", False), (4, 40, "k_max", False),
+                                                        (5, 300, "half_T", True)])
+def test_compiled_pair_rounds_are_the_batched_rounds(side, iterations, cap, lazy):
+    generator = CyclicPatternGenerator(cap, lazy)
     target = np.repeat(np.arange(3, 15), 4).astype(np.int64)
     seeds = np.random.SeedSequence(2025).generate_state(len(target), dtype=np.uint64)
     first = generator.generate(seeds, side, side, iterations, target, target).positions
@@ -286,9 +287,10 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     assert ramped.upsilon_best == pytest.approx(fixed.upsilon_best, abs=1e-12)
 
 
-def test_online_learners_and_plugin_batches_keep_full_batches():
+def test_online_learners_and_persistent_plugins_keep_full_batches():
     online = EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=2, learner_training="online")
+    persistent = EvaluationConfig.from_profile("sound", behaviour="examples.numpy_window_q:WindowQ", group_size=2)
     assert ramps(EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=2))
-    assert not ramps(online)
+    assert not ramps(online) and not ramps(persistent)
     assert [len(b) for b in batch_indices(10, 4)] == [4, 4, 2]
     assert [len(b) for b in batch_indices(100, 32, ramp=True)] == [4, 8, 16, 32, 32, 8]
