@@ -489,10 +489,11 @@ def batch_indices(episodes: int, size: int, ramp: bool = False) -> list[np.ndarr
 
 
 def ramps(config: EvaluationConfig) -> bool:
-    """Whether an evaluation may start with small batches (`batch_indices`): unless what it plays
-    depends on where batches end (learners that learn in the test episodes, persistent plug-ins, which
-    learn from batch to batch, and plug-ins that declare their own batch size)."""
-    return not (config.learns_online or config.persistent or any(plugin.batch_episodes for plugin in config.plugins))
+    """Whether an evaluation may start with small batches (`batch_indices`): a group on the fused kernel
+    whose learners do not learn in the test episodes. On the stepping core what a group records may
+    depend on where batches end (a plug-in protocol's messages are counted per call, a persistent
+    plug-in learns from batch to batch), and online learners carry their tables from batch to batch."""
+    return not (config.learns_online or config.on_stepping_core)
 
 
 def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):

@@ -287,10 +287,13 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     assert ramped.upsilon_best == pytest.approx(fixed.upsilon_best, abs=1e-12)
 
 
-def test_online_learners_and_persistent_plugins_keep_full_batches():
+def test_online_learners_and_plugins_keep_full_batches():
+    """A plug-in protocol's messages are counted per call (per batch), a persistent plug-in learns from
+    batch to batch: the stepping core keeps full batches."""
     online = EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=2, learner_training="online")
     persistent = EvaluationConfig.from_profile("sound", behaviour="examples.numpy_window_q:WindowQ", group_size=2)
     assert ramps(EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=2))
     assert not ramps(online) and not ramps(persistent)
+    assert not ramps(EvaluationConfig.from_profile("sound", behaviour="examples.numpy_local_search:LocalSearch"))
     assert [len(b) for b in batch_indices(10, 4)] == [4, 4, 2]
     assert [len(b) for b in batch_indices(100, 32, ramp=True)] == [4, 8, 16, 32, 32, 8]
