@@ -23,7 +23,7 @@ from collective.environments.torus import wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
 # With `lazy_shuffle`, closed segments longer than this are shuffled move by move as the walk reaches them
-# (`_closed_move`); shorter ones whole, which costs less up to about here (10x10, T = 200: 0.5x the CPU).
+# (`_closed_move`); shorter ones whole, which costs less there (every segment lazily: 1.7x the CPU at 10x10, T = 200).
 LAZY_SHUFFLE_ABOVE = 128
 
 
