@@ -65,6 +65,7 @@ PROFILES: dict[str, dict[str, object]] = {
         # (1); K measured on the played paths, equal for ⊕ and ⊖ (2); K uniform on 2..23 on every
         # grid, segments of 1..⌊T/2⌋ moves as §4.2 says, K normalised by the N-cell alphabet (3)
         pattern_generator="cyclic", segment_cap="half_T", evil_pairing="independent", entropy_rule="pairing",
+        lazy_segment_shuffle=True,  # issue 25: long segments (anytime test) drawn in O(moves walked), not O(T)
         k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
         # learners and the anytime test (points 4-6): learners train ε-greedily on held-out episodes of
         # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19
@@ -144,6 +145,9 @@ class EvaluationConfig:
     coordination_threshold: int = 1
     pattern_generator: str = "cyclic"
     segment_cap: str = "k_max"  # cyclic segments of 1..min(⌊T/2⌋, k_max) moves, or "half_T": 1..⌊T/2⌋ (§4.2)
+    # True: closed segments of more than patterns.LAZY_SHUFFLE_ABOVE moves shuffled as the walk reaches each move
+    # (same distribution, other patterns, only when T > 257; `CyclicPatternGenerator`); False: shuffled whole first
+    lazy_segment_shuffle: bool = False
     evil_pairing: str = "index_shift"
     entropy_rule: str = "paper"  # H = log2 N(N-1) (§4.3), or "pairing": log2 N under index_shift
     k_on_played_paths: bool = False  # True: K of ⊕ and ⊖ measured on the paths played, after collisions
@@ -363,10 +367,10 @@ class EvaluationConfig:
                                  reward_scale=self.q_reward_scale)
 
     def patterns(self) -> PatternGenerator:
-        """The movement-pattern generator: `pattern_generator` with its segment cap (cyclic), drawing
-        K as `k_sampling` says."""
-        generator = CyclicPatternGenerator(self.segment_cap) if self.pattern_generator == "cyclic" \
-            else PATTERN_GENERATORS[self.pattern_generator]()
+        """The movement-pattern generator: `pattern_generator` with its segment cap and shuffle (cyclic),
+        drawing K as `k_sampling` says."""
+        generator = CyclicPatternGenerator(self.segment_cap, self.lazy_segment_shuffle) \
+            if self.pattern_generator == "cyclic" else PATTERN_GENERATORS[self.pattern_generator]()
         return StratifiedComplexity(generator) if self.k_sampling == "stratified" else generator
 
     def environment(self) -> LambdaStar | FitnessLandscape:
@@ -464,6 +468,8 @@ def _validate(c: EvaluationConfig) -> None:
         raise ConfigError("paired_group_sizes", f"must be true or false (got {c.paired_group_sizes!r})")
     if not isinstance(c.k_on_played_paths, bool):
         raise ConfigError("k_on_played_paths", f"must be true or false (got {c.k_on_played_paths!r})")
+    if not isinstance(c.lazy_segment_shuffle, bool):
+        raise ConfigError("lazy_segment_shuffle", f"must be true or false (got {c.lazy_segment_shuffle!r})")
     if c.k_on_played_paths and not PATTERN_GENERATORS[c.pattern_generator].k_on_positions:
         raise ConfigError("k_on_played_paths", f"the {c.pattern_generator} generator measures K on its base walk, "
                           "not on the positions it plays (spec §2); use the cyclic generator or false")

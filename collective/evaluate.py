@@ -472,14 +472,37 @@ def prepared_environments(config: EvaluationConfig, episodes: np.ndarray) -> Env
     return with_ceiling(config, generate_environments(config, episodes))
 
 
-def batches_ahead(config: EvaluationConfig, size: int):
-    """(episode indices, `prepared_environments`) for the evaluation's batches in order, each next batch
-    prepared in a background thread while the caller plays the current one (the compiled generator, the
-    ceiling and the kernel release the GIL), and the seconds the caller waited for each batch. Generation
-    is pure, so the environments are the ones generated in turn. The thread is a daemon: after an error or
-    Ctrl-C in the caller the process ends without finishing a batch nobody will play."""
-    starts = range(0, config.episodes, size)
-    indices = [np.arange(first, min(first + size, config.episodes)) for first in starts]
+FIRST_BATCH_SHARE = 8  # a ramped evaluation's first batch: 1/8 of a batch (`batch_indices`)
+
+
+def batch_indices(episodes: int, size: int, ramp: bool = False) -> list[np.ndarray]:
+    """The episode indices 0..episodes-1 in batches of `size`; with `ramp` the first batch holds
+    1/FIRST_BATCH_SHARE of one and each next twice the last, up to `size`: play starts after a small
+    batch's generation, and each next batch is generated while the last, half as large, plays
+    (`batches_ahead`)."""
+    indices, first, current = [], 0, max(1, size // FIRST_BATCH_SHARE) if ramp else size
+    while first < episodes:
+        indices.append(np.arange(first, min(first + current, episodes)))
+        first += current
+        current = min(size, 2 * current)
+    return indices
+
+
+def ramps(config: EvaluationConfig) -> bool:
+    """Whether an evaluation may start with small batches (`batch_indices`): a group on the fused kernel
+    whose learners do not learn in the test episodes. On the stepping core what a group records may
+    depend on where batches end (a plug-in protocol's messages are counted per call, a persistent
+    plug-in learns from batch to batch), and online learners carry their tables from batch to batch."""
+    return not (config.learns_online or config.on_stepping_core)
+
+
+def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
+    """(episode indices, `prepared_environments`) for the evaluation's batches in order (`batch_indices`),
+    each next batch prepared in a background thread while the caller plays the current one (the compiled
+    generator, the ceiling and the kernel release the GIL), and the seconds the caller waited for each
+    batch. Generation is pure, so the environments are the ones generated in turn. The thread is a daemon:
+    after an error or Ctrl-C in the caller the process ends without finishing a batch nobody will play."""
+    indices = batch_indices(config.episodes, size, ramp)
 
     def prepare(episodes: np.ndarray, outcome: list) -> None:
         try:
@@ -513,7 +536,8 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     """Υ of the configured group over `config.episodes` episodes (paper 003 Definitions 2-3).
     `progress` shows progress on stderr (a bar on a terminal, else plain lines) and announces a
     compilation; compiling is timed apart (`compile_seconds`), outside `wall_seconds`. The next
-    batch's environments are generated while the current one plays (`batches_ahead`)."""
+    batch's environments are generated while the current one plays (`batches_ahead`); without a
+    `batch_size`, the first batches ramp up to a full one (`ramps`)."""
     compile_seconds = load_compiled(config, notify=progress)
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
@@ -527,7 +551,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     generation_wait = 0.0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
     with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar:
-        for episodes, environments, waited in batches_ahead(config, size):
+        for episodes, environments, waited in batches_ahead(config, size, batch_size is None and ramps(config)):
             generation_wait += waited
             run = play(config, environments, group=group, tables=tables)
             k_raw = run.environments.k_raw

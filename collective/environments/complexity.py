@@ -54,6 +54,41 @@ def lz76_phrase_count_at_most(sequence, limit):
             k = 1
 
 
+@numba.njit(cache=True)
+def lz76_periodic_at_most(sequence, period, n, limit):
+    """`lz76_phrase_count_at_most` of the length-n sequence that repeats sequence[:period] (0 < period
+    < n), reading only sequence[:min(n, 2·period)]. A match of a full period continues to the end, and
+    so does a phrase that starts after the first period (copied from one period back): either way the
+    rest is the last phrase, found without scanning it."""
+    if n <= 1:
+        return n
+    c = 1
+    start = 1
+    i = 0
+    k = 1
+    longest = 1
+    while True:
+        if sequence[i + k - 1] == sequence[start + k - 1]:
+            k += 1
+            if start + k > n or k > period:  # runs to the end
+                return c + 1
+        else:
+            longest = max(longest, k)
+            i += 1
+            if i == start:
+                c += 1
+                if c > limit:
+                    return limit + 1
+                start += longest
+                if start + 1 > n:
+                    return c
+                if start >= period:  # copied from start - period to the end
+                    return c + 1
+                i = 0
+                longest = 1
+            k = 1
+
+
 def lz76_normalised(phrase_count: int, length: int) -> float:
     """Normalised LZ76 complexity c·log2(L)/L, 0.0 for L <= 1 (Chmait et al. 2016, §4.2;
     Kaspar & Schuster 1987)."""

@@ -16,11 +16,15 @@ from typing import ClassVar, Protocol
 import numpy as np
 from numba import njit
 
-from collective.environments.complexity import lz76_phrase_count, lz76_phrase_count_at_most, lz76_rows
-from collective.simulation.random_streams import derive_stream_seed, skip_draws, uniform_int
+from collective.environments.complexity import (lz76_periodic_at_most, lz76_phrase_count, lz76_phrase_count_at_most,
+                                               lz76_rows)
+from collective.simulation.random_streams import advance_uniform_int, derive_stream_seed, skipped, uniform_int
 from collective.environments.torus import wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
+# With `lazy_shuffle`, closed segments longer than this are shuffled move by move as the walk reaches them
+# (`_closed_move`); shorter ones whole, which costs less there (every segment lazily: 1.7x the CPU at 10x10, T = 200).
+LAZY_SHUFFLE_ABOVE = 128
 
 
 class UnreachableK(ValueError):
@@ -66,9 +70,10 @@ class PatternGenerator(Protocol):
 
 
 @njit(cache=True)
-def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out, work):
+def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, lazy, out, work):
     """Paper 003 §4.2: a recurrent segment of 1..max_segment moves repeated until T; returns K on
-    out[:T] (limit + 1 for any K above `limit`, see `lz76_phrase_count_at_most`).
+    out[:T] (limit + 1 for any K above `limit`, see `lz76_phrase_count_at_most`); out holds the
+    whole trajectory when K <= limit.
 
     Half the segments are closed loops (each move paired with its opposite, shuffled), which
     repeat with period = segment length; the rest drift. Without the closed half, small K values
@@ -77,63 +82,106 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, out, work):
     A draw is rejected as soon as its walk has visited more than `limit` distinct cells: each first
     visit of a cell ends an LZ76 phrase of its own, so K >= the distinct cells of the path. A drifting
     segment's moves are drawn as the walk reaches them (its start cell, drawn after them, is read by
-    skipping ahead), so a rejected draw leaves the stream exactly where a complete one would. `work`:
-    the caller's `DrawWorkspace`, reused from draw to draw.
+    skipping ahead), so a rejected draw leaves the stream exactly where a complete one would; with
+    `lazy` (`CyclicPatternGenerator.lazy_shuffle`) so are those of a closed segment of more than
+    LAZY_SHUFFLE_ABOVE moves (`_closed_move`). The
+    stream's state is held in local variables while drawing (`advance_uniform_int`). `work`: the
+    caller's `DrawWorkspace`, reused from draw to draw.
     """
-    moves, seen, move_stream = work.moves, work.seen, work.move_stream
-    segment = 1 + uniform_int(stream, max_segment)
-    drifts = uniform_int(stream, 2) == 0
-    move_stream[0] = stream[0]  # a drifting segment's moves: the stream's next `segment` draws
+    moves, seen, neighbour, order, placed = work.moves, work.seen, work.neighbour, work.order, work.placed
+    n_cells = rows * cols
+    stamp = seen[n_cells] + 1  # this draw's mark in `seen` and `placed`; no reset between draws
+    seen[n_cells] = stamp
+    state, segment = advance_uniform_int(stream[0], max_segment)
+    segment += 1
+    state, coin = advance_uniform_int(state, 2)
+    drifts = coin == 0
+    move_state = state  # a drifting segment's moves: the stream's next `segment` draws
+    lazy = lazy and not drifts and segment > LAZY_SHUFFLE_ABOVE
     if drifts:
-        skip_draws(stream, segment)
+        state = skipped(state, segment)
+    elif lazy:  # the closed segment's draws: ⌊s/2⌋ moves, then s - 1 for the shuffle (`_closed_move`)
+        state = skipped(state, segment // 2 + segment - 1)
     else:
         for i in range(0, segment - 1, 2):
-            moves[i] = uniform_int(stream, 9)
-            moves[i + 1] = 8 - moves[i]  # the opposite king move
+            state, move = advance_uniform_int(state, 9)
+            moves[i] = move
+            moves[i + 1] = 8 - move  # the opposite king move
         if segment % 2 == 1:
             moves[segment - 1] = 4  # stay
         for i in range(segment - 1, 0, -1):  # Fisher-Yates shuffle
-            j = uniform_int(stream, i + 1)
+            state, j = advance_uniform_int(state, i + 1)
             moves[i], moves[j] = moves[j], moves[i]
-    n_cells = rows * cols
-    cell = uniform_int(stream, n_cells)
-    stamp = seen[n_cells] + 1  # this draw's mark in `seen`; no reset between draws
-    seen[n_cells] = stamp
+    state, cell = advance_uniform_int(state, n_cells)
+    stream[0] = state
     seen[cell] = stamp
     distinct = 1
-    r, c = cell // cols, cell % cols
     out[0] = cell
     step = 0  # t % segment, without a division per iteration
     for t in range(iterations):
         if t == segment and out[t] == out[0]:  # back at the start: the rest repeats the first period
-            for u in range(t, iterations):
+            head = min(iterations, 2 * segment - 1)  # as much of it as K needs (`lz76_periodic_at_most`)
+            for u in range(t, head):
                 out[u + 1] = out[u + 1 - segment]
-            break
+            k = lz76_periodic_at_most(out, segment, iterations, limit)
+            if k <= limit:  # a draw the caller may keep: the whole trajectory
+                for u in range(head, iterations):
+                    out[u + 1] = out[u + 1 - segment]
+            return k
         if drifts and t < segment:
-            moves[t] = uniform_int(move_stream, 9)
-        action = moves[step]
+            move_state, moves[t] = advance_uniform_int(move_state, 9)
+        elif lazy and t < segment:
+            moves[t] = _closed_move(move_state, segment, t, order, placed, stamp)
+        cell = neighbour[cell, moves[step]]
         step = step + 1 if step + 1 < segment else 0
-        r = wrap(r + action // 3 - 1, rows)
-        c = wrap(c + action % 3 - 1, cols)
-        cell = r * cols + c
         out[t + 1] = cell
-        if seen[cell] != stamp and t + 1 < iterations:  # K is measured on out[:T]
-            seen[cell] = stamp
-            distinct += 1
-            if distinct > limit:
-                return limit + 1
+        distinct += seen[cell] != stamp  # without a branch: whether a cell is new is hard to predict
+        seen[cell] = stamp
+        if distinct > limit and t + 1 < iterations:  # K is measured on out[:T]
+            return limit + 1
     return lz76_phrase_count_at_most(out[:iterations], limit)
 
 
-DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "move_stream"))
+@njit(cache=True, inline="always")
+def _closed_move(first, segment, t, order, placed, stamp):
+    """Move t of a closed segment shuffled from its start (Fisher-Yates forward: position t takes a
+    uniform one of the entries still at t..s-1), fixed only when the walk reaches it. The unshuffled
+    segment is m_0, 8-m_0, m_1, 8-m_1, ... (and a stay when s is odd); the draws after the stream
+    state `first` are the ⌊s/2⌋ moves m_p, then the shuffle's draw for each position t < s - 1, each
+    read where it lies. order[i] is the entry at position i once `placed[i]` is this draw's stamp,
+    else entry i itself (no reset between draws)."""
+    pairs = segment // 2
+    entry = order[t] if placed[t] == stamp else t
+    if t < segment - 1:
+        _, j = advance_uniform_int(skipped(first, pairs + t), segment - t)
+        j += t
+        swapped = order[j] if placed[j] == stamp else j
+        order[j] = entry
+        placed[j] = stamp
+        entry = swapped
+    if entry == 2 * pairs:  # the odd segment's stay
+        return 4
+    _, move = advance_uniform_int(skipped(first, entry // 2), 9)
+    return move if entry % 2 == 0 else 8 - move
+
+
+DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour", "order", "placed"))
 
 
 @njit(cache=True)
 def draw_workspace(rows, cols, iterations):
     """`_draw_cyclic`'s buffers: a segment's moves (room for ⌊T/2⌋), a mark per cell plus the latest
-    draw's mark (zeros at first), and the stream of a drifting segment's moves."""
-    return DrawWorkspace(np.empty(max(1, iterations // 2), np.int64), np.zeros(rows * cols + 1, np.int64),
-                         np.empty(1, np.uint64))
+    draw's mark (zeros at first), the torus as a table (neighbour[cell, a] is the cell king move a
+    leads to, `torus`: a load per step instead of wrap-around branches), and a lazily shuffled
+    segment's entries with their marks (`_closed_move`)."""
+    neighbour = np.empty((rows * cols, 9), np.int64)
+    for cell in range(rows * cols):
+        for action in range(9):
+            neighbour[cell, action] = wrap(cell // cols + action // 3 - 1, rows) * cols + \
+                wrap(cell % cols + action % 3 - 1, cols)
+    segment = max(1, iterations // 2)
+    return DrawWorkspace(np.empty(segment, np.int64), np.zeros(rows * cols + 1, np.int64), neighbour,
+                         np.empty(segment, np.int64), np.zeros(segment, np.int64))
 
 
 @njit(cache=True)
@@ -169,7 +217,8 @@ def _max_segment(iterations, k_max, cap_to_k):
 
 
 @njit(cache=True, nogil=True)
-def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, max_tries, positions, k_raw, k_length):
+def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, lazy, max_tries, positions, k_raw,
+              k_length):
     """Episode e: draws from the stream seeded by seeds[e] until K lies in [k_low[e], k_high[e]]."""
     walk = np.empty(2 * max(rows, cols), np.int64)
     out = np.empty(iterations + 1, np.int64)
@@ -181,7 +230,7 @@ def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, max_
         max_segment = _max_segment(iterations, k_high[e], cap_to_k)
         for _ in range(max_tries):
             if kind == 0:
-                k = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_high[e], out, work)
+                k = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_high[e], lazy, out, work)
                 length = iterations
             else:  # K is the base walk's: play it back only once it is accepted
                 k, length = _draw_ping_pong(stream, rows, cols, k_high[e], walk)
@@ -195,7 +244,7 @@ def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, max_
 
 
 @njit(cache=True)
-def _sample_k(kind, seeds, rows, cols, iterations, k_max, cap_to_k, k_out):
+def _sample_k(kind, seeds, rows, cols, iterations, k_max, cap_to_k, lazy, k_out):
     """K of one draw per seed, unconditioned (limit k_max), for `sample_k`."""
     walk = np.empty(2 * max(rows, cols), np.int64)
     out = np.empty(iterations + 1, np.int64)
@@ -205,7 +254,7 @@ def _sample_k(kind, seeds, rows, cols, iterations, k_max, cap_to_k, k_out):
     for e in range(seeds.shape[0]):
         stream[0] = seeds[e]
         if kind == 0:
-            k_out[e] = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_max, out, work)
+            k_out[e] = _draw_cyclic(stream, rows, cols, iterations, max_segment, k_max, lazy, out, work)
         else:
             k_out[e], _ = _draw_ping_pong(stream, rows, cols, k_max, walk)
 
@@ -215,13 +264,15 @@ def _per_episode(bound, episodes: int) -> np.ndarray:
     return np.broadcast_to(np.minimum(np.asarray(bound, np.int64), np.iinfo(np.int32).max), (episodes,)).copy()
 
 
-def _run(kind: int, seeds, rows, cols, iterations, k_min, k_max, cap_to_k: bool = True) -> PatternBatch:
+def _run(kind: int, seeds, rows, cols, iterations, k_min, k_max, cap_to_k: bool = True,
+         lazy: bool = False) -> PatternBatch:
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     k_low, k_high = _per_episode(k_min, len(seeds)), _per_episode(k_max, len(seeds))
     positions = np.empty((len(seeds), iterations + 1), np.int32)
     k_raw = np.empty(len(seeds), np.int32)
     k_length = np.empty(len(seeds), np.int32)
-    _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, MAX_TRIES, positions, k_raw, k_length)
+    _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, lazy, MAX_TRIES, positions, k_raw,
+              k_length)
     if (k_raw < 0).any():
         e = int(np.argmax(k_raw < 0))
         raise UnreachableK(f"no pattern with K in [{k_low[e]}, {k_high[e]}] found in {MAX_TRIES} tries "
@@ -233,27 +284,37 @@ def _run(kind: int, seeds, rows, cols, iterations, k_min, k_max, cap_to_k: bool 
     return PatternBatch(positions, k_raw, normalised, int(k_length.max(initial=0)))
 
 
-def _sampled_k(kind: int, seeds, rows, cols, iterations, k_max, cap_to_k: bool) -> np.ndarray:
+def _sampled_k(kind: int, seeds, rows, cols, iterations, k_max, cap_to_k: bool, lazy: bool = False) -> np.ndarray:
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     k_out = np.empty(len(seeds), np.int64)
-    _sample_k(kind, seeds, rows, cols, iterations, min(int(k_max), np.iinfo(np.int32).max - 1), cap_to_k, k_out)
+    _sample_k(kind, seeds, rows, cols, iterations, min(int(k_max), np.iinfo(np.int32).max - 1), cap_to_k, lazy,
+              k_out)
     return k_out
 
 
 @dataclass(frozen=True)
 class CyclicPatternGenerator:
     """The paper's generator (paper 003 §4.2): a segment of moves repeated cyclically, its length
-    uniform on 1..⌊T/2⌋, or on 1..min(⌊T/2⌋, k_max) with segment_cap "k_max" (`SEGMENT_CAPS`)."""
+    uniform on 1..⌊T/2⌋, or on 1..min(⌊T/2⌋, k_max) with segment_cap "k_max" (`SEGMENT_CAPS`).
+
+    A closed segment is shuffled uniformly (Fisher-Yates) either way: by default the whole segment,
+    from its end, before the walk starts; with `lazy_shuffle` a segment of more than
+    LAZY_SHUFFLE_ABOVE moves from its start, each move fixed as the walk reaches it, so a draw
+    rejected after a few moves costs those moves, not the whole segment (up to ⌊T/2⌋ moves: the
+    anytime test's long episodes). Every order is equally likely both ways, so the patterns have the
+    same distribution (`pattern_probability`'s formula); with T <= 2·LAZY_SHUFFLE_ABOVE + 1 nothing
+    changes, above it a seed's pattern differs."""
 
     name: ClassVar[str] = "cyclic"
     k_on_positions: ClassVar[bool] = True
     segment_cap: str = "k_max"
+    lazy_shuffle: bool = False
 
     def generate(self, seeds, rows, cols, iterations, k_min, k_max) -> PatternBatch:
-        return _run(0, seeds, rows, cols, iterations, k_min, k_max, self.segment_cap == "k_max")
+        return _run(0, seeds, rows, cols, iterations, k_min, k_max, self.segment_cap == "k_max", self.lazy_shuffle)
 
     def sample_k(self, seeds, rows, cols, iterations, k_max) -> np.ndarray:
-        return _sampled_k(0, seeds, rows, cols, iterations, k_max, self.segment_cap == "k_max")
+        return _sampled_k(0, seeds, rows, cols, iterations, k_max, self.segment_cap == "k_max", self.lazy_shuffle)
 
 
 @dataclass(frozen=True)
@@ -448,8 +509,8 @@ def _pair_rounds(generator: PatternGenerator, first_good: np.ndarray, target: np
     if isinstance(cyclic, CyclicPatternGenerator):  # the same rounds, compiled
         unpaired = np.empty(len(target), np.int8)
         _cyclic_pair_rounds(seeds, np.ascontiguousarray(first_good), np.ascontiguousarray(target, np.int64), rows,
-                            cols, iterations, cyclic.segment_cap == "k_max", MAX_TRIES, rounds, good_out, evil_out,
-                            unpaired)
+                            cols, iterations, cyclic.segment_cap == "k_max", cyclic.lazy_shuffle, MAX_TRIES, rounds,
+                            good_out, evil_out, unpaired)
         if (unpaired == _MISSED_K).any():
             e = int(np.argmax(unpaired == _MISSED_K))
             raise UnreachableK(f"no pattern with K in [{target[e]}, {target[e]}] found in {MAX_TRIES} tries "
@@ -478,18 +539,18 @@ _PAIRED, _NO_PAIR, _MISSED_K = 0, 1, 2  # how `_cyclic_pair_rounds` leaves an ep
 
 
 @njit(cache=True)
-def _cyclic_at_k(stream_seed, rows, cols, iterations, max_segment, k, max_tries, out, work, stream):
+def _cyclic_at_k(stream_seed, rows, cols, iterations, max_segment, k, lazy, max_tries, out, work, stream):
     """Cyclic draws from the stream seeded by stream_seed until one has K = k, into out (as `_generate`
     draws it); False when max_tries draws miss."""
     stream[0] = stream_seed
     for _ in range(max_tries):
-        if _draw_cyclic(stream, rows, cols, iterations, max_segment, k, out, work) == k:
+        if _draw_cyclic(stream, rows, cols, iterations, max_segment, k, lazy, out, work) == k:
             return True
     return False
 
 
 @njit(cache=True, nogil=True)
-def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_to_k, max_tries, rounds,
+def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_to_k, lazy, max_tries, rounds,
                         good_out, evil_out, unpaired):
     """`_pair_rounds` for the cyclic generator, episode by episode: each (episode, round) draws from the
     very streams the batched rounds use, so the pairs are the same, without a pass over the batch per
@@ -509,13 +570,13 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
             if attempt == 0:
                 good[0, :] = first_good[e]
             elif _cyclic_at_k(derive_stream_seed(seeds[e], _GOOD_STREAM, attempt), rows, cols, iterations,
-                              max_segment, k, max_tries, out, work, stream):
+                              max_segment, k, lazy, max_tries, out, work, stream):
                 good[0, :] = out
             else:
                 unpaired[e] = _MISSED_K
                 break
             if not _cyclic_at_k(derive_stream_seed(seeds[e], _EVIL_STREAM, attempt), rows, cols, iterations,
-                                max_segment, k, max_tries, out, work, stream):
+                                max_segment, k, lazy, max_tries, out, work, stream):
                 unpaired[e] = _MISSED_K
                 break
             evil[0, :] = out

@@ -97,10 +97,18 @@ def uniform_int(stream, n):
 
 
 @njit(cache=True, inline="always")
-def skip_draws(stream, count):
-    """Advance a splitmix64 stream past its next `count` outputs without computing them (each
-    output is one step of its counter, so this is exact)."""
-    stream[0] += np.uint64(count) * _GOLDEN_GAMMA
+def advance_uniform_int(state, n):
+    """(state', `uniform_int`'s draw) for a stream whose state is held in a local variable: the compiler
+    keeps it in a register across a loop of draws, where an array's state goes through memory each time."""
+    state = state + _GOLDEN_GAMMA
+    return state, np.int64(((_mix64(state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def skipped(state, count):
+    """A stream state advanced past its next `count` outputs without computing them (each output is one
+    step of its counter, so this is exact)."""
+    return state + np.uint64(count) * _GOLDEN_GAMMA
 
 
 @njit(cache=True, inline="always")
