@@ -5,9 +5,11 @@ profile "paper") is timed on two builds of the same sources, each in a fresh int
 installed, and a copy in a temporary folder whose `log_copies` (protocols/kernel_support.py) returns at
 once, so that no rule logs a symbol and the count table stays empty (the hashing that only feeds the log
 is then dead code, removed by the compiler). Logging's share is 1 - (rate with logging) / (rate without).
-The copy compiles its kernels on first use (a few minutes on 2 cores; the numba cache keeps them while
-the copy's sources stay the same); the two builds then alternate, ROUNDS rounds, best rate of each
-counting, and the 1-minute load average is printed with each round.
+The copy lives in one folder under the system's temporary directory, its files rewritten only when they
+change, so that it compiles its kernels once per version of the sources (a few minutes on 2 cores). The
+two builds then alternate, ROUNDS rounds, the best rate of each counting; a rate is agent-steps per second
+of the timing thread's CPU time (`time.thread_time`), steadier than wall time on a loaded machine, and
+the 1-minute load average is printed with each round.
 
     .venv/bin/python benchmarks/logging_share.py                         # every protocol row
     .venv/bin/python benchmarks/logging_share.py --protocol stigmergy    # one row (repeatable)
@@ -17,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ NO_LOG = "    return\n"
 # Runs in a child: kernel agent-steps per second of each protocol named in argv, best of 3 timings.
 _TIMER = """
 import sys
+import time
 import numpy as np
 from collective.config import EvaluationConfig
 from collective.evaluate import batch_episodes, generate_environments, play
@@ -42,8 +44,13 @@ for protocol in sys.argv[2:]:
                                            rows=10, cols=10, iterations=200, episodes=1_000_000)
     batch = generate_environments(config, np.arange(batch_episodes(config)))
     calls = max(1, round(target / play(config, batch).kernel_seconds))
-    seconds = min(sum(play(config, batch).kernel_seconds for _ in range(calls)) for _ in range(3))
-    print(protocol, calls * len(batch) * config.iterations * config.group_size / seconds, flush=True)
+    timings = []
+    for _ in range(3):
+        started = time.thread_time()
+        for _ in range(calls):
+            play(config, batch)
+        timings.append(time.thread_time() - started)
+    print(protocol, calls * len(batch) * config.iterations * config.group_size / min(timings), flush=True)
 """
 
 
@@ -51,21 +58,32 @@ def package_folder(name: str) -> Path:
     return Path(importlib.util.find_spec(name).submodule_search_locations[0]).resolve()
 
 
-def copy_without_logging(root: Path) -> Path:
-    """A copy of the collective package (its protocols inside it, as installed from a wheel) under root,
-    with log_copies returning at once; the folder to put on PYTHONPATH."""
-    target = root / "collective"
-    shutil.copytree(package_folder("collective"), target, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("protocols", "dashboards"):
-        if not (target / name).exists():
-            shutil.copytree(package_folder(f"collective.{name}"), target / name,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-    support = target / "protocols" / "kernel_support.py"
-    text = support.read_text()
-    start = text.index("def log_copies(")
-    if text.count(LOG_BODY) != 1 or text.index(LOG_BODY) < start:
+def sources() -> dict[Path, bytes]:
+    """Every file of the collective package by its path in the copy (its protocols and dashboards inside it,
+    as a wheel installs them), log_copies returning at once."""
+    files = {}
+    for name, folder in (("", "collective"), ("protocols", "collective.protocols"),
+                         ("dashboards", "collective.dashboards")):
+        root = package_folder(folder)
+        for path in root.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                files[Path("collective", name, path.relative_to(root))] = path.read_bytes()
+    support = Path("collective", "protocols", "kernel_support.py")
+    text = files[support].decode()
+    if text.count(LOG_BODY) != 1 or text.index(LOG_BODY) < text.index("def log_copies("):
         sys.exit(f"{support}: log_copies no longer starts with {LOG_BODY.strip()!r}; update LOG_BODY")
-    support.write_text(text.replace(LOG_BODY, NO_LOG + LOG_BODY))
+    files[support] = text.replace(LOG_BODY, NO_LOG + LOG_BODY).encode()
+    return files
+
+
+def copy_without_logging(root: Path) -> Path:
+    """The copy of `sources` under root, files written only when they differ (numba's cache keys on their
+    times); the folder to put on PYTHONPATH."""
+    for relative, content in sources().items():
+        path = root / relative
+        if not path.exists() or path.read_bytes() != content:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
     return root
 
 
@@ -85,19 +103,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="alternations of the two builds")
     args = parser.parse_args()
     protocols = args.protocol or list(PROTOCOLS)
-    with tempfile.TemporaryDirectory(prefix="collective-nolog-") as folder:
-        without_path = str(copy_without_logging(Path(folder)))
-        print(f"Compiling the copy without logging in {without_path} (first use: a few minutes) ...", flush=True)
-        rates(protocols, without_path)
-        best_with: dict[str, float] = {}
-        best_without: dict[str, float] = {}
-        for round_index in range(args.rounds):
-            for name, rate in rates(protocols, None).items():
-                best_with[name] = max(best_with.get(name, 0.0), rate)
-            for name, rate in rates(protocols, without_path).items():
-                best_without[name] = max(best_without.get(name, 0.0), rate)
-            print(f"round {round_index + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"\nKernel M agent-steps/s, G10 local searchers, 10x10, T=200, paper; best of {args.rounds} rounds")
+    without_path = str(copy_without_logging(Path(tempfile.gettempdir()) / "collective-logging-share"))
+    print(f"Warming up the copy without logging in {without_path} (compiled once per version: a few minutes) ...",
+          flush=True)
+    rates(protocols, without_path)
+    best_with: dict[str, float] = {}
+    best_without: dict[str, float] = {}
+    for round_index in range(args.rounds):
+        for name, rate in rates(protocols, None).items():
+            best_with[name] = max(best_with.get(name, 0.0), rate)
+        for name, rate in rates(protocols, without_path).items():
+            best_without[name] = max(best_without.get(name, 0.0), rate)
+        print(f"round {round_index + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\nKernel M agent-steps per CPU second, G10 local searchers, 10x10, T=200, paper; best of {args.rounds} "
+          "rounds")
     print(f"{'protocol':<14}{'logging':>10}{'no logging':>12}{'share':>8}")
     for name in protocols:
         share = 1.0 - best_with[name] / best_without[name]
