@@ -1,0 +1,127 @@
+"""What message-entropy logging costs the communicating groups' kernel (issue 25 point 3: < 5%).
+
+Each protocol row of `benchmarks/throughput.py` (group size 10 of local searchers, 10x10 torus, T=200,
+profile "paper") is timed on two builds of the same sources, each in a fresh interpreter: the project as
+installed, and a copy in a temporary folder whose `log_copies` (protocols/kernel_support.py) returns at
+once, so that no rule logs a symbol and the count table stays empty (the hashing that only feeds the log
+is then dead code, removed by the compiler). Logging's share is 1 - (rate with logging) / (rate without).
+The copy lives in one folder under the system's temporary directory, its files rewritten only when they
+change, so that it compiles its kernels once per version of the sources (a few minutes on 2 cores). The
+two builds then alternate, ROUNDS rounds, the best rate of each counting; a rate is agent-steps per second
+of the timing thread's CPU time (`time.thread_time`), steadier than wall time on a loaded machine, and
+the 1-minute load average is printed with each round.
+
+    .venv/bin/python benchmarks/logging_share.py                         # every protocol row
+    .venv/bin/python benchmarks/logging_share.py --protocol stigmergy    # one row (repeatable)
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PROTOCOLS = ("stigmergy", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy")
+ROUNDS = 3
+TARGET_SECONDS = 0.5  # kernel time per timing
+# The body `log_copies` starts with, and what the copy without logging puts first in it.
+LOG_BODY = "    n, slots = np.int64(log[MESSAGES]), np.int64(log[SLOTS])\n"
+NO_LOG = "    return\n"
+
+# Runs in a child: kernel agent-steps per second of each protocol named in argv, best of 3 timings.
+_TIMER = """
+import sys
+import time
+import numpy as np
+from collective.config import EvaluationConfig
+from collective.evaluate import batch_episodes, generate_environments, play
+target = float(sys.argv[1])
+for protocol in sys.argv[2:]:
+    config = EvaluationConfig.from_profile("paper", behaviour="local_search", group_size=10, protocol=protocol,
+                                           rows=10, cols=10, iterations=200, episodes=1_000_000)
+    batch = generate_environments(config, np.arange(batch_episodes(config)))
+    calls = max(1, round(target / play(config, batch).kernel_seconds))
+    timings = []
+    for _ in range(3):
+        started = time.thread_time()
+        for _ in range(calls):
+            play(config, batch)
+        timings.append(time.thread_time() - started)
+    print(protocol, calls * len(batch) * config.iterations * config.group_size / min(timings), flush=True)
+"""
+
+
+def package_folder(name: str) -> Path:
+    return Path(importlib.util.find_spec(name).submodule_search_locations[0]).resolve()
+
+
+def sources() -> dict[Path, bytes]:
+    """Every file of the collective package by its path in the copy (its protocols and dashboards inside it,
+    as a wheel installs them), log_copies returning at once."""
+    files = {}
+    for name, folder in (("", "collective"), ("protocols", "collective.protocols"),
+                         ("dashboards", "collective.dashboards")):
+        root = package_folder(folder)
+        for path in root.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                files[Path("collective", name, path.relative_to(root))] = path.read_bytes()
+    support = Path("collective", "protocols", "kernel_support.py")
+    text = files[support].decode()
+    if text.count(LOG_BODY) != 1 or text.index(LOG_BODY) < text.index("def log_copies("):
+        sys.exit(f"{support}: log_copies no longer starts with {LOG_BODY.strip()!r}; update LOG_BODY")
+    files[support] = text.replace(LOG_BODY, NO_LOG + LOG_BODY).encode()
+    return files
+
+
+def copy_without_logging(root: Path) -> Path:
+    """The copy of `sources` under root, files written only when they differ (numba's cache keys on their
+    times); the folder to put on PYTHONPATH."""
+    for relative, content in sources().items():
+        path = root / relative
+        if not path.exists() or path.read_bytes() != content:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+    return root
+
+
+def rates(protocols: list[str], pythonpath: str | None) -> dict[str, float]:
+    """Kernel agent-steps per second per protocol, timed in a child (PYTHONPATH first when given)."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    run = subprocess.run([sys.executable, "-c", _TIMER, str(TARGET_SECONDS), *protocols], env=env,
+                         cwd=pythonpath or None, capture_output=True, text=True, check=True)
+    return {name: float(rate) for name, rate in (line.split() for line in run.stdout.splitlines())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", action="append", choices=PROTOCOLS, help="time these rows only")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="alternations of the two builds")
+    args = parser.parse_args()
+    protocols = args.protocol or list(PROTOCOLS)
+    without_path = str(copy_without_logging(Path(tempfile.gettempdir()) / "collective-logging-share"))
+    print(f"Warming up the copy without logging in {without_path} (compiled once per version: a few minutes) ...",
+          flush=True)
+    rates(protocols, without_path)
+    best_with: dict[str, float] = {}
+    best_without: dict[str, float] = {}
+    for round_index in range(args.rounds):
+        for name, rate in rates(protocols, None).items():
+            best_with[name] = max(best_with.get(name, 0.0), rate)
+        for name, rate in rates(protocols, without_path).items():
+            best_without[name] = max(best_without.get(name, 0.0), rate)
+        print(f"round {round_index + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\nKernel M agent-steps per CPU second, G10 local searchers, 10x10, T=200, paper; best of {args.rounds} "
+          "rounds")
+    print(f"{'protocol':<14}{'logging':>10}{'no logging':>12}{'share':>8}")
+    for name in protocols:
+        share = 1.0 - best_with[name] / best_without[name]
+        print(f"{name:<14}{best_with[name] / 1e6:>10.2f}{best_without[name] / 1e6:>12.2f}{share:>8.1%}")
+
+
+if __name__ == "__main__":
+    main()
