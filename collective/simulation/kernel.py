@@ -462,7 +462,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables,
-                                 scratch, talk)
+                                 scratch, talk, episode_row(agent_totals, e))
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
@@ -477,7 +477,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
-                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk)
+                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk,
+                             episode_row(agent_totals, e))
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, episode_row(agent_totals, e))
@@ -551,9 +552,12 @@ def _add_to_compiled(totals, index, value):
 
 
 @njit(cache=True)
-def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk):
+def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk,
+                 agent_totals):
     """All training passes of learner i, playing by itself (so its group's protocol is silent);
-    pass p plays training episode p mod n of the `TrainingSet`."""
+    pass p plays training episode p mod n of the `TrainingSet`. agent_totals: the scored passes'
+    (a training pass adds nothing to it), passed on only so that `_play_pass` is called with the
+    same types here as there: one compilation of it per kernel variant, not two (issue 23)."""
     one = slice(i, i + 1)
     true, false, _, no_hidden = _runtime_constants()
     silent = Talk(np.int64(NONE), talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
@@ -565,7 +569,7 @@ def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, 
         j = p % n_training
         _play_pass(codes[one], agent_ids[one], table_row[one], training.starts[j][one], rules,
                    training_paths(training, j), no_hidden, episode_seed, p + 1, true, tables, scratch, silent, false,
-                   no_positions, no_rewards, None)
+                   no_positions, no_rewards, agent_totals)
 
 
 @njit(cache=True)
