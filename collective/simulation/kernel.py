@@ -321,11 +321,13 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     return total
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _oracle_move(r, c, t, good_r, good_c, rules, pointer, slot):
     """An oracle's step at iteration t: interception of ⊕'s earliest reachable future cell (paper
     003 §5.2.1, `oracle_step`), or with `cpp_oracle` one approach step toward ⊕'s next cell, as
-    Oracle::performAction(goodObjPositions.at(t)) does in main.cpp."""
+    Oracle::performAction(goodObjPositions.at(t)) does in main.cpp. Called, not inlined: inlined
+    at its three call sites it made the oracle 2.7x slower (21 -> 56 M agent-steps/s called, CPU
+    clock, G10) and the kernel slower to compile (docs/speed.md: Compile time)."""
     if rules.oracle_approach:
         rows, cols = rules.rows, rules.cols
         return axis_step_toward(r, good_r[t + 1], rows), axis_step_toward(c, good_c[t + 1], cols)
