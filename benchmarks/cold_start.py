@@ -5,7 +5,7 @@ Each example runs in a subprocess with its own fresh NUMBA_CACHE_DIR: first on t
 (cold: it compiles what it needs), then again on the cache the first run filled (warm: it loads).
 With --warmed, the cold run is replaced by the first run after `python -m collective.warm_up` (the
 install step's warm-up) filled the cache: what a fresh install's first command waits. With --warm-up,
-the warm-up itself on an empty cache, in one process and in one per core (its default), alternated
+the warm-up itself on an empty cache, in one process and in two (its default on two idle cores), alternated
 --repeat times: wall seconds and the CPU seconds of all its processes. The compile
 seconds are what the command itself reports ("collective: ... done in N s" after its compile
 notice, or evaluate's `compile_seconds` with --json); 0 when it compiled nothing. Run it from the
@@ -76,7 +76,7 @@ def time_warm_ups(repeat: int) -> None:
     """The warm-up on empty caches, serial and parallel alternately."""
     print(f"{'warm-up':<22}{'load':<8}{'wall s':>9}{'cpu s':>11}")
     for _ in range(repeat):
-        for label, options in (("one process", ("--processes", "1")), ("one per core", ())):
+        for label, options in (("one process", ("--processes", "1")), ("two processes", ("--processes", "2"))):
             load = os.getloadavg()[0]
             with tempfile.TemporaryDirectory() as cache:
                 wall, cpu = warm_up(cache, *options)

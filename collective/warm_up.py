@@ -6,8 +6,8 @@ in seconds, and after an edit of the sources (a new cache directory) it compiles
 A variant is one specialisation of the kernel (Λ* or a landscape, one behaviour or a mix), the
 stepping core (plug-ins, the sham control) and the environment generator of a profile; each is
 loaded by one tiny episode (`collective.evaluate.load_compiled`, `collective.sweeps.plan.prepare_process`).
-The work is cut in SHARES that compile disjoint variants, one process per share on as many cores as
-there are (`--processes`); then this process loads every share from the cache, which also compiles
+The work is cut in SHARES that compile disjoint variants, one process per share on as many idle cores
+as there are (`--processes`); then this process loads every share from the cache, which also compiles
 whatever a helper process did not leave there.
 """
 from __future__ import annotations
@@ -76,16 +76,20 @@ def lock_cache_saves() -> None:
     caching.IndexDataCacheFile.save = locked_save
 
 
-def cores() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+def idle_cores() -> int:
+    """The CPUs this process may run on that the 1-minute load average leaves idle, at least 1."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, cores - busy)
 
 
 def warm_up(processes: int | None = None) -> float:
     """Load (compiling when missing) every variant above, the shares in `processes` processes
-    (default: one per share, at most one per core); returns the seconds it took."""
+    (default: one per idle core, at most one per share); returns the seconds it took. Both shares
+    compile the callees they have in common (about 40% more CPU in all): on busy cores parallel
+    processes cost more than they save (docs/speed.md: Compile time)."""
     started = time.perf_counter()
-    processes = min(SHARES, cores()) if processes is None else min(SHARES, processes)
+    processes = min(SHARES, idle_cores() if processes is None else processes)
     if processes > 1:
         from numba.core import config
 
@@ -105,7 +109,7 @@ def warm_up(processes: int | None = None) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m collective.warm_up", description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, help=f"processes compiling in parallel (default: one per core, at most {SHARES})")
+    parser.add_argument("--processes", type=int, help=f"processes compiling in parallel (default: one per idle core, at most {SHARES})")
     parser.add_argument("--share", type=int, choices=range(SHARES), help=argparse.SUPPRESS)  # a helper process's share
     args = parser.parse_args(argv)
     if args.processes is not None and args.processes < 1:
