@@ -90,7 +90,7 @@ def warm_up(processes: int | None = None) -> float:
     processes cost more than they save (docs/speed.md: Compile time)."""
     started = time.perf_counter()
     processes = min(SHARES, idle_cores() if processes is None else processes)
-    if processes > 1:
+    if processes > 1 and os.name == "posix":  # the cache's lock is fcntl's
         from numba.core import config
 
         lock_cache_saves()
