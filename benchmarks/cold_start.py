@@ -4,7 +4,9 @@ fresh process, and the part of it spent compiling.
 Each example runs in a subprocess with its own fresh NUMBA_CACHE_DIR: first on the empty cache
 (cold: it compiles what it needs), then again on the cache the first run filled (warm: it loads).
 With --warmed, the cold run is replaced by the first run after `python -m collective.warm_up` (the
-install step's warm-up) filled the cache: what a fresh install's first command waits. The compile
+install step's warm-up) filled the cache: what a fresh install's first command waits. With --warm-up,
+the warm-up itself on an empty cache, in one process and in two (its default on two idle cores), alternated
+--repeat times: wall seconds and the CPU seconds of all its processes. The compile
 seconds are what the command itself reports ("collective: ... done in N s" after its compile
 notice, or evaluate's `compile_seconds` with --json); 0 when it compiled nothing. Run it from the
 project root (the examples' paths are relative to it); `uptime` first, since the machine's load
@@ -13,6 +15,7 @@ moves every figure:
     .venv/bin/python benchmarks/cold_start.py                    # every example, cold and warm
     .venv/bin/python benchmarks/cold_start.py --only demo_sweep  # one of them
     .venv/bin/python benchmarks/cold_start.py --warmed           # after the install's warm-up
+    .venv/bin/python benchmarks/cold_start.py --warm-up          # the warm-up alone, serial and parallel
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -58,25 +62,44 @@ def timed_run(args: list[str], cache: str, tmp: str) -> tuple[float, float]:
     return wall, sum(float(seconds) for seconds in DONE.findall(result.stderr))
 
 
-def warm_up(cache: str) -> float:
-    """Run the install step's warm-up into `cache`; its wall seconds."""
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "collective.warm_up"], check=True,
+def warm_up(cache: str, *options: str) -> tuple[float, float]:
+    """Run the install step's warm-up into `cache`; its wall seconds and its processes' CPU seconds."""
+    started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "collective.warm_up", *options], check=True,
                    env={**os.environ, "NUMBA_CACHE_DIR": cache})
-    return time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return time.perf_counter() - started, cpu
+
+
+def time_warm_ups(repeat: int) -> None:
+    """The warm-up on empty caches, serial and parallel alternately."""
+    print(f"{'warm-up':<22}{'load':<8}{'wall s':>9}{'cpu s':>11}")
+    for _ in range(repeat):
+        for label, options in (("one process", ("--processes", "1")), ("two processes", ("--processes", "2"))):
+            load = os.getloadavg()[0]
+            with tempfile.TemporaryDirectory() as cache:
+                wall, cpu = warm_up(cache, *options)
+            print(f"{label:<22}{load:<8.1f}{wall:>9.1f}{cpu:>11.1f}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated example names: " + ", ".join(EXAMPLES))
     parser.add_argument("--warmed", action="store_true", help="start from the install step's warm-up, not empty")
+    parser.add_argument("--warm-up", action="store_true", help="time the warm-up alone, serial and parallel")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of --warm-up (default 1)")
     args = parser.parse_args()
+    if args.warm_up:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        time_warm_ups(args.repeat)
+        return
     names = args.only.split(",") if args.only else list(EXAMPLES)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'example':<22}{'start':<8}{'wall s':>9}{'compile s':>11}")
     with tempfile.TemporaryDirectory() as warmed:
         if args.warmed:
-            print(f"{'(warm-up)':<22}{'':<8}{warm_up(warmed):>9.1f}", flush=True)
+            print(f"{'(warm-up)':<22}{'':<8}{warm_up(warmed)[0]:>9.1f}", flush=True)
         for name in names:
             with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tmp:
                 if args.warmed:  # each example on its own copy of the warmed cache

@@ -6,9 +6,15 @@ in seconds, and after an edit of the sources (a new cache directory) it compiles
 A variant is one specialisation of the kernel (Λ* or a landscape, one behaviour or a mix), the
 stepping core (plug-ins, the sham control) and the environment generator of a profile; each is
 loaded by one tiny episode (`collective.evaluate.load_compiled`, `collective.sweeps.plan.prepare_process`).
+The work is cut in SHARES that compile disjoint variants, one process per share on as many idle cores
+as there are (`--processes`); then this process loads every share from the cache, which also compiles
+whatever a helper process did not leave there.
 """
 from __future__ import annotations
 
+import argparse
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,37 +26,100 @@ from collective.sweeps.plan import prepare_process
 from collective.sweeps.spec import load_spec
 
 # The README's first `collective evaluate` commands (their variants; episodes do not matter) and
-# `collective demo`'s behaviours under the default profile.
+# `collective demo`'s behaviours under the default profile, each with the share that compiles it:
+# share 0 the homogeneous Λ* kernel and the landscape kernel, share 1 the mixed Λ* kernel and the
+# stepping core, about equal compile times.
 EVALUATIONS = (
-    "--behaviour local_search --group-size 10 --grid 10x10 --profile paper --observation-range 1 --complexity 2:23",
-    "--mix local_search:8,q_learning:2 --protocol wisdom",
-    "--behaviour local_search --group-size 10 --protocol stigmergy --protocol-param form=reference",
-    "--env landscape --peaks 5 --deception 0.8 --noise 0.3 --behaviour local_search",
-    *(f"--behaviour {behaviour} --group-size 5" for behaviour in DEMO_BEHAVIOURS),
+    (0, "--behaviour local_search --group-size 10 --grid 10x10 --profile paper --observation-range 1 --complexity 2:23"),
+    (1, "--mix local_search:8,q_learning:2 --protocol wisdom"),
+    (0, "--behaviour local_search --group-size 10 --protocol stigmergy --protocol-param form=reference"),
+    (0, "--env landscape --peaks 5 --deception 0.8 --noise 0.3 --behaviour local_search"),
+    *((0, f"--behaviour {behaviour} --group-size 5") for behaviour in DEMO_BEHAVIOURS),
 )
-SPECS = ("quickstart.toml",)  # `make demo`'s sweep, from the repository's experiments/ when present
-ENVIRONMENTS = ("lambda_star", "landscape")  # plug-ins play on the stepping core in either
+SPECS = ((0, "quickstart.toml"),)  # `make demo`'s sweep, from the repository's experiments/ when present
+ENVIRONMENTS = ((1, "lambda_star"), (1, "landscape"))  # plug-ins play on the stepping core in either
+SHARES = 2
 
 
-def warm_up() -> float:
-    """Load (compiling when missing) every variant above; returns the seconds it took."""
-    started = time.perf_counter()
+def compile_share(share: int) -> None:
+    """Load (compiling when missing) the variants of one share."""
     parser = build_parser()
-    for options in EVALUATIONS:
+    for _, options in (item for item in EVALUATIONS if item[0] == share):
         args = parser.parse_args(["evaluate", *options.split(), "--episodes", "1"])
         load_compiled(config_from_args(args, args.behaviour))
-    for env in ENVIRONMENTS:
+    for _, env in (item for item in ENVIRONMENTS if item[0] == share):
         load_stepping_core(env)
     experiments = Path(__file__).resolve().parent.parent / "experiments"
-    for name in SPECS:
+    for _, name in (item for item in SPECS if item[0] == share):
         if (experiments / name).exists():
             prepare_process(load_spec(experiments / name))
+
+
+def lock_cache_saves() -> None:
+    """numba saves a cache entry by reading its function's index, adding the entry and writing the
+    index back, then the entry's data file: two processes saving entries of one function at once
+    could lose one entry, or pair it with the other's data file. In the processes of a parallel
+    warm-up each save holds an exclusive lock on a file of the cache directory."""
+    import fcntl
+
+    from numba.core import caching, config
+
+    lock_path = Path(config.CACHE_DIR) / ".warm_up.lock"
+    save = caching.IndexDataCacheFile.save
+
+    def locked_save(self, key, data) -> None:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            save(self, key, data)
+
+    caching.IndexDataCacheFile.save = locked_save
+
+
+def idle_cores() -> int:
+    """The CPUs this process may run on that the 1-minute load average leaves idle, at least 1."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, cores - busy)
+
+
+def warm_up(processes: int | None = None) -> float:
+    """Load (compiling when missing) every variant above, the shares in `processes` processes
+    (default: one per idle core, at most one per share); returns the seconds it took. Both shares
+    compile the callees they have in common (about 40% more CPU in all): on busy cores parallel
+    processes cost more than they save (docs/speed.md: Compile time)."""
+    started = time.perf_counter()
+    processes = min(SHARES, idle_cores() if processes is None else processes)
+    if processes > 1 and os.name == "posix":  # the cache's lock is fcntl's
+        from numba.core import config
+
+        lock_cache_saves()
+        helpers = [subprocess.Popen([sys.executable, "-m", "collective.warm_up", "--share", str(share)],
+                                    env={**os.environ, "NUMBA_CACHE_DIR": config.CACHE_DIR})
+                   for share in range(1, processes)]
+        compile_share(0)
+        for helper in helpers:
+            if helper.wait():
+                print(f"collective: a warm-up process failed ({helper.returncode}); compiling its share here",
+                      file=sys.stderr)
+    for share in range(SHARES):  # what this process compiled is loaded already; the rest loads from the cache
+        compile_share(share)
     return time.perf_counter() - started
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m collective.warm_up", description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, help=f"processes compiling in parallel (default: one per idle core, at most {SHARES})")
+    parser.add_argument("--share", type=int, choices=range(SHARES), help=argparse.SUPPRESS)  # a helper process's share
+    args = parser.parse_args(argv)
+    if args.processes is not None and args.processes < 1:
+        parser.error(f"--processes must be at least 1, got {args.processes}")
+    if args.share is not None:
+        lock_cache_saves()
+        compile_share(args.share)
+        return 0
     announce_compilation()
-    seconds = warm_up()
+    seconds = warm_up(args.processes)
     compilation_done()
     print(f"collective: kernels ready in numba's cache ({seconds:.0f} s)", file=sys.stderr)
     return 0

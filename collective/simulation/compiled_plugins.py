@@ -120,10 +120,11 @@ def hidden_starts(agent_seeds, n_cells, out):
         out[e] = uniform_int(world, n_cells)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _rule(code, values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
           comm, log):
-    """The rule of protocol `code` (protocols/kernel_support.py states the signature)."""
+    """The rule of protocol `code` (protocols/kernel_support.py states the signature). Called, not
+    inlined: the stepping core compiles faster and plays as fast (docs/speed.md: Compile time)."""
     arguments = (values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
                  comm, log)
     if code == STIGMERGY:

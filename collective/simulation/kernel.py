@@ -321,11 +321,13 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     return total
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _oracle_move(r, c, t, good_r, good_c, rules, pointer, slot):
     """An oracle's step at iteration t: interception of ⊕'s earliest reachable future cell (paper
     003 §5.2.1, `oracle_step`), or with `cpp_oracle` one approach step toward ⊕'s next cell, as
-    Oracle::performAction(goodObjPositions.at(t)) does in main.cpp."""
+    Oracle::performAction(goodObjPositions.at(t)) does in main.cpp. Called, not inlined: inlined
+    at its three call sites it made the oracle 2.7x slower (21 -> 56 M agent-steps/s called, CPU
+    clock, G10) and the kernel slower to compile (docs/speed.md: Compile time)."""
     if rules.oracle_approach:
         rows, cols = rules.rows, rules.cols
         return axis_step_toward(r, good_r[t + 1], rows), axis_step_toward(c, good_c[t + 1], cols)
@@ -462,7 +464,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables,
-                                 scratch, talk)
+                                 scratch, talk, episode_row(agent_totals, e))
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
@@ -477,7 +479,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
-                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk)
+                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk,
+                             episode_row(agent_totals, e))
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, episode_row(agent_totals, e))
@@ -551,9 +554,12 @@ def _add_to_compiled(totals, index, value):
 
 
 @njit(cache=True)
-def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk):
+def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk,
+                 agent_totals):
     """All training passes of learner i, playing by itself (so its group's protocol is silent);
-    pass p plays training episode p mod n of the `TrainingSet`."""
+    pass p plays training episode p mod n of the `TrainingSet`. agent_totals: the scored passes'
+    (a training pass adds nothing to it), passed on only so that `_play_pass` is called with the
+    same types here as there: one compilation of it per kernel variant, not two (issue 23)."""
     one = slice(i, i + 1)
     true, false, _, no_hidden = _runtime_constants()
     silent = Talk(np.int64(NONE), talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
@@ -565,7 +571,7 @@ def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, 
         j = p % n_training
         _play_pass(codes[one], agent_ids[one], table_row[one], training.starts[j][one], rules,
                    training_paths(training, j), no_hidden, episode_seed, p + 1, true, tables, scratch, silent, false,
-                   no_positions, no_rewards, None)
+                   no_positions, no_rewards, agent_totals)
 
 
 @njit(cache=True)

@@ -1,0 +1,64 @@
+"""The install step's warm-up compiles in parallel processes that share numba's cache: their saves
+must not lose each other's entries."""
+import threading
+import time
+
+import numba.core.caching as caching
+import pytest
+from numba.core import config
+
+from collective.warm_up import EVALUATIONS, ENVIRONMENTS, SHARES, SPECS, idle_cores, lock_cache_saves, main
+
+
+def save_concurrently(folder) -> dict:
+    """Four threads save one entry each into one function's index, the index read slowed down so
+    that unserialised read-modify-write saves overlap; returns the index numba then reads."""
+    index = caching.IndexDataCacheFile(str(folder), "kernel-1.py311", ("stamp", 1))
+    read = caching.IndexDataCacheFile._load_index
+
+    def slow_read(self):
+        overloads = read(self)
+        time.sleep(0.05)
+        return overloads
+
+    caching.IndexDataCacheFile._load_index = slow_read
+    try:
+        savers = [threading.Thread(target=index.save, args=(f"signature {k}", f"code {k}")) for k in range(4)]
+        for saver in savers:
+            saver.start()
+        for saver in savers:
+            saver.join()
+    finally:
+        caching.IndexDataCacheFile._load_index = read
+    return {key: index.load(key) for key in index._load_index()}
+
+
+def test_unlocked_saves_lose_entries(tmp_path):  # the negative control: the race is real
+    assert len(save_concurrently(tmp_path)) < 4
+
+
+def test_locked_saves_keep_every_entry_with_its_own_data(tmp_path, monkeypatch):
+    monkeypatch.setattr(caching.IndexDataCacheFile, "save", caching.IndexDataCacheFile.save)  # undone after
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path))
+    lock_cache_saves()
+    assert save_concurrently(tmp_path) == {f"signature {k}": f"code {k}" for k in range(4)}
+
+
+def test_every_share_has_work():
+    shares = {share for share, _ in (*EVALUATIONS, *ENVIRONMENTS, *SPECS)}
+    assert shares == set(range(SHARES))
+
+
+@pytest.mark.parametrize("processes", ["0", "-1"])
+def test_bad_process_count_fails_in_one_line(processes, capsys):
+    with pytest.raises(SystemExit) as failed:
+        main(["--processes", processes])
+    assert failed.value.code == 2
+    assert f"--processes must be at least 1, got {processes}" in capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.parametrize(("load", "idle"), [(0.3, 2), (1.5, 1), (6.0, 1)])
+def test_the_warm_up_runs_in_parallel_on_idle_cores_only(load, idle, monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    assert idle_cores() == idle
