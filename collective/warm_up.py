@@ -55,17 +55,20 @@ def compile_share(share: int) -> None:
             prepare_process(load_spec(experiments / name))
 
 
-def lock_cache_saves() -> None:
+def lock_cache_saves() -> bool:
     """numba saves a cache entry by reading its function's index, adding the entry and writing the
     index back, then the entry's data file: two processes saving entries of one function at once
     could lose one entry, or pair it with the other's data file. In the processes of a parallel
-    warm-up each save holds an exclusive lock on a file of the cache directory."""
+    warm-up each save holds an exclusive lock on a file of the cache directory. False (and nothing
+    changed) when this numba saves otherwise: the warm-up then compiles in one process."""
     import fcntl
 
     from numba.core import caching, config
 
     lock_path = Path(config.CACHE_DIR) / ".warm_up.lock"
-    save = caching.IndexDataCacheFile.save
+    save = getattr(getattr(caching, "IndexDataCacheFile", None), "save", None)
+    if save is None:
+        return False
 
     def locked_save(self, key, data) -> None:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,6 +77,7 @@ def lock_cache_saves() -> None:
             save(self, key, data)
 
     caching.IndexDataCacheFile.save = locked_save
+    return True
 
 
 def idle_cores() -> int:
@@ -90,10 +94,9 @@ def warm_up(processes: int | None = None) -> float:
     processes cost more than they save (docs/speed.md: Compile time)."""
     started = time.perf_counter()
     processes = min(SHARES, idle_cores() if processes is None else processes)
-    if processes > 1 and os.name == "posix":  # the cache's lock is fcntl's
+    if processes > 1 and os.name == "posix" and lock_cache_saves():  # the cache's lock is fcntl's
         from numba.core import config
 
-        lock_cache_saves()
         helpers = [subprocess.Popen([sys.executable, "-m", "collective.warm_up", "--share", str(share)],
                                     env={**os.environ, "NUMBA_CACHE_DIR": config.CACHE_DIR})
                    for share in range(1, processes)]
