@@ -28,7 +28,7 @@ from collective.progress import Progress, announce_compilation, compilation_done
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.random_streams import (AGENT_SEED, episode_seed_table, table_training_seed_table,
                                                  training_seed_table)
-from collective.analysis.scores import ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
+from collective.analysis.scores import ExactSum, ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
 from collective.simulation.kernel import (ONLINE, KernelSwitches, Tables, learner_workspace, separate_tables,
@@ -545,8 +545,10 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     tables = starting_tables(config) if config.keeps_tables else None  # online: carried from batch to batch
     accumulator = ScoreAccumulator()
     kernel_seconds = trained_tables(config).kernel_seconds if config.keeps_tables else 0.0
-    messages = bits = optima = correlation = best = k_evil = transfers = entropy_sum = 0.0
-    distinct_sum = distinct_information_sum = 0.0
+    messages = bits = transfers = 0.0  # whole numbers: exact in any order
+    # float sums over episodes, exact so that no number depends on where batches end (`ExactSum`)
+    best, k_evil, entropy_sum, distinct_sum, distinct_information_sum, optima, correlation = (
+        ExactSum() for _ in range(7))
     entropy_episodes = 0
     generation_wait = 0.0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
@@ -558,21 +560,22 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             weights = legg_hutter_log2_weights(config.legg_hutter_estimator, k_raw, config.rows * config.cols,
                                                pattern_log2_probabilities(config, run.environments))
             accumulator.add(run.mean_rewards, k_raw, run.environments.k_normalised, weights)
-            best += float(run.environments.upsilon_best.sum())
+            best.add(run.environments.upsilon_best)
             if run.environments.k_evil is not None:
-                k_evil += float(run.environments.k_evil.sum())
+                k_evil.add(run.environments.k_evil)
             kernel_seconds += run.kernel_seconds
             messages += run.messages
             bits += run.bits
             transfers += run.transfers
             measured = run.message_entropy[~np.isnan(run.message_entropy)]
-            entropy_sum, entropy_episodes = entropy_sum + float(measured.sum()), entropy_episodes + len(measured)
+            entropy_sum.add(measured)
+            entropy_episodes += len(measured)
             spoke = ~np.isnan(run.distinct_messages)
-            distinct_sum += float(run.distinct_messages[spoke].sum())
-            distinct_information_sum += float((run.distinct_messages * run.message_entropy)[spoke].sum())
+            distinct_sum.add(run.distinct_messages[spoke])
+            distinct_information_sum.add((run.distinct_messages * run.message_entropy)[spoke])
             if run.environments.landscapes is not None:
-                optima += float(run.environments.local_optima.sum())
-                correlation += float(run.environments.correlation_length.sum())
+                optima.add(run.environments.local_optima)
+                correlation.add(run.environments.correlation_length)
             bar.update(len(episodes))
     agent_steps = config.episodes * config.iterations * config.group_size
     return EvaluationResult(
@@ -581,12 +584,13 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         agent_steps=agent_steps,
         training_steps=config.training_steps(config.episodes),
         messages=messages, bits=bits, transfers=transfers,
-        message_entropy_bits=entropy_sum / entropy_episodes if entropy_episodes else math.nan,
-        distinct_messages_per_iteration=distinct_sum / (entropy_episodes * config.iterations) if entropy_episodes
+        message_entropy_bits=entropy_sum.value / entropy_episodes if entropy_episodes else math.nan,
+        distinct_messages_per_iteration=distinct_sum.value / (entropy_episodes * config.iterations) if entropy_episodes
         else math.nan,
-        distinct_information_bits_per_iteration=distinct_information_sum / (entropy_episodes * config.iterations)
+        distinct_information_bits_per_iteration=distinct_information_sum.value / (entropy_episodes * config.iterations)
         if entropy_episodes else math.nan,
-        local_optima_mean=optima / config.episodes if config.env == "landscape" else None,
-        correlation_length_mean=correlation / config.episodes if config.env == "landscape" else None,
-        upsilon_best=best / config.episodes, k_evil_mean=k_evil / config.episodes if config.env != "landscape" else None,
+        local_optima_mean=optima.value / config.episodes if config.env == "landscape" else None,
+        correlation_length_mean=correlation.value / config.episodes if config.env == "landscape" else None,
+        upsilon_best=best.value / config.episodes,
+        k_evil_mean=k_evil.value / config.episodes if config.env != "landscape" else None,
         generation_wait_seconds=generation_wait)

@@ -1,7 +1,8 @@
 """The fast pattern generation (issue 25 point 2) draws exactly what the plain generator draws: the
 cyclic draw that rejects early and draws a drifting segment's moves lazily against a plain Python
 twin of paper 003 §4.2's draw, and the compiled ⊕/⊖ pair rounds against the batched rounds."""
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
@@ -266,9 +267,10 @@ def test_periodic_phrase_count_is_the_phrase_count_of_the_whole_sequence():
 
 def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(monkeypatch):
     """Play starts after the generation of 1/8 of a batch, not of a whole one (the first batch's
-    generation is never hidden behind play), and the ramp changes no number."""
+    generation is never hidden behind play), and the ramp changes no number, to the last bit (every
+    float the result reports is summed exactly; a plain per-batch sum differs in its last bits)."""
     config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=3, rows=6, cols=6,
-                                           iterations=30, episodes=1000)
+                                           iterations=30, episodes=1000, protocol="wisdom")
     monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 400)  # batches of 400
     size = batch_episodes(config)
     assert size < config.episodes, "one batch: nothing to ramp"
@@ -283,8 +285,11 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     assert prepared[0] <= size // 8 and sum(prepared) == config.episodes
     assert prepared == [len(batch) for batch in batch_indices(config.episodes, size, ramp=True)]
     fixed = evaluate(config, batch_size=size)
-    assert ramped.estimate.upsilon == pytest.approx(fixed.estimate.upsilon, abs=1e-12)
-    assert ramped.upsilon_best == pytest.approx(fixed.upsilon_best, abs=1e-12)
+    timings = {"wall_seconds", "kernel_seconds", "compile_seconds", "generation_wait_seconds"}
+    for field in fields(ramped):
+        if field.name not in timings:
+            assert getattr(ramped, field.name) == getattr(fixed, field.name), field.name
+    assert not math.isnan(ramped.message_entropy_bits)  # the communication sums are compared too
 
 
 def test_online_learners_and_plugins_keep_full_batches():
