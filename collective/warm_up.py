@@ -6,9 +6,9 @@ in seconds, and after an edit of the sources (a new cache directory) it compiles
 A variant is one specialisation of the kernel (Λ* or a landscape, one behaviour or a mix), the
 stepping core (plug-ins, the sham control) and the environment generator of a profile; each is
 loaded by one tiny episode (`collective.evaluate.load_compiled`, `collective.sweeps.plan.prepare_process`).
-The work is cut in SHARES that compile disjoint variants, one process per share on as many idle cores
-as there are (`--processes`); then this process loads every share from the cache, which also compiles
-whatever a helper process did not leave there.
+The work is cut in SHARES that compile disjoint variants, one process per share with `--processes 2`
+(opt-in, see `warm_up`); then this process loads every share from the cache, which also
+compiles whatever a helper process did not leave there.
 """
 from __future__ import annotations
 
@@ -69,6 +69,8 @@ def lock_cache_saves() -> bool:
     save = getattr(getattr(caching, "IndexDataCacheFile", None), "save", None)
     if save is None:
         return False
+    if getattr(save, "locked", False):  # wrapped already: a second lock in this process would wait for itself
+        return True
 
     def locked_save(self, key, data) -> None:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,31 +78,32 @@ def lock_cache_saves() -> bool:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             save(self, key, data)
 
+    locked_save.locked = True
     caching.IndexDataCacheFile.save = locked_save
     return True
 
 
-def idle_cores() -> int:
-    """The CPUs this process may run on that the 1-minute load average leaves idle, at least 1."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
-    return max(1, cores - busy)
-
-
-def warm_up(processes: int | None = None) -> float:
-    """Load (compiling when missing) every variant above, the shares in `processes` processes
-    (default: one per idle core, at most one per share); returns the seconds it took. Both shares
-    compile the callees they have in common (about 40% more CPU in all): on busy cores parallel
-    processes cost more than they save (docs/speed.md: Compile time)."""
+def warm_up(processes: int = 1) -> float:
+    """Load (compiling when missing) every variant above, the shares in `processes` processes (at most
+    one per share); returns the seconds it took. One by default: both shares compile the callees they
+    have in common (40-50% more CPU in all), no measured two-process run on this project's 2-core
+    machine was faster, and numba loads cache entries without the saves' lock (docs/speed.md: Compile
+    time)."""
     started = time.perf_counter()
-    processes = min(SHARES, idle_cores() if processes is None else processes)
+    processes = min(SHARES, processes)
     if processes > 1 and os.name == "posix" and lock_cache_saves():  # the cache's lock is fcntl's
         from numba.core import config
 
         helpers = [subprocess.Popen([sys.executable, "-m", "collective.warm_up", "--share", str(share)],
                                     env={**os.environ, "NUMBA_CACHE_DIR": config.CACHE_DIR})
                    for share in range(1, processes)]
-        compile_share(0)
+        try:
+            compile_share(0)
+        except BaseException:  # an error or Ctrl-C here leaves no helper compiling on
+            for helper in helpers:
+                helper.terminate()
+                helper.wait()
+            raise
         for helper in helpers:
             if helper.wait():
                 print(f"collective: a warm-up process failed ({helper.returncode}); compiling its share here",
@@ -112,10 +115,11 @@ def warm_up(processes: int | None = None) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m collective.warm_up", description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, help=f"processes compiling in parallel (default: one per idle core, at most {SHARES})")
+    parser.add_argument("--processes", type=int, default=1,
+                        help=f"processes compiling in parallel, at most {SHARES} (default 1; more only pays on idle cores)")
     parser.add_argument("--share", type=int, choices=range(SHARES), help=argparse.SUPPRESS)  # a helper process's share
     args = parser.parse_args(argv)
-    if args.processes is not None and args.processes < 1:
+    if args.processes < 1:
         parser.error(f"--processes must be at least 1, got {args.processes}")
     if args.share is not None:
         lock_cache_saves()

@@ -7,7 +7,7 @@ import numba.core.caching as caching
 import pytest
 from numba.core import config
 
-from collective.warm_up import EVALUATIONS, ENVIRONMENTS, SHARES, SPECS, idle_cores, lock_cache_saves, main
+from collective.warm_up import EVALUATIONS, ENVIRONMENTS, SHARES, SPECS, lock_cache_saves, main
 
 
 def save_concurrently(folder) -> dict:
@@ -55,10 +55,3 @@ def test_bad_process_count_fails_in_one_line(processes, capsys):
         main(["--processes", processes])
     assert failed.value.code == 2
     assert f"--processes must be at least 1, got {processes}" in capsys.readouterr().err.splitlines()[-1]
-
-
-@pytest.mark.parametrize(("load", "idle"), [(0.3, 2), (1.5, 1), (6.0, 1)])
-def test_the_warm_up_runs_in_parallel_on_idle_cores_only(load, idle, monkeypatch):
-    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
-    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
-    assert idle_cores() == idle
