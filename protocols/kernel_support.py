@@ -39,9 +39,8 @@ WRITES, READS_AND_WRITES = 0, 2  # offsets of an accounting's (messages, bits) i
 OBSERVATION_REPORT, MAP_WRITE, MAP_READ, BID, ORDER, CHOICE_REPORT, DEPOSIT, FIELD_READ, DELIVERY = range(1, 10)
 # A log of one pass's message symbols is one uint64 array (one argument for the rules), headed by
 # [messages, distinct symbols, C] and laid out as either a *count table* (the fused kernel, C > 0 a power
-# of two): C (symbol, count) pairs side by side (open addressing; count 0: an empty slot; a probe reads one
-# cache line), then the slots in use in order; or a *list* (the stepping core, one per episode, C = 0):
-# the symbols in order.
+# of two): C symbols (open addressing), C counts (0: an empty slot), then the slots in use in order; or
+# a *list* (the stepping core, one per episode, C = 0): the symbols in order.
 MESSAGES, DISTINCT, SLOTS, HEADER = 0, 1, 2, 3
 
 
@@ -53,7 +52,7 @@ def log_capacity(iterations: int, members: int) -> int:
 def table_log(iterations: int, members: int) -> np.ndarray:
     """An empty count table of C slots, C a power of two at least twice `log_capacity` (load <= 1/2)."""
     slots = 1 << (2 * log_capacity(iterations, members) - 1).bit_length()
-    log = np.zeros(HEADER + 3 * slots, np.uint64)  # 2C for the pairs, C for the order
+    log = np.zeros(HEADER + 3 * slots, np.uint64)
     log[SLOTS] = slots
     return log
 
@@ -155,13 +154,13 @@ def log_copies(log, symbol, copies):
         if 2 * (n + copies) > slots:
             return
         slot = np.int64((symbol ^ (symbol >> np.uint64(32))) & np.uint64(slots - 1))
-        while log[HEADER + 2 * slot + 1] and log[HEADER + 2 * slot] != symbol:  # linear probing
+        while log[HEADER + slots + slot] and log[HEADER + slot] != symbol:  # linear probing
             slot = (slot + 1) & (slots - 1)
-        if not log[HEADER + 2 * slot + 1]:
-            log[HEADER + 2 * slot] = symbol
+        if not log[HEADER + slots + slot]:
+            log[HEADER + slot] = symbol
             log[HEADER + 2 * slots + np.int64(log[DISTINCT])] = slot
             log[DISTINCT] += np.uint64(1)
-        log[HEADER + 2 * slot + 1] += np.uint64(copies)
+        log[HEADER + slots + slot] += np.uint64(copies)
         log[MESSAGES] = n + copies
     else:
         for _ in range(min(copies, log.shape[0] - HEADER - n)):
@@ -174,7 +173,7 @@ def empty_log(log):
     """Clear a count table: its slots in use emptied, no message."""
     slots = np.int64(log[SLOTS])
     for k in range(np.int64(log[DISTINCT])):
-        log[HEADER + 2 * np.int64(log[HEADER + 2 * slots + k]) + 1] = 0
+        log[HEADER + slots + np.int64(log[HEADER + 2 * slots + k])] = 0
     log[MESSAGES] = log[DISTINCT] = 0
 
 
@@ -184,22 +183,12 @@ def entropy_of_counts(counts, n):
     message: the plug-in estimate Σ_k (c_k / n) log2(n / c_k), plus the Miller-Madow bias correction
     (K - 1) / (2 n ln 2) (Miller 1955; Paninski 2003, "Estimation of entropy and mutual information", §3).
     NaN when n = 0. Summed over the counts in ascending order, so equal multisets give equal bits
-    whichever layout counted them; the order comes from a histogram of the counts (O(K + largest count)
-    instead of a sort, one logarithm per distinct count), each term added as often as its count occurs."""
+    whichever layout counted them."""
     if n == 0:
         return np.nan
-    largest = 0
-    for c in counts:
-        largest = max(largest, c)
-    occurrences = np.zeros(largest + 1, np.int64)
-    for c in counts:
-        occurrences[c] += 1
     total = 0.0
-    for c in range(1, largest + 1):
-        if occurrences[c]:
-            term = c * np.log2(n / c)
-            for _ in range(occurrences[c]):
-                total += term
+    for c in np.sort(counts):
+        total += c * np.log2(n / c)
     return total / n + (counts.shape[0] - 1) / (2.0 * n * np.log(2.0))
 
 
@@ -209,7 +198,7 @@ def table_entropy_bits(log):
     slots, distinct = np.int64(log[SLOTS]), np.int64(log[DISTINCT])
     counts = np.empty(distinct, np.int64)
     for k in range(distinct):
-        counts[k] = log[HEADER + 2 * np.int64(log[HEADER + 2 * slots + k]) + 1]
+        counts[k] = log[HEADER + slots + np.int64(log[HEADER + 2 * slots + k])]
     return entropy_of_counts(counts, np.int64(log[MESSAGES]))
 
 

@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-from numba import njit
 
 from collective import Messages
 from collective.config import ConfigError, EvaluationConfig
@@ -13,8 +12,7 @@ from collective.environments.lambda_star import EnvironmentBatch
 from collective.evaluate import evaluate, generate_environments, play, plugin_group, shadow_environments
 from collective.simulation.stepping import play_group, play_overhearing
 from collective.sweeps.spec import SpecError, parse_spec
-from collective.protocols.kernel_support import (HEADER, entropy_of_counts, log_copies, message_entropy_bits,
-                                                 table_entropy_bits, table_log)
+from collective.protocols.kernel_support import message_entropy_bits
 
 LN2 = math.log(2)
 
@@ -116,35 +114,6 @@ def test_entropy_estimator_on_hand_counts():
     assert message_entropy_bits(thirds, 6) == pytest.approx(plug_in + 2 / (12 * LN2), abs=1e-15)
     assert message_entropy_bits(np.full(10, 5, np.uint64), 10) == 0.0
     assert math.isnan(message_entropy_bits(np.empty(0, np.uint64), 0))
-
-
-@njit
-def _ordered_sum(counts, n, descending):
-    """The estimator's plug-in sum taken over the sorted counts, the way the code summed them before the
-    histogram (and, as a control, the other way round): the known answer for the bits."""
-    total = 0.0
-    ordered = np.sort(counts)
-    for c in ordered[::-1] if descending else ordered:
-        total += c * np.log2(n / c)
-    return total / n + (counts.shape[0] - 1) / (2.0 * n * np.log(2.0))
-
-
-def test_entropy_sums_counts_in_ascending_order_bit_for_bit_in_both_layouts():
-    """The histogram's sum is the ascending sort's, to the bit, for the kernel's count table and the stepping
-    core's list alike; on these counts summing in another order changes the bits (the control)."""
-    rng = np.random.default_rng(11)
-    symbols = np.minimum(rng.zipf(1.2, 3000), 10**6).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    _, counts = np.unique(symbols, return_counts=True)
-    n = symbols.shape[0]
-    ascending = _ordered_sum(counts.astype(np.int64), n, False)
-    assert ascending != _ordered_sum(counts.astype(np.int64), n, True)
-    assert entropy_of_counts(rng.permutation(counts).astype(np.int64), n) == ascending
-    assert message_entropy_bits(symbols, n) == ascending
-    table = table_log(200, 8)
-    for symbol in symbols:
-        log_copies(table, symbol, 1)
-    assert table[:HEADER].tolist()[:2] == [n, counts.shape[0]]
-    assert table_entropy_bits(table) == ascending
 
 
 def test_miller_madow_removes_most_of_the_plug_in_bias():
