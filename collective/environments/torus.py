@@ -9,7 +9,7 @@ from __future__ import annotations
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def wrap(x, size):
     """x in [-size, 2*size) brought back onto the ring [0, size)."""
     if x < 0:
@@ -19,20 +19,20 @@ def wrap(x, size):
     return x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def axis_distance(a, b, size):
     """Distance along one toroidal axis (the surpassing rule, paper 003 §4.1.1)."""
     d = abs(a - b)
     return min(d, size - d)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def chebyshev(r1, c1, r2, c2, rows, cols):
     """Toroidal Chebyshev distance: king moves with wrap-around (spec §1)."""
     return max(axis_distance(r1, r2, rows), axis_distance(c1, c2, cols))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def axis_step_toward(a, b, size):
     """-1, 0 or +1: one step from a toward b the shorter way round; exactly half-way goes +1 (spec §5)."""
     forward = wrap(b - a, size)  # a wrap, not a modulo: no integer division
@@ -43,7 +43,7 @@ def axis_step_toward(a, b, size):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def proximity(distance, radius):
     """f(d) = 1/(d+1) inside the reward radius, else 0 (paper 003 §4.1.2)."""
     if distance <= radius:

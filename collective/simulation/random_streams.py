@@ -67,7 +67,7 @@ def table_training_seed_table(seed: int, passes: np.ndarray, prefix: tuple[int, 
     return table
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _mix64(z):
     """splitmix64's output function: a bijective avalanche of 64 bits."""
     z = (z ^ (z >> np.uint64(30))) * _MIX_1
@@ -75,7 +75,7 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def derive_stream_seed(episode_seed, stream_id, pass_index):
     """Seed of stream `stream_id` (0: the world, i+1: agent i) in pass `pass_index` (0: the
     scored pass, p+1: training pass p) of the episode whose agents' seed is `episode_seed`."""
@@ -96,7 +96,7 @@ def uniform_int(stream, n):
     return np.int64(((next_u64(stream) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def advance_uniform_int(state, n):
     """(state', `uniform_int`'s draw) for a stream whose state is held in a local variable: the compiler
     keeps it in a register across a loop of draws, where an array's state goes through memory each time."""
@@ -104,7 +104,7 @@ def advance_uniform_int(state, n):
     return state, np.int64(((_mix64(state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def skipped(state, count):
     """A stream state advanced past its next `count` outputs without computing them (each output is one
     step of its counter, so this is exact)."""
