@@ -410,7 +410,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     positions = np.zeros((shape[0], shape[1], shape[2] + record), np.int32)  # (episodes, agents, T+1)
     rewards = np.zeros(shape, np.float64)  # (episodes, agents, T)
     mixed = len(set(config.behaviours)) > 1  # a mix's per-capita scores need each agent's total
-    agent_totals = np.zeros((len(environments), config.group_size)) if mixed else None  # (episodes, agents)
+    agent_totals = np.zeros((len(environments), config.group_size if mixed else 0))  # (episodes, agents), or none kept
     learner = config.learner
     tables = _workspace(config, table_mode) if tables is None else tables
     training = training_arrays(config, environments)

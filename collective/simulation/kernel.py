@@ -210,6 +210,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     if talk.code != NONE:
         talk.field[:] = 0.0
         talk.state[0], talk.state[1] = -np.inf, -1.0
+    keeps_totals = pass_index == SCORED_PASS and agent_totals.shape[0] > 0  # a mixed group's scored pass
     table_address_bits = np.ceil(np.log2(max(2, tables.q.shape[0]))) if talk.code == SHARED_Q else 0.0
     talks = talk.code != NONE and talk.code != SHARED_Q  # a rule speaks each iteration
     hidden_r = hidden_start // cols
@@ -285,8 +286,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             else:  # Λ* only: the positive part is withheld
                 reward = -proximity(chebyshev(r, c, er, ec, rows, cols), radius)
             total += reward
-            if pass_index == SCORED_PASS:
-                add_to(agent_totals, agent_ids[i], reward)
+            if keeps_totals:
+                agent_totals[agent_ids[i]] += reward
             s.pos_r[i], s.pos_c[i] = r, c
             if record:
                 rec_positions[i, t + 1] = r * cols + c
@@ -375,9 +376,10 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     `learner_workspace`; talk from `talk_workspace`. With `record`, rec_positions
     (episodes, agents, T+1) and rec_rewards (episodes, agents, T) receive the scored pass.
     agent_totals (episodes, agents), zeros, receives each agent's summed scored rewards (the
-    per-capita scores of a mixed group's behaviours, Melting Pot's focal/background returns); None
-    skips them (a homogeneous group: its per-capita score is R̄; the store cost 35% of a lone
-    local searcher's speed, A/B best of 3). switches: the 2016 program's (`KernelSwitches`).
+    per-capita scores of a mixed group's behaviours, Melting Pot's focal/background returns); shaped
+    (episodes, 0), they are skipped (a homogeneous group: its per-capita score is R̄), by a branch the
+    compiler hoists out of the loop rather than a None that would compile the kernel a second time
+    (issue 23). switches: the 2016 program's (`KernelSwitches`).
     state_encoding: the learners' states (CELL_TIME, WINDOW_SIGNS); table_mode: PER_EPISODE (train
     `training_passes` passes before each scored episode, then reset), PRETRAINED (no training
     passes, greedy scored passes, tables kept) or ONLINE (no training passes, scored passes that
@@ -453,23 +455,23 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                     j = p % n_training
                     _play_pass(codes, agent_ids, table_row, training.starts[j], rules, training_paths(training, j),
                                training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
-                               no_positions, no_rewards, episode_row(agent_totals, e))
+                               no_positions, no_rewards, agent_totals[e])
             elif shared:  # the learners train together on their one table
                 for p in range(passes):
                     j = p % n_training
                     _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids],
                                training.starts[j][learner_ids], rules, training_paths(training, j), no_hidden,
                                seeds[e], p + 1, true, tables, scratch, talk, false, no_positions, no_rewards,
-                               episode_row(agent_totals, e))
+                               agent_totals[e])
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables,
-                                 scratch, talk, episode_row(agent_totals, e))
+                                 scratch, talk, agent_totals[e])
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
                                rewards_out,
-                               episode_row(agent_totals, e))
+                               agent_totals[e])
             talk.entropy[e] = table_entropy_bits(talk.log)
             talk.distinct[e] = table_distinct(talk.log)
             _reset_written(tables, q_initial)
@@ -480,15 +482,15 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
                 _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk,
-                             episode_row(agent_totals, e))
+                             agent_totals[e])
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
-                                    record, agent_positions, agent_rewards, episode_row(agent_totals, e))
+                                    record, agent_positions, agent_rewards, agent_totals[e])
                 _reset_written(tables, q_initial)
             if others.shape[0] > 0:
                 total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
                                     hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
-                                    others_positions, others_rewards, episode_row(agent_totals, e))
+                                    others_positions, others_rewards, agent_totals[e])
                 if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
                         positions_out[others[k]] = others_positions[k]
@@ -537,29 +539,12 @@ def _episode_row_compiled(table, e):
     return lambda table, e: table[e]
 
 
-def add_to(totals, index, value):
-    """totals[index] += value, or nothing when totals is None (see `episode_row`)."""
-    if totals is not None:
-        totals[index] += value
-
-
-@overload(add_to, inline="always")
-def _add_to_compiled(totals, index, value):
-    if isinstance(totals, types.NoneType):
-        return lambda totals, index, value: None
-
-    def add(totals, index, value):
-        totals[index] += value
-    return add
-
-
 @njit(cache=True)
 def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk,
                  agent_totals):
     """All training passes of learner i, playing by itself (so its group's protocol is silent);
     pass p plays training episode p mod n of the `TrainingSet`. agent_totals: the scored passes'
-    (a training pass adds nothing to it), passed on only so that `_play_pass` is called with the
-    same types here as there: one compilation of it per kernel variant, not two (issue 23)."""
+    (a training pass adds nothing to it)."""
     one = slice(i, i + 1)
     true, false, _, no_hidden = _runtime_constants()
     silent = Talk(np.int64(NONE), talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
