@@ -417,7 +417,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     start = time.perf_counter()
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
-        config.coordination_threshold, environments.good, environments.evil, environments.landscapes,
+        config.coordination_threshold, environments.good, environments.evil, environments.fields(),
         environments.starts, environments.agent_seeds, *training,
         learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals,
@@ -444,20 +444,20 @@ def kernel_switches(config: EvaluationConfig, environments: EnvironmentBatch | N
 
 def training_arrays(config: EvaluationConfig, environments: EnvironmentBatch) -> tuple:
     """What the learners train on, as `simulate_batch` takes it: ⊕ and ⊖ paths (episodes, n, T+1),
-    fields (episodes, n, cells) or None, start cells (episodes, n, agents) and world seeds
+    fields (episodes, n, cells) ((episodes, n, 0) for Λ*), start cells (episodes, n, agents) and world seeds
     (episodes, n). Held out: the batch's training episodes (n = training_episodes), reshaped, not
     copied; replay: the scored episodes themselves as views with n = 1 (paper 003 §5.2.1)."""
     if not config.trains_on_held_out:
-        fields = environments.landscapes[:, None] if environments.landscapes is not None else None
-        return (environments.good[:, None], environments.evil[:, None], fields, environments.starts[:, None],
+        return (environments.good[:, None], environments.evil[:, None], environments.fields()[:, None],
+                environments.starts[:, None],
                 environments.agent_seeds[:, None])
     training, count = environments.training, config.training_episodes
     if training is None or environments.training_episodes != count:
         raise ValueError(f"learning_protocol held_out needs {count} training episodes per episode; the batch has "
                          f"{environments.training_episodes} (generate it with generate_environments)")
     episodes = len(environments)
-    fields = training.landscapes.reshape(episodes, count, -1) if training.landscapes is not None else None
-    return (training.good.reshape(episodes, count, -1), training.evil.reshape(episodes, count, -1), fields,
+    return (training.good.reshape(episodes, count, -1), training.evil.reshape(episodes, count, -1),
+            training.fields().reshape(episodes, count, training.fields().shape[1]),
             training.starts.reshape(episodes, count, -1), training.agent_seeds.reshape(episodes, count))
 
 

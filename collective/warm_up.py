@@ -27,11 +27,11 @@ from collective.sweeps.spec import load_spec
 
 # The README's first `collective evaluate` commands (their variants; episodes do not matter) and
 # `collective demo`'s behaviours under the default profile, each with the share that compiles it:
-# share 0 the homogeneous Λ* kernel and the landscape kernel, share 1 the mixed Λ* kernel and the
-# stepping core, about equal compile times.
+# share 0 the kernel (one specialisation for every group and both environment classes, with the
+# generator and the ceiling), share 1 the stepping core (plug-ins and the sham control).
 EVALUATIONS = (
     (0, "--behaviour local_search --group-size 10 --grid 10x10 --profile paper --observation-range 1 --complexity 2:23"),
-    (1, "--mix local_search:8,q_learning:2 --protocol wisdom"),
+    (0, "--mix local_search:8,q_learning:2 --protocol wisdom"),
     (0, "--behaviour local_search --group-size 10 --protocol stigmergy --protocol-param form=reference"),
     (0, "--env landscape --peaks 5 --deception 0.8 --noise 0.3 --behaviour local_search"),
     *((0, f"--behaviour {behaviour} --group-size 5") for behaviour in DEMO_BEHAVIOURS),

@@ -7,7 +7,7 @@ import pytest
 
 from collective.config import CPP_SWITCHES, PROFILES, ConfigError, EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.environments.scene import reset_scene, scene_reward
+from collective.environments.scene import FieldRef, reset_scene, scene_reward
 from collective.evaluate import generate_environments, play
 from collective.simulation.kernel import (EpisodePaths, Rules, Scratch, _play_pass, learner_workspace,
                                           talk_workspace)
@@ -59,7 +59,7 @@ def test_profiles_set_every_switch():
 def test_reset_field_is_minus_half_on_cell_zero():
     """Environment::updateCellRewards(1, 1): +0.5 then -0.5 on cell 1, +0.5 and -0.5 over the
     shared neighbourhood: -0.5 on the C++'s cell 1 (our 0), 0 elsewhere."""
-    scene = reset_scene(None, 5, 6)
+    scene = reset_scene(FieldRef(0, 0), 5, 6)
     values = np.array([[scene_reward(scene, r, c) for c in range(6)] for r in range(5)])
     expected = np.zeros((5, 6))
     expected[0, 0] = -0.5
@@ -172,7 +172,7 @@ def one_training_pass(code, switched, q_values):
     good = np.full(iterations + 1, 2, np.int64)
     evil_r, evil_c = np.zeros(iterations + 1, np.int64), np.full(iterations + 1, 3, np.int64)
     zeros = np.zeros(iterations + 1, np.int64)
-    paths = EpisodePaths(good, good.copy(), evil_r, evil_c, None, zeros, zeros.copy())
+    paths = EpisodePaths(good, good.copy(), evil_r, evil_c, np.zeros(0), zeros, zeros.copy())
     side = 3
     scratch = Scratch(*(np.zeros(1, np.int64) for _ in range(4)), np.zeros(2, np.int64),
                       np.empty(side * side + 4 * side, np.int64), *(np.zeros(1, np.int64) for _ in range(4)),

@@ -22,22 +22,21 @@ import numpy as np
 from numba import njit
 
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.environments.scene import Scene, has_field, scene_reward
+from collective.environments.scene import Scene, field_ref, has_field, scene_reward
 from collective.environments.torus import chebyshev
-from collective.simulation.kernel import episode_row
 
 
 @njit(cache=True, nogil=True)
 def best_totals(good, evil, landscapes, starts, rows, cols, iterations, radius, out):
     """out (episodes, agents) ← V_0(starts[e, i]): the best total reward over the episode from each
-    start cell. good, evil (episodes, T+1) cells; landscapes (episodes, cells) base fields or None
+    start cell. good, evil (episodes, T+1) cells; landscapes (episodes, cells) base fields, (episodes, 0)
     for Λ*; starts (episodes, agents)."""
     n_cells = rows * cols
     value = np.empty(n_cells)  # V_{t+1}, then R_{t+1} + V_{t+1} in place, then V_t
     across = np.empty(n_cells)  # the maximum over each cell and its two row neighbours
     span_r, span_c = min(2 * radius + 1, rows), min(2 * radius + 1, cols)  # distinct cells of a reward zone
     for e in range(good.shape[0]):
-        landscape = episode_row(landscapes, e)
+        landscape = field_ref(landscapes[e])
         first_r, first_c = good[e, 0] // cols, good[e, 0] % cols
         value[:] = 0.0
         for t in range(iterations - 1, -1, -1):
@@ -109,6 +108,6 @@ def upsilon_best(environments: EnvironmentBatch, rows: int, cols: int, iteration
     from their own start cells, divided by T. Exact at coordination threshold 1, an upper bound
     above it (see the module docstring)."""
     totals = np.empty(environments.starts.shape, np.float64)  # (episodes, agents)
-    best_totals(environments.good, environments.evil, environments.landscapes, environments.starts,
+    best_totals(environments.good, environments.evil, environments.fields(), environments.starts,
                 rows, cols, iterations, reward_radius, totals)
     return totals.mean(axis=1) / iterations

@@ -3,22 +3,29 @@
 A `Scene` is either a Λ* moment, where R(c) = f(d(c, ⊕)) - f(d(c, ⊖)) (paper 003 §4.1.2), or a
 fitness-landscape moment, where R(c) is the episode's base field read at c shifted back by the
 field's displacement so far (paper 003 §6.2; see `collective.environments.landscapes`). Scenes are built per
-iteration inside the kernel. A Λ* scene's `landscape` is None: numba then compiles the Λ* kernel
-apart, with the landscape branches folded away and no array reference to count per scene (10% of
-a local searcher's step).
+iteration inside the kernel.
+
+A scene refers to its landscape's base field by address (`FieldRef`), not as an array: one scene type
+for Λ* (no field, 0 cells) and landscapes, so every compiled function is compiled once rather than once
+per environment class (issue 23), and a scene holds numbers only, so passing it to a called function
+counts no array references (an array in the scene made the Λ* kernel 30-50% slower, A/B). The field's
+array must outlive its scenes: the kernels build scenes from the arrays they were given.
 """
 from __future__ import annotations
 
 from collections import namedtuple
 
+from llvmlite import ir
 from numba import njit, types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 from collective.environments.torus import chebyshev, proximity, wrap
 
-# good/evil: ⊕ and ⊖ cells (row, column); landscape (cells,) base field or None; shift: the
+# good/evil: ⊕ and ⊖ cells (row, column); landscape: the base field (a FieldRef); shift: the
 # landscape's displacement (rows, columns) since the episode began.
 Scene = namedtuple("Scene", "good_r good_c evil_r evil_c landscape shift_r shift_c rows cols radius")
+# A float64 field of `cells` values at memory `address` (its first value); cells 0 for Λ* (no field).
+FieldRef = namedtuple("FieldRef", "address cells")
 
 # A Λ* scene whose radius is RESET_RADIUS is the 2016 program's field with ⊕ and ⊖ both reset onto
 # its first cell (`cpp_first_observation`): Environment::updateCellRewards writes +0.5 then -0.5 on
@@ -45,27 +52,36 @@ def is_reset(scene):
     return scene.radius < 0
 
 
-def has_field(landscape) -> bool:
-    """Whether `landscape` is a field (an array) rather than None; compiled, a constant per type."""
-    return landscape is not None
+@njit(cache=True, inline="always")
+def field_ref(field):
+    """A FieldRef to a contiguous float64 array of shape (cells,), (0,) for Λ*."""
+    return FieldRef(field.ctypes.data, field.shape[0])
 
 
-@overload(has_field, inline="always")
-def _has_field_compiled(landscape):
-    constant = not isinstance(landscape, types.NoneType)
-    return lambda landscape: constant
+@intrinsic
+def _load_float64(typingctx, address, index):
+    """The float64 at memory address + 8·index, unchecked: callers read cells of the field's own grid."""
+    if not isinstance(address, types.Integer) or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        pointer = builder.inttoptr(context.cast(builder, args[0], signature.args[0], types.uintp),
+                                   ir.DoubleType().as_pointer())
+        offset = context.cast(builder, args[1], signature.args[1], types.intp)
+        return builder.load(builder.gep(pointer, [offset]))
+    return types.float64(address, index), codegen
 
 
-def field_value(landscape, index) -> float:
-    """landscape[index] (a landscape scene's R); 0.0 for None, for the Λ* kernel's typing only."""
-    return 0.0 if landscape is None else landscape[index]
+@njit(cache=True, inline="always")
+def field_value(landscape, index):
+    """Value `index` of the field a FieldRef refers to."""
+    return _load_float64(landscape.address, index)
 
 
-@overload(field_value, inline="always")
-def _field_value_compiled(landscape, index):
-    if isinstance(landscape, types.NoneType):
-        return lambda landscape, index: 0.0
-    return lambda landscape, index: landscape[index]
+@njit(cache=True, inline="always")
+def has_field(landscape):
+    """Whether a FieldRef refers to a landscape's field rather than Λ*'s none."""
+    return landscape.cells > 0
 
 
 def member_scene(scene, member):

@@ -28,14 +28,13 @@ from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload
+from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
 from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import Scene, reset_scene, scene_blind, scene_reward
+from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
 from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from collective.protocols.auction import auction_rule
@@ -68,10 +67,10 @@ Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold al
 KernelSwitches = namedtuple("KernelSwitches", "first_observation imitation learner_bootstrap oracle first_episode")
 NO_SWITCHES = KernelSwitches(0, 0, 0, 0, -1)
 # One episode's world, each (T+1,): ⊕/⊖ rows and columns, and the landscape's displacement since
-# the start (rows, columns); landscape is the base field (cells,), None for Λ*.
+# the start (rows, columns); landscape is the base field (cells,), (0,) for Λ*.
 EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape shift_r shift_c")
 # The episodes the learners of one scored episode train on, n of them (1 when they replay it):
-# EpisodePaths' arrays with a leading axis (n, T+1), landscapes (n, cells) or None, start cells
+# EpisodePaths' arrays with a leading axis (n, T+1), landscapes (n, cells) ((n, 0) for Λ*), start cells
 # (n, agents), and the hidden oracle's start cell (n,) (-1 without imitators). Pass p plays p mod n.
 TrainingSet = namedtuple("TrainingSet", "good_r good_c evil_r evil_c landscapes shift_r shift_c starts hidden")
 # A group's protocol (see protocols.kernel_support): code, numeric parameters (PARAMETER_SLOTS,),
@@ -193,7 +192,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                                                        rules.radius, rules.threshold)
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     good_r, good_c, evil_r, evil_c = paths.good_r, paths.good_c, paths.evil_r, paths.evil_c
-    landscape, shift_r, shift_c = paths.landscape, paths.shift_r, paths.shift_c
+    landscape, shift_r, shift_c = field_ref(paths.landscape), paths.shift_r, paths.shift_c
     s = scratch
     q = tables.q
     n_cells = rows * cols
@@ -365,11 +364,11 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
-    (episodes, cells) base fitness fields, or None for Λ* (for a landscape, `good` is the
+    (episodes, cells) base fitness fields, (episodes, 0) for Λ* (for a landscape, `good` is the
     global optimum's path and the field moves with it, see collective.environments.landscapes); starts
     (episodes, agents); seeds (episodes,) the agents' episode seeds. The learners' training
     episodes, n per episode: training_good, training_evil (episodes, n, T+1), training_landscapes
-    (episodes, n, cells) or None, training_starts (episodes, n, agents), training_seeds
+    (episodes, n, cells) ((episodes, n, 0) for Λ*), training_starts (episodes, n, agents), training_seeds
     (episodes, n) (their world seeds: the hidden oracle's start); training pass p plays training
     episode p mod n. To replay the scored episode (paper 003 §5.2.1) pass views of the episode's
     own arrays with n = 1 (`good[:, None]`, ...: no copies). Tables from
@@ -430,7 +429,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     mean_reward = np.empty(episodes, np.float64)
     for e in range(episodes):
         _cells_to_coordinates(good[e], evil[e], rows, cols, good_r, good_c, evil_r, evil_c, shift_r, shift_c)
-        paths = EpisodePaths(good_r, good_c, evil_r, evil_c, episode_row(landscapes, e), shift_r, shift_c)
+        paths = EpisodePaths(good_r, good_c, evil_r, evil_c, landscapes[e], shift_r, shift_c)
         world[0] = derive_stream_seed(seeds[e], WORLD_STREAM, SCORED_PASS)
         hidden_start = uniform_int(world, rows * cols) if has_imitator else -1
         if has_imitator and switches.imitation and e != switches.first_episode:
@@ -445,7 +444,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 if switches.imitation:
                     train_hidden[j] = training_starts[e, j, agents - 1]
         training = TrainingSet(train_good_r, train_good_c, train_evil_r, train_evil_c,
-                               episode_row(training_landscapes, e), train_shift_r, train_shift_c,
+                               training_landscapes[e], train_shift_r, train_shift_c,
                                training_starts[e], train_hidden)
         positions_out = rec_positions[e] if record else no_positions
         rewards_out = rec_rewards[e] if record else no_rewards
@@ -522,21 +521,7 @@ def _cells_to_coordinates(good, evil, rows, cols, good_r, good_c, evil_r, evil_c
 def training_paths(training, j):
     """Training episode j of a `TrainingSet` as the `EpisodePaths` a pass plays (views, no copies)."""
     return EpisodePaths(training.good_r[j], training.good_c[j], training.evil_r[j], training.evil_c[j],
-                        episode_row(training.landscapes, j), training.shift_r[j], training.shift_c[j])
-
-
-def episode_row(table, e):
-    """Row e of an optional per-episode array (a landscape's base field, per-agent totals), or
-    None. Compiled, None is a type of its own: the kernel is then specialised without the
-    branches and stores that need the array (a Λ* scene; groups of one behaviour)."""
-    return None if table is None else table[e]
-
-
-@overload(episode_row, inline="always")
-def _episode_row_compiled(table, e):
-    if isinstance(table, types.NoneType):
-        return lambda table, e: None
-    return lambda table, e: table[e]
+                        training.landscapes[j], training.shift_r[j], training.shift_c[j])
 
 
 @njit(cache=True)

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from collective.environments.scene import Scene, reset_scene, scene_reward
+from collective.environments.scene import Scene, field_ref, reset_scene, scene_reward
 from collective.environments.torus import chebyshev, proximity, wrap
-from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, episode_row
+from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError, plugin_code
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
 from collective.protocols.kernel_support import READS_AND_WRITES, episode_distinct, episode_entropies, list_logs, log_deliveries
@@ -37,7 +37,7 @@ def scene_at(good, evil, landscapes, e, t, rows, cols, radius):
     gr, gc = np.int64(good[e, t]) // cols, np.int64(good[e, t]) % cols
     shift_r = (gr - np.int64(good[e, 0]) // cols) % rows
     shift_c = (gc - np.int64(good[e, 0]) % cols) % cols
-    return Scene(gr, gc, np.int64(evil[e, t]) // cols, np.int64(evil[e, t]) % cols, episode_row(landscapes, e),
+    return Scene(gr, gc, np.int64(evil[e, t]) // cols, np.int64(evil[e, t]) % cols, field_ref(landscapes[e]),
                  shift_r, shift_c, rows, cols, radius)
 
 
@@ -46,14 +46,14 @@ def observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first
     """What agents observe at iteration t: the scene, or at t = 0 under `cpp_first_observation` the
     2016 program's reset field (`collective.environments.scene.reset_scene`)."""
     if reset_first_observation and t == 0:
-        return reset_scene(episode_row(landscapes, e), rows, cols)
+        return reset_scene(field_ref(landscapes[e]), rows, cols)
     return scene_at(good, evil, landscapes, e, t, rows, cols, radius)
 
 
 @njit(cache=True)
 def observe_windows(good, evil, landscapes, t, cells, rows, cols, view, radius, reset_first_observation, out):
     """out[e, i] = R over agent i's range-`view` Moore window at iteration t, row by row (spec §1).
-    good, evil (E, T+1) cells; landscapes (E, N) or None; cells (E, A); out (E, A, 2k+1, 2k+1)."""
+    good, evil (E, T+1) cells; landscapes (E, N), (E, 0) for Λ*; cells (E, A); out (E, A, 2k+1, 2k+1)."""
     for e in range(cells.shape[0]):
         scene = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
         for i in range(cells.shape[1]):
@@ -117,7 +117,7 @@ class SteppingCore:
         self.episodes, self.agents = len(environments), group_size
         self.good = np.ascontiguousarray(environments.good, np.int64)  # (E, T+1) ⊕ cells
         self.evil = np.ascontiguousarray(environments.evil, np.int64)  # (E, T+1) ⊖ cells
-        self.landscapes = environments.landscapes  # (E, N) base fields, or None for Λ*
+        self.landscapes = environments.fields()  # (E, N) base fields, (E, 0) for Λ*
         self.agent_seeds = environments.agent_seeds  # (E,)
         self.cells = np.array(environments.starts, np.int64)  # (E, A)
         self.reward = np.zeros((self.episodes, group_size))  # (E, A) the last reward
