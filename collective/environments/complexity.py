@@ -116,7 +116,8 @@ def lz76_rows(positions, length):
     counts = np.empty(positions.shape[0], np.int32)
     row = np.empty(length, np.int64)
     for e in range(positions.shape[0]):
-        row[:] = positions[e, :length]
+        for t in range(length):  # a loop: a slice assignment compiles numba's shape-error path (~2.5 s)
+            row[t] = positions[e, t]
         counts[e] = lz76_phrase_count(row)
     return counts
 

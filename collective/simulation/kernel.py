@@ -490,10 +490,12 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
                                     hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
                                     others_positions, others_rewards, agent_totals[e])
-                if record:  # back to the agents' own rows
+                if record:  # back to the agents' own rows (loops: a row assignment compiles numba's shape-error path)
                     for k in range(others.shape[0]):
-                        positions_out[others[k]] = others_positions[k]
-                        rewards_out[others[k]] = others_rewards[k]
+                        for t in range(iterations):
+                            positions_out[others[k], t] = others_positions[k, t]
+                            rewards_out[others[k], t] = others_rewards[k, t]
+                        positions_out[others[k], iterations] = others_positions[k, iterations]
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
 
