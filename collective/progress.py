@@ -4,7 +4,7 @@
 (agent-steps) and `collective anytime --json` (iterations): a tqdm bar on a terminal; elsewhere (a
 log file, `nohup`, CI), where a bar draws nothing readable, a plain line at most every
 PROGRESS_SECONDS with done/total, the rate and the ETA. `announce_compilation` makes numba's first
-compilation in a process say so before it starts (a cold cache compiles for about a minute).
+compilation in a process say so before it starts (a cold cache compiles for about half a minute).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 
 
 PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
-COMPILE_NOTICE = "collective: compiling kernels (once per code version; 1-3 min on 2 cores) ..."
+COMPILE_NOTICE = "collective: compiling kernels (once per code version; about 30 s on 2 idle cores) ..."
 CONFIRM_AGENT_STEPS = 10**12  # a larger evaluate, demo, anytime or sweep needs --yes
 AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 STARTING_RAY, LOADING_KERNELS, PLAYING = "starting Ray", "loading kernels", "playing"  # a sweep's phases
