@@ -356,10 +356,10 @@ def load_generator(config: EvaluationConfig) -> None:
 @functools.cache
 def load_kernel(env: str = "lambda_star", mixed: bool = False) -> None:
     """Have numba load (or compile) the simulator and the pattern generators in this process now,
-    before anything is timed, so that kernel_seconds measure simulation only. The kernel's types
-    depend on the environment class (a landscape adds its field) and on whether the group is
-    mixed (each agent's totals are kept), each a compilation of its own; one tiny episode of the
-    variant loads it."""
+    before anything is timed, so that kernel_seconds measure simulation only: one tiny episode of
+    the environment class (its generator), in a mixed group or not. Every class and group plays one
+    compiled kernel (a landscape's field travels by address, a group of one behaviour keeps no
+    per-agent totals in an empty array), so only the first call compiles it."""
     mix = dict(mix="random:1,oracle:1", behaviour="mix", group_size=2) if mixed else {}
     tiny = TINY.with_changes(env=env, landscape_peaks=1, **mix)
     _play(tiny, with_ceiling(tiny, generate_environments(tiny, np.arange(1))), record=False)
