@@ -369,7 +369,7 @@ def load_kernel(env: str = "lambda_star", mixed: bool = False) -> None:
 def load_stepping_core(env: str = "lambda_star") -> None:
     """The same for the stepping core and the built-ins' compiled forms, in the processes that
     play plug-ins only: one tiny episode of searchers under a protocol in the environment class
-    (a landscape's field is a specialisation of its own, as in `load_kernel`)."""
+    (its generator)."""
     talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast", env=env,
                                 landscape_peaks=1)
     play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
@@ -377,7 +377,7 @@ def load_stepping_core(env: str = "lambda_star") -> None:
 
 def kernel_cached() -> bool:
     """Whether numba's cache for these sources (`numba_cache`) holds the simulator, so that
-    `load_kernel` loads it rather than compiling it for about a minute."""
+    `load_kernel` loads it rather than compiling it (about half a minute)."""
     from numba.core import config
 
     return any(Path(config.CACHE_DIR).rglob("*simulate_batch*.nbi"))

@@ -3,8 +3,8 @@ every compiled variant that the demo and the README's first commands play, so th
 compiles. The install step (`make .venv/.installed`) runs it once; a later run loads from the cache
 in seconds, and after an edit of the sources (a new cache directory) it compiles again.
 
-A variant is one specialisation of the kernel (Λ* or a landscape, one behaviour or a mix), the
-stepping core (plug-ins, the sham control) and the environment generator of a profile; each is
+A variant is the kernel (one specialisation for Λ* and landscapes, one behaviour or a mix), the
+stepping core (plug-ins, the sham control) or the environment generator of a profile; each is
 loaded by one tiny episode (`collective.evaluate.load_compiled`, `collective.sweeps.plan.prepare_process`).
 The work is cut in SHARES that compile disjoint variants, one process per share with `--processes 2`
 (opt-in, see `warm_up`); then this process loads every share from the cache, which also

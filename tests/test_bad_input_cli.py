@@ -198,7 +198,7 @@ def test_anytime_json_shows_progress_off_a_terminal():
 
 def test_first_run_announces_compiling_and_keeps_it_out_of_wall_seconds(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    args = ("evaluate", "--mix", "local_search:2,random:1", "--episodes", "10", "--json")  # a mix: its own variant
+    args = ("evaluate", "--mix", "local_search:2,random:1", "--episodes", "10", "--json")  # a mix
     digest = source_digest()
     cold = collective(*args, env=env)
     assert cold.returncode == 0, cold.stderr

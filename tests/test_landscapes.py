@@ -1,6 +1,7 @@
 """Fitness landscapes (spec §7, paper 003 §6.2): the field's promised structure, its correlation
 length against analytic answers and an independent random walk (Weinberger 1990), the optimum's
 pay, H, the renamed setting, and seeded statistical facts about who does well on a landscape."""
+import dataclasses
 import math
 import tomllib
 
@@ -294,3 +295,24 @@ def test_invalid_landscape_settings_are_refused(settings, field_name):
     with pytest.raises(ConfigError) as error:
         EvaluationConfig.from_profile("paper", behaviour="local_search", **{"env": "landscape", **settings})
     assert error.value.field == field_name
+
+
+def test_a_scene_refuses_a_field_it_would_misread():
+    """A scene reads its field by address, 8-byte values one after another from the first: a
+    column-major or float32 field would be misread without an error, so compiling against one is
+    refused, and `EnvironmentBatch.fields` hands the kernels C-contiguous float64."""
+    from numba.core.errors import TypingError
+
+    from collective.simulation.stepping import scene_at
+
+    good = evil = np.zeros((2, 3), np.int64)
+    field = np.arange(8.0).reshape(2, 4)
+    assert scene_at(good, evil, field, 1, 0, 2, 2, 1).landscape.cells == 4
+    for misread in (np.asfortranarray(field), field.astype(np.float32)):
+        with pytest.raises(TypingError, match="field_ref"):
+            scene_at(good, evil, misread, 1, 0, 2, 2, 1)
+    env = generate_environments(EvaluationConfig(env="landscape", rows=4, cols=4, iterations=5, episodes=2,
+                                                 landscape_peaks=1), np.arange(2))
+    narrow = dataclasses.replace(env, landscapes=np.asfortranarray(env.landscapes.astype(np.float32)))
+    fields = narrow.fields()
+    assert fields.dtype == np.float64 and fields.flags.c_contiguous and np.array_equal(fields, env.landscapes)

@@ -25,7 +25,7 @@ def best_reward(root: Path) -> float:
     return float(result.stdout)
 
 
-def test_editing_an_inlined_helper_in_another_module_recompiles_its_callers(tmp_path):
+def test_editing_a_helper_in_another_module_recompiles_its_callers(tmp_path):
     for package in ("collective", "protocols"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     assert best_reward(tmp_path) == 1.0  # f(0) = 1/(0+1), paper 003 §4.1.2; compiled and cached

@@ -20,12 +20,13 @@ def test_the_plugin_encodes_a_window_as_the_kernel_does(view):
     cells = np.random.default_rng(0).integers(0, 63, (6, 40))
     side = 2 * view + 1
     seen = set()
+    fields = env.fields()  # alive while scenes refer to it
     for t in range(config.iterations):
         windows = np.empty((6, 40, side, side))
-        observe_windows(env.good, env.evil, env.fields(), t, cells, 7, 9, view, config.reward_radius, False, windows)
+        observe_windows(env.good, env.evil, fields, t, cells, 7, 9, view, config.reward_radius, False, windows)
         codes = window_signs(windows)
         for e in range(6):
-            scene = scene_at(env.good, env.evil, env.fields(), e, t, 7, 9, config.reward_radius)
+            scene = scene_at(env.good, env.evil, fields, e, t, 7, 9, config.reward_radius)
             kernel = [window_state_base(scene, c // 9, c % 9, 0) // 9 for c in cells[e]]
             assert codes[e].tolist() == kernel
         seen.update(codes.ravel().tolist())

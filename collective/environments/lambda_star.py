@@ -131,5 +131,8 @@ class EnvironmentBatch:
         return len(self.training) // len(self) if self.training is not None and len(self) else 0
 
     def fields(self) -> np.ndarray:
-        """The kernel's view: (episodes, cells) landscapes, or (episodes, 0) for Λ*."""
-        return self.landscapes if self.landscapes is not None else np.empty((len(self), 0))
+        """The kernel's view: (episodes, cells) landscapes, or (episodes, 0) for Λ*, C-contiguous float64
+        (a scene reads its field by address, `collective.environments.scene.FieldRef`; no copy when it is so)."""
+        if self.landscapes is None:
+            return np.empty((len(self), 0))
+        return np.ascontiguousarray(self.landscapes, np.float64)

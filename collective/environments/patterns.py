@@ -219,7 +219,10 @@ def _max_segment(iterations, k_max, cap_to_k):
 @njit(cache=True)
 def _copy(destination, source):
     """destination[:] = source for 1-D arrays of one length, as a loop: numba compiles a slice
-    assignment with its shape-mismatch error path, ~2.5 s of the first compile per module (issue 23)."""
+    assignment with its shape-mismatch error path, ~2.5 s of the first compile per module (issue 23).
+    Lengths that differ raise, as the slice would (a constant message: no formatting to compile)."""
+    if destination.shape[0] != source.shape[0]:
+        raise ValueError("_copy: the arrays' lengths differ")
     for i in range(source.shape[0]):
         destination[i] = source[i]
 

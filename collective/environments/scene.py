@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from llvmlite import ir
-from numba import njit, types
+from numba import errors, njit, types
 from numba.extending import intrinsic, overload
 
 from collective.environments.torus import chebyshev, proximity, wrap
@@ -52,9 +52,24 @@ def is_reset(scene):
     return scene.radius < 0
 
 
+def is_field_array(field) -> None:
+    """Refuses, when its caller compiles, an array a FieldRef would misread: a FieldRef reads 8-byte
+    values one after another from the first, so a field is a 1-D C-contiguous float64 array."""
+
+
+@overload(is_field_array)
+def _is_field_array_compiled(field):
+    if not (isinstance(field, types.Array) and field.ndim == 1 and field.dtype == types.float64
+            and field.layout == "C"):
+        raise errors.TypingError(f"field_ref: a field is a 1-D C-contiguous float64 array, got {field}")
+    return lambda field: None
+
+
 @njit(cache=True, inline="always")
 def field_ref(field):
-    """A FieldRef to a contiguous float64 array of shape (cells,), (0,) for Λ*."""
+    """A FieldRef to a field (`is_field_array`), (0,) for Λ*. The array must outlive the FieldRef:
+    the kernels take it from the arrays they were given."""
+    is_field_array(field)
     return FieldRef(field.ctypes.data, field.shape[0])
 
 
