@@ -39,7 +39,7 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
     Traffic: every searcher sends its bid (reward and cell) to the m - 1 others, m(m-1) messages
     (each bid logged once)."""
     sticky = values[0] > 0.5
-    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
+    local_choices(members, pos_r, pos_c, scene, view, streams, choice)
     for i in members:
         cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
         log_message(log, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]))

@@ -30,7 +30,7 @@ from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, 
 def dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
                       targets, comm, log):
     """Traffic: the dictator sends its cell to the m - 1 others (logged once)."""
-    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
+    local_choices(members, pos_r, pos_c, scene, view, streams, choice)
     target = chosen_cell(members[int(values[0])], pos_r, pos_c, choice, scene.rows, scene.cols)
     m = members.shape[0]
     count_all(comm, m - 1, (m - 1) * cell_bits(scene.rows, scene.cols))

@@ -28,7 +28,7 @@ from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell
 def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
                    targets, comm, log):
     """Traffic: ranks 2..m each send their best cell and its reward to their parent, m - 1 messages."""
-    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
+    local_choices(members, pos_r, pos_c, scene, view, streams, choice)
     m = members.shape[0]
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1

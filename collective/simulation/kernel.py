@@ -53,7 +53,7 @@ BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window th
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
-# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_best.
+# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (side²,) the stigmergy rule's.
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
 # The settings of a batch: the grid, the agents' view and reward radius, the coordination
@@ -225,15 +225,16 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
         if talks:
             _communicate(talk, s, scene, view)
         for i in range(agents):
-            r, c, code, stream = s.pos_r[i], s.pos_c[i], codes[i], s.streams[i]
+            r, c, code = s.pos_r[i], s.pos_c[i], codes[i]
+            stream = s.streams[i, 0]  # the agent's stream state, in a local (decisions.py)
             if code == RANDOM:
-                dr, dc = random_step(stream)
+                stream, dr, dc = random_step(stream)
             elif code == LOCAL_SEARCH:
                 if talk.targets[i] >= 0:
                     target_r, target_c = talk.targets[i] // cols, talk.targets[i] % cols
                     dr, dc = axis_step_toward(r, target_r, rows), axis_step_toward(c, target_c, cols)
                 else:
-                    dr, dc = local_search_step(r, c, scene, view, stream, s.window)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
             elif code == ORACLE:
                 dr, dc = _oracle_move(r, c, t, good_r, good_c, rules, s.pointer, i)
             elif code == IMITATION:
@@ -244,7 +245,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
-                    dr, dc = local_search_step(r, c, scene, view, stream, s.window)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
             else:  # Q_LEARNING or SARSA
                 base = _state_base(rules, scene, t, table_row[i], r, c, n_cells)
                 s.state[i] = base
@@ -256,13 +257,14 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                         tables.dirty[base // 9] = True
                         tables.written[tables.n_written[0]] = base
                         tables.n_written[0] += 1
-                    s.action[i] = learner_action(q, base, epsilon, stream)
+                    stream, s.action[i] = learner_action(q, base, epsilon, stream)
                     if code == SARSA and t > 0 and not rules.learner_bootstrap:
                         old = s.prev_state[i] + s.prev_action[i]
                         q[old] += alpha * (s.prev_reward[i] + gamma * q[base + s.action[i]] - q[old])
                 else:
-                    s.action[i] = greedy_action(q, base, stream)
+                    stream, s.action[i] = greedy_action(q, base, stream)
                 dr, dc = s.action[i] // 3 - 1, s.action[i] % 3 - 1
+            s.streams[i, 0] = stream
             s.new_r[i] = wrap(r + dr, rows)
             s.new_c[i] = wrap(c + dc, cols)
         if hidden_start >= 0 and not rules.imitation_steps:
@@ -302,7 +304,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 elif code == SARSA and rules.learner_bootstrap:
                     # main.cpp's SARSA: a' chosen at (c', t), the same t, bootstrapped from, then discarded
                     following = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
-                    next_action = learner_action(q, following, epsilon, s.streams[i])
+                    s.streams[i, 0], next_action = learner_action(q, following, epsilon, s.streams[i, 0])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
@@ -410,7 +412,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     view_side = 2 * view + 1
     scratch = Scratch(np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64),
                       np.empty(agents, np.int64), np.zeros(agents + 1, np.int64),
-                      np.empty(view_side * view_side + 4 * view_side, np.int64), np.zeros(agents, np.int64),
+                      np.empty(view_side * view_side, np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.float64), np.empty((agents, 1), np.uint64))
     steps = iterations + 1
