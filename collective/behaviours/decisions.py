@@ -92,38 +92,45 @@ def oracle_step(r, c, t, path_r, path_c, horizon, rows, cols, pointer, slot):
 
 
 @njit(cache=True, inline="always")
-def greedy_action(q_table, base, state):
-    """argmax_a Q(s, a) over q_table[base:base+9], uniform tie-break (paper 003 Algorithm 1):
+def action_values(q_table, base):
+    """Q(s, ·), q_table[base:base+9], as a tuple: a value, which no reference counts follow (issue 25;
+    an inlined helper that took the table and branched would take and drop a reference per step)."""
+    q = q_table
+    b = base
+    return q[b], q[b + 1], q[b + 2], q[b + 3], q[b + 4], q[b + 5], q[b + 6], q[b + 7], q[b + 8]
+
+
+@njit(cache=True, inline="always")
+def greedy_action(values, state):
+    """argmax_a Q(s, a) over Q(s, ·) (`action_values`), uniform tie-break (paper 003 Algorithm 1):
     (stream state', action)."""
-    best = q_table[base]
+    best = values[0]
     first = 0
     ties = 1
     for a in range(1, 9):
-        value = q_table[base + a]
+        value = values[a]
         if value > best:
             best, first, ties = value, a, 1
         elif value == best:
             ties += 1
     state, pick = advance_uniform_int(state, ties)
-    if ties == 1:
-        return state, first
-    for a in range(first, 9):
-        if q_table[base + a] == best:
-            if pick == 0:
-                return state, a
+    action = first
+    while pick > 0:  # the pick-th tie after the first
+        action += 1
+        if values[action] == best:
             pick -= 1
-    return state, first
+    return state, action
 
 
 @njit(cache=True, inline="always")
-def learner_action(q_table, base, epsilon, state):
-    """ε-greedy over Q(s, ·); with ε = 0 (both profiles) purely greedy as in Algorithm 1:
-    (stream state', action)."""
+def learner_action(values, epsilon, state):
+    """ε-greedy over Q(s, ·) (`action_values`); with ε = 0 (both profiles) purely greedy as in
+    Algorithm 1: (stream state', action)."""
     if epsilon > 0.0:
         state, u = advance_uniform_float(state)
         if u < epsilon:
             return advance_uniform_int(state, 9)
-    return greedy_action(q_table, base, state)
+    return greedy_action(values, state)
 
 
 @njit(cache=True, inline="always")
