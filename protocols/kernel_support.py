@@ -28,8 +28,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from collective.behaviours.decisions import local_best
-from collective.environments.scene import member_scene, scene_reward
+from collective.environments.scene import scene_reward
 from collective.environments.torus import wrap
 
 FLOAT_BITS = 64  # a reward travels as a double
@@ -261,15 +260,6 @@ def episode_distinct(logs, out):
 def cell_bits(rows, cols):
     """Bits that name one cell of the grid."""
     return math.ceil(math.log2(rows * cols))
-
-
-@njit(cache=True, inline="always")
-def local_choices(members, pos_r, pos_c, scene, view, streams, choice):
-    """Each searcher's own best cell (one draw each): choice[i] = (row offset, column offset, reward).
-    Inlined into the rules: a call would count six array references in and out every iteration."""
-    for i in members:
-        streams[i, 0], dr, dc, value = local_best(pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0])
-        choice[i, 0], choice[i, 1], choice[i, 2] = dr, dc, value
 
 
 @njit(cache=True, inline="always")
