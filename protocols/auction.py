@@ -27,8 +27,10 @@ class Auction(Protocol):
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
+from collective.behaviours.decisions import local_best  # noqa: E402
+from collective.environments.scene import member_scene  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
-from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
+from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
                                       log_message, symbol_add_cell, symbol_add_value, symbol_start)
 
 
@@ -39,7 +41,10 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
     Traffic: every searcher sends its bid (reward and cell) to the m - 1 others, m(m-1) messages
     (each bid logged once)."""
     sticky = values[0] > 0.5
-    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
+    for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
+        # arrays would count a reference to each per iteration)
+        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = local_best(pos_r[i], pos_c[i], member_scene(scene, i),
+                                                                              view, streams[i, 0])
     for i in members:
         cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
         log_message(log, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]))

@@ -34,7 +34,7 @@ class WisdomOfTheCrowd(Protocol):
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from collective.simulation.random_streams import uniform_int  # noqa: E402
+from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.environments.scene import member_scene, scene_reward  # noqa: E402
 from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
@@ -99,4 +99,5 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         best = reported.max()
         candidates = np.flatnonzero(reported == best)
     for i in members:
-        targets[i] = candidates[uniform_int(streams[i], candidates.shape[0])]
+        streams[i, 0], pick = advance_uniform_int(streams[i, 0], candidates.shape[0])
+        targets[i] = candidates[pick]

@@ -22,7 +22,9 @@ class Dictatorship(Protocol):
 
 from numba import njit  # noqa: E402
 
-from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, count_all, local_choices,  # noqa: E402
+from collective.behaviours.decisions import local_best  # noqa: E402
+from collective.environments.scene import member_scene  # noqa: E402
+from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, count_all,  # noqa: E402
                                       log_message, symbol_add_cell, symbol_start)
 
 
@@ -30,7 +32,10 @@ from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, 
 def dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
                       targets, comm, log):
     """Traffic: the dictator sends its cell to the m - 1 others (logged once)."""
-    local_choices(members, pos_r, pos_c, scene, view, streams, window, choice)
+    for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
+        # arrays would count a reference to each per iteration)
+        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = local_best(pos_r[i], pos_c[i], member_scene(scene, i),
+                                                                              view, streams[i, 0])
     target = chosen_cell(members[int(values[0])], pos_r, pos_c, choice, scene.rows, scene.cols)
     m = members.shape[0]
     count_all(comm, m - 1, (m - 1) * cell_bits(scene.rows, scene.cols))

@@ -9,7 +9,9 @@ a target cell for each participant into `targets` (agents,), adds its messages a
 logs the symbol of every message of the `reads_and_writes` accounting in `log` (`log_message`).
 `field` (cells,) and `state` (2,) hold protocol state for the current pass; `choice` (agents, 3) is
 scratch for each searcher's local choice (row offset, column offset, reward), `observed` (agents,
-window cells) for its observation.
+window cells) for its observation, `window` (window cells,) for a tie list. `streams` (agents, 1) holds
+each agent's stream state: a rule draws through `advance_uniform_int(streams[i, 0], n)` and stores the
+state back, never through a row view (a view costs two atomic reference counts; issue 25).
 
 A message's symbol is a 64-bit hash of its kind and content (cells as integers, rewards by their
 IEEE-754 bits), so equal messages have equal symbols; `entropy_of_counts` estimates the entropy of an
@@ -26,8 +28,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from collective.behaviours.decisions import local_best
-from collective.environments.scene import member_scene, scene_reward
+from collective.environments.scene import scene_reward
 from collective.environments.torus import wrap
 
 FLOAT_BITS = 64  # a reward travels as a double
@@ -259,14 +260,6 @@ def episode_distinct(logs, out):
 def cell_bits(rows, cols):
     """Bits that name one cell of the grid."""
     return math.ceil(math.log2(rows * cols))
-
-
-@njit(cache=True)
-def local_choices(members, pos_r, pos_c, scene, view, streams, window, choice):
-    """Each searcher's own best cell (one draw each): choice[i] = (row offset, column offset, reward)."""
-    for i in members:
-        dr, dc, value = local_best(pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i], window)
-        choice[i, 0], choice[i, 1], choice[i, 2] = dr, dc, value
 
 
 @njit(cache=True, inline="always")

@@ -30,7 +30,7 @@ class Stigmergy(Protocol):
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from collective.simulation.random_streams import uniform_int  # noqa: E402
+from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.scene import member_scene, scene_blind  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
@@ -102,7 +102,8 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                     window[ties] = cell
                     ties += 1
         log_message(log, read)
-        targets[i] = window[uniform_int(streams[i], ties)]
+        streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
+        targets[i] = window[pick]
     m = members.shape[0]
     count(comm, READS_AND_WRITES, m, m * window_bits)
     if form == PAPER:  # the paper's field lives one iteration (Algorithm 2, line 2)

@@ -14,7 +14,7 @@ from collective.behaviours.decisions import local_best
 from collective.environments.scene import FieldRef, Scene
 assert collective.__file__.startswith({root!r})
 scene = Scene(2, 2, 7, 7, FieldRef(0, 0), 0, 0, 10, 10, 1)
-print(local_best(2, 2, scene, 1, np.array([1], np.uint64), np.empty(21, np.int64))[2])
+print(local_best(2, 2, scene, 1, np.uint64(1))[3])
 """
 
 

@@ -4,69 +4,73 @@ Each function decides one agent's move for one iteration and returns the (row, c
 Random draws follow a fixed discipline that `collective.simulation.reference` mirrors:
 random and local search draw exactly one number per decision, the oracle none, a learner one
 (plus one more when ε-exploration is on and fires: first the ε test, then the random action).
+The deciding functions take the agent's splitmix64 stream as its state, a uint64 the caller holds
+in a local variable, and return it advanced first: a per-agent view of the streams array, or an array
+argument of a compiled call, would cost two atomic reference counts each time (issue 25).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from collective.simulation.random_streams import uniform_float, uniform_int
-from collective.environments.scene import is_landscape, is_reset, scene_blind, scene_reward
-from collective.environments.torus import axis_distance, axis_step_toward, chebyshev, proximity, wrap
+from collective.simulation.random_streams import advance_uniform_float, advance_uniform_int
+from collective.environments.scene import scene_blind, scene_reward
+from collective.environments.torus import axis_step_toward, chebyshev, wrap
 
 
 @njit(cache=True, inline="always")
-def random_step(stream):
-    """Uniform action among the nine (paper 003 §5.2.1, random agent)."""
-    action = uniform_int(stream, 9)
-    return action // 3 - 1, action % 3 - 1
+def random_step(state):
+    """Uniform action among the nine (paper 003 §5.2.1, random agent): (state', row step, column step)."""
+    state, action = advance_uniform_int(state, 9)
+    return state, action // 3 - 1, action % 3 - 1
 
 
 @njit(cache=True)
-def local_best(r, c, scene, view, stream, scratch):
-    """The local searcher's choice (paper 003 §5.2.1): (row offset, column offset, reward) of the
-    best cell in its range-`view` Moore window of `scene`, uniform tie-break; one draw.
+def local_best(r, c, scene, view, state):
+    """The local searcher's choice (paper 003 §5.2.1): (state', row offset, column offset, reward) of
+    the best cell in its range-`view` Moore window of `scene`, uniform tie-break among the best cells
+    in row-major order; one draw from the stream whose state is `state`.
 
-    `scratch` is an int64 work array of at least (2·view+1)² + 4·(2·view+1) entries.
+    Two passes over the window and no work array (scalar arguments only: no reference counts): the
+    first finds the best reward, its first cell and the number of ties; the second, only when the draw
+    picks a later tie, walks on to it.
     """
     side = 2 * view + 1
     if scene_blind(scene, r, c, view):  # all observed rewards are 0: the tie-break alone picks
-        j = uniform_int(stream, side * side)
-        return j // side - view, j % side - view, 0.0
-    rows, cols, radius = scene.rows, scene.cols, scene.radius
-    direct = is_landscape(scene) or is_reset(scene)  # R read cell by cell, not from axis distances
-    ties_at = side * side  # scratch layout: tie list, then Λ*'s per-offset axis distances
-    if not direct:
-        for k in range(side):
-            scratch[ties_at + k] = axis_distance(wrap(r + k - view, rows), scene.good_r, rows)
-            scratch[ties_at + side + k] = axis_distance(wrap(r + k - view, rows), scene.evil_r, rows)
-            scratch[ties_at + 2 * side + k] = axis_distance(wrap(c + k - view, cols), scene.good_c, cols)
-            scratch[ties_at + 3 * side + k] = axis_distance(wrap(c + k - view, cols), scene.evil_c, cols)
+        state, j = advance_uniform_int(state, side * side)
+        return state, j // side - view, j % side - view, 0.0
+    rows, cols = scene.rows, scene.cols
     best = -np.inf
+    first = 0
     ties = 0
     for i in range(side):
+        row = wrap(r + i - view, rows)
         for j in range(side):
-            if direct:
-                value = scene_reward(scene, wrap(r + i - view, rows), wrap(c + j - view, cols))
-            else:  # R(c) from distances computed once per row and column
-                value = (proximity(max(scratch[ties_at + i], scratch[ties_at + 2 * side + j]), radius)
-                         - proximity(max(scratch[ties_at + side + i], scratch[ties_at + 3 * side + j]), radius))
+            value = scene_reward(scene, row, wrap(c + j - view, cols))
             if value > best:
                 best = value
                 ties = 0
             if value == best:
-                scratch[ties] = i * side + j
+                if ties == 0:
+                    first = i * side + j
                 ties += 1
-    chosen = scratch[uniform_int(stream, ties)]
-    return chosen // side - view, chosen % side - view, best
+    state, pick = advance_uniform_int(state, ties)
+    chosen = first
+    k = first
+    while pick > 0:  # the pick-th tie after the first, in row-major order
+        k += 1
+        if scene_reward(scene, wrap(r + k // side - view, rows), wrap(c + k % side - view, cols)) == best:
+            pick -= 1
+            chosen = k
+    return state, chosen // side - view, chosen % side - view, best
 
 
 @njit(cache=True, inline="always")
-def local_search_step(r, c, scene, view, stream, scratch):
+def local_search_step(r, c, scene, view, state):
     """Move toward the best observed cell, one step per axis (spec §5: for view > 1 the cell may
-    be further than one step)."""
-    dr, dc, _ = local_best(r, c, scene, view, stream, scratch)
-    return np.sign(dr), np.sign(dc)
+    be further than one step): (state', row step, column step)."""
+    state, dr, dc, _ = local_best(r, c, scene, view, state)
+    return state, np.sign(dr), np.sign(dc)
 
 
 @njit(cache=True)
@@ -88,34 +92,45 @@ def oracle_step(r, c, t, path_r, path_c, horizon, rows, cols, pointer, slot):
 
 
 @njit(cache=True, inline="always")
-def greedy_action(q_table, base, stream):
-    """argmax_a Q(s, a) over q_table[base:base+9], uniform tie-break (paper 003 Algorithm 1)."""
-    best = q_table[base]
+def action_values(q_table, base):
+    """Q(s, ·), q_table[base:base+9], as a tuple: a value, which no reference counts follow (issue 25;
+    an inlined helper that took the table and branched would take and drop a reference per step)."""
+    q = q_table
+    b = base
+    return q[b], q[b + 1], q[b + 2], q[b + 3], q[b + 4], q[b + 5], q[b + 6], q[b + 7], q[b + 8]
+
+
+@njit(cache=True, inline="always")
+def greedy_action(values, state):
+    """argmax_a Q(s, a) over Q(s, ·) (`action_values`), uniform tie-break (paper 003 Algorithm 1):
+    (stream state', action)."""
+    best = values[0]
     first = 0
     ties = 1
     for a in range(1, 9):
-        value = q_table[base + a]
+        value = values[a]
         if value > best:
             best, first, ties = value, a, 1
         elif value == best:
             ties += 1
-    pick = uniform_int(stream, ties)
-    if ties == 1:
-        return first
-    for a in range(first, 9):
-        if q_table[base + a] == best:
-            if pick == 0:
-                return a
+    state, pick = advance_uniform_int(state, ties)
+    action = first
+    while pick > 0:  # the pick-th tie after the first
+        action += 1
+        if values[action] == best:
             pick -= 1
-    return first
+    return state, action
 
 
 @njit(cache=True, inline="always")
-def learner_action(q_table, base, epsilon, stream):
-    """ε-greedy over Q(s, ·); with ε = 0 (both profiles) purely greedy as in Algorithm 1."""
-    if epsilon > 0.0 and uniform_float(stream) < epsilon:
-        return uniform_int(stream, 9)
-    return greedy_action(q_table, base, stream)
+def learner_action(values, epsilon, state):
+    """ε-greedy over Q(s, ·) (`action_values`); with ε = 0 (both profiles) purely greedy as in
+    Algorithm 1: (stream state', action)."""
+    if epsilon > 0.0:
+        state, u = advance_uniform_float(state)
+        if u < epsilon:
+            return advance_uniform_int(state, 9)
+    return greedy_action(values, state)
 
 
 @njit(cache=True, inline="always")

@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
-from collective.behaviours.decisions import (greedy_action, learner_action, local_search_step,
+from collective.behaviours.decisions import (action_values, greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
@@ -52,7 +52,7 @@ BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window th
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
-# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window see local_best.
+# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (side²,) the stigmergy rule's.
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
 # The settings of a batch: the grid, the agents' view and reward radius, the coordination
@@ -212,6 +212,15 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     keeps_totals = pass_index == SCORED_PASS and agent_totals.shape[0] > 0  # a mixed group's scored pass
     table_address_bits = np.ceil(np.log2(max(2, tables.q.shape[0]))) if talk.code == SHARED_Q else 0.0
     talks = talk.code != NONE and talk.code != SHARED_Q  # a rule speaks each iteration
+    # The arrays the loops pass on or index, held in locals for the pass: read from the tuples at each use,
+    # each would take and drop a reference (an atomic count each) every iteration (issue 25).
+    values, members, field, protocol_state, choice, observed, targets, comm, log = (
+        talk.values, talk.members, talk.field, talk.state, talk.choice, talk.observed, talk.targets, talk.comm,
+        talk.log)
+    pos_r, pos_c, new_r, new_c, pointer = s.pos_r, s.pos_c, s.new_r, s.new_c, s.pointer
+    streams, window, states, actions = s.streams, s.window, s.state, s.action
+    prev_states, prev_actions, prev_rewards = s.prev_state, s.prev_action, s.prev_reward
+    dirty, written, n_written = tables.dirty, tables.written, tables.n_written
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
     total = 0.0
@@ -222,51 +231,71 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             # main.cpp resets ⊕ and ⊖ onto cell 1 after training and recomputes the field before
             # the first scored observation (cpp_first_observation)
             scene = reset_scene(landscape, rows, cols)
+        # The group's protocol rule (protocols/*.py; kernel_support states the arguments), under a flag set
+        # once per pass, so the compiler keeps a loop without it for groups that do not talk (A/B at G10:
+        # stigmergy +6%, random -1.5%; unguarded, random lost 16%). Written out here with the pass's
+        # locals: an inlined helper, or a tuple of the arguments, counts a reference to each array per call.
         if talks:
-            _communicate(talk, s, scene, view)
+            if talk.code == STIGMERGY:
+                stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
+                               choice, observed, targets, comm, log)
+            elif talk.code == BROADCAST:
+                broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
+                               choice, observed, targets, comm, log)
+            elif talk.code == AUCTION:
+                auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
+                             choice, observed, targets, comm, log)
+            elif talk.code == DICTATORSHIP:
+                dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
+                                  choice, observed, targets, comm, log)
+            elif talk.code == HIERARCHY:
+                hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
+                               choice, observed, targets, comm, log)
         for i in range(agents):
-            r, c, code, stream = s.pos_r[i], s.pos_c[i], codes[i], s.streams[i]
+            r, c, code = pos_r[i], pos_c[i], codes[i]
+            stream = streams[i, 0]  # the agent's stream state, in a local (decisions.py)
             if code == RANDOM:
-                dr, dc = random_step(stream)
+                stream, dr, dc = random_step(stream)
             elif code == LOCAL_SEARCH:
-                if talk.targets[i] >= 0:
-                    target_r, target_c = talk.targets[i] // cols, talk.targets[i] % cols
+                if targets[i] >= 0:
+                    target_r, target_c = targets[i] // cols, targets[i] % cols
                     dr, dc = axis_step_toward(r, target_r, rows), axis_step_toward(c, target_c, cols)
                 else:
-                    dr, dc = local_search_step(r, c, scene, view, stream, s.window)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
             elif code == ORACLE:
-                dr, dc = _oracle_move(r, c, t, good_r, good_c, rules, s.pointer, i)
+                dr, dc = _oracle_move(r, c, t, good_r, good_c, rules, pointer, i)
             elif code == IMITATION:
                 if rules.imitation_steps:  # main.cpp: the hidden oracle steps before each imitator acts
-                    s.pointer[agents] = 0  # several steps per iteration: rescan from t+1 each time
-                    hdr, hdc = _oracle_move(hidden_r, hidden_c, t, good_r, good_c, rules, s.pointer, agents)
+                    pointer[agents] = 0  # several steps per iteration: rescan from t+1 each time
+                    hdr, hdc = _oracle_move(hidden_r, hidden_c, t, good_r, good_c, rules, pointer, agents)
                     hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
-                    dr, dc = local_search_step(r, c, scene, view, stream, s.window)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
             else:  # Q_LEARNING or SARSA
                 base = _state_base(rules, scene, t, table_row[i], r, c, n_cells)
-                s.state[i] = base
+                states[i] = base
                 if talk.code == SHARED_Q:  # every access to the group's table is traffic (protocols/shared_q.py)
-                    count_table_accesses(talk.comm, learning, code == Q_LEARNING and t + 1 < iterations,
+                    count_table_accesses(comm, learning, code == Q_LEARNING and t + 1 < iterations,
                                          table_address_bits)
                 if learning:
-                    if rules.table_mode == PER_EPISODE and not tables.dirty[base // 9]:
-                        tables.dirty[base // 9] = True
-                        tables.written[tables.n_written[0]] = base
-                        tables.n_written[0] += 1
-                    s.action[i] = learner_action(q, base, epsilon, stream)
+                    if rules.table_mode == PER_EPISODE and not dirty[base // 9]:
+                        dirty[base // 9] = True
+                        written[n_written[0]] = base
+                        n_written[0] += 1
+                    stream, actions[i] = learner_action(action_values(q, base), epsilon, stream)
                     if code == SARSA and t > 0 and not rules.learner_bootstrap:
-                        old = s.prev_state[i] + s.prev_action[i]
-                        q[old] += alpha * (s.prev_reward[i] + gamma * q[base + s.action[i]] - q[old])
+                        old = prev_states[i] + prev_actions[i]
+                        q[old] += alpha * (prev_rewards[i] + gamma * q[base + actions[i]] - q[old])
                 else:
-                    s.action[i] = greedy_action(q, base, stream)
-                dr, dc = s.action[i] // 3 - 1, s.action[i] % 3 - 1
-            s.new_r[i] = wrap(r + dr, rows)
-            s.new_c[i] = wrap(c + dc, cols)
+                    stream, actions[i] = greedy_action(action_values(q, base), stream)
+                dr, dc = actions[i] // 3 - 1, actions[i] % 3 - 1
+            streams[i, 0] = stream
+            new_r[i] = wrap(r + dr, rows)
+            new_c[i] = wrap(c + dc, cols)
         if hidden_start >= 0 and not rules.imitation_steps:
-            hdr, hdc = _oracle_move(hidden_r, hidden_c, t, good_r, good_c, rules, s.pointer, agents)
+            hdr, hdc = _oracle_move(hidden_r, hidden_c, t, good_r, good_c, rules, pointer, agents)
             hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
         after = Scene(good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1], landscape, shift_r[t + 1],
                       shift_c[t + 1], rows, cols, radius)
@@ -275,11 +304,11 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
         if threshold > 1:  # coordination variant (paper 003 §6.1)
             near = 0
             for i in range(agents):
-                if chebyshev(s.new_r[i], s.new_c[i], gr, gc, rows, cols) <= radius:
+                if chebyshev(new_r[i], new_c[i], gr, gc, rows, cols) <= radius:
                     near += 1
             paid = near >= threshold
         for i in range(agents):
-            r, c = s.new_r[i], s.new_c[i]
+            r, c = new_r[i], new_c[i]
             if paid:
                 reward = scene_reward(after, r, c)
             else:  # Λ* only: the positive part is withheld
@@ -287,14 +316,14 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             total += reward
             if keeps_totals:
                 agent_totals[agent_ids[i]] += reward
-            s.pos_r[i], s.pos_c[i] = r, c
+            pos_r[i], pos_c[i] = r, c
             if record:
                 rec_positions[i, t + 1] = r * cols + c
                 rec_rewards[i, t] = reward
             code = codes[i]
             if learning and (code == Q_LEARNING or code == SARSA):
                 scaled = reward * reward_scale
-                here = s.state[i] + s.action[i]
+                here = states[i] + actions[i]
                 if code == Q_LEARNING and rules.learner_bootstrap:
                     # Qlearning::updateQMatrix reads the row of the new cell alone: state (c', t=0); no terminal
                     target = scaled + gamma * max_q(q, _q_base(0, table_row[i], r * cols + c, iterations, n_cells))
@@ -302,7 +331,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 elif code == SARSA and rules.learner_bootstrap:
                     # main.cpp's SARSA: a' chosen at (c', t), the same t, bootstrapped from, then discarded
                     following = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
-                    next_action = learner_action(q, following, epsilon, s.streams[i])
+                    streams[i, 0], next_action = learner_action(action_values(q, following), epsilon, streams[i, 0])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
@@ -315,7 +344,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     # Q(s', ·) between Q-learning's read (end of step t) and SARSA's (the decision
                     # at t+1), and both add α·((r + γ·Q) − Q) with the same operations, and draw
                     # the same tie-breaks. With ε > 0, a' is sometimes exploratory and they differ.
-                    s.prev_state[i], s.prev_action[i], s.prev_reward[i] = s.state[i], s.action[i], scaled
+                    prev_states[i], prev_actions[i], prev_rewards[i] = states[i], actions[i], scaled
                     if t + 1 == iterations:
                         q[here] += alpha * (scaled - q[here])
     return total
@@ -332,26 +361,6 @@ def _oracle_move(r, c, t, good_r, good_c, rules, pointer, slot):
         rows, cols = rules.rows, rules.cols
         return axis_step_toward(r, good_r[t + 1], rows), axis_step_toward(c, good_c[t + 1], cols)
     return oracle_step(r, c, t, good_r, good_c, rules.iterations, rules.rows, rules.cols, pointer, slot)
-
-
-@njit(cache=True, inline="always")
-def _communicate(talk, s, scene, view):
-    """Run the group's protocol rule for this iteration (protocols/*.py). Inlined (a call would pass
-    the Talk and Scratch tuples, 21 arrays, every iteration) under a flag set once per pass, so the
-    compiler keeps a loop without it for groups that do not talk (A/B at G10: stigmergy +6%,
-    random -1.5%; unguarded, random lost 16%)."""
-    arguments = (talk.values, talk.members, s.pos_r, s.pos_c, scene, view, s.streams, s.window, talk.field,
-                 talk.state, talk.choice, talk.observed, talk.targets, talk.comm, talk.log)
-    if talk.code == STIGMERGY:
-        stigmergy_rule(*arguments)
-    elif talk.code == BROADCAST:
-        broadcast_rule(*arguments)
-    elif talk.code == AUCTION:
-        auction_rule(*arguments)
-    elif talk.code == DICTATORSHIP:
-        dictatorship_rule(*arguments)
-    elif talk.code == HIERARCHY:
-        hierarchy_rule(*arguments)
 
 
 @njit(cache=True, nogil=True)
@@ -411,7 +420,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     view_side = 2 * view + 1
     scratch = Scratch(np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64),
                       np.empty(agents, np.int64), np.zeros(agents + 1, np.int64),
-                      np.empty(view_side * view_side + 4 * view_side, np.int64), np.zeros(agents, np.int64),
+                      np.empty(view_side * view_side, np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.float64), np.empty((agents, 1), np.uint64))
     steps = iterations + 1

@@ -104,6 +104,14 @@ def advance_uniform_int(state, n):
     return state, np.int64(((_mix64(state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
+@njit(cache=True, inline="always")
+def advance_uniform_float(state):
+    """(state', `uniform_float`'s draw) for a stream whose state is held in a local variable (as
+    `advance_uniform_int`)."""
+    state = state + _GOLDEN_GAMMA
+    return state, np.float64(_mix64(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
 @njit(cache=True)
 def skipped(state, count):
     """A stream state advanced past its next `count` outputs without computing them (each output is one
