@@ -6,8 +6,8 @@ in seconds, and after an edit of the sources (a new cache directory) it compiles
 A variant is the kernel (one specialisation for Λ* and landscapes, one behaviour or a mix), the
 stepping core (plug-ins, the sham control) or the environment generator of a profile; each is
 loaded by one tiny episode (`collective.evaluate.load_compiled`, `collective.sweeps.plan.prepare_process`).
-The work is cut in SHARES that compile disjoint variants, one process per share with `--processes 2`
-(opt-in, see `warm_up`); then this process loads every share from the cache, which also
+The work is cut in SHARES that compile disjoint variants, one process per share on idle cores (see
+`warm_up`); then this process loads every share from the cache, which also
 compiles whatever a helper process did not leave there.
 """
 from __future__ import annotations
@@ -83,13 +83,22 @@ def lock_cache_saves() -> bool:
     return True
 
 
-def warm_up(processes: int = 1) -> float:
+def default_processes() -> int:
+    """One process per core, unless other work keeps the machine busy (a 1-minute load average of at
+    least the cores minus a half): then one. Just after the install's pip the load is about 1 on an
+    otherwise idle machine, which still gets two."""
+    cores = os.cpu_count() or 1
+    return cores if os.getloadavg()[0] < cores - 0.5 else 1
+
+
+def warm_up(processes: int | None = None) -> float:
     """Load (compiling when missing) every variant above, the shares in `processes` processes (at most
-    one per share); returns the seconds it took. One by default: both shares compile the callees they
-    have in common (40-50% more CPU in all), no measured two-process run on this project's 2-core
-    machine was faster, and numba loads cache entries without the saves' lock (docs/speed.md: Compile
-    time)."""
+    one per share; by default `default_processes`); returns the seconds it took. Two processes compile
+    the protocol rules twice (~40% more CPU in all) and save ~25% of the wall time on two idle cores
+    (26-27 s against 34-37 s); on busy cores they would cost CPU and save nothing (docs/speed.md:
+    Compile time)."""
     started = time.perf_counter()
+    processes = default_processes() if processes is None else processes
     processes = min(SHARES, processes)
     if processes > 1 and os.name == "posix" and lock_cache_saves():  # the cache's lock is fcntl's
         from numba.core import config
@@ -115,11 +124,11 @@ def warm_up(processes: int = 1) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m collective.warm_up", description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=1,
-                        help=f"processes compiling in parallel, at most {SHARES} (default 1; more only pays on idle cores)")
+    parser.add_argument("--processes", type=int,
+                        help=f"processes compiling in parallel, at most {SHARES} (default: one per core unless the machine is busy)")
     parser.add_argument("--share", type=int, choices=range(SHARES), help=argparse.SUPPRESS)  # a helper process's share
     args = parser.parse_args(argv)
-    if args.processes < 1:
+    if args.processes is not None and args.processes < 1:
         parser.error(f"--processes must be at least 1, got {args.processes}")
     if args.share is not None:
         lock_cache_saves()
