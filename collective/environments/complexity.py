@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from collective.simulation.array_copies import copy_into
+
 
 @numba.njit(cache=True)
 def lz76_phrase_count(sequence):
@@ -116,8 +118,7 @@ def lz76_rows(positions, length):
     counts = np.empty(positions.shape[0], np.int32)
     row = np.empty(length, np.int64)
     for e in range(positions.shape[0]):
-        for t in range(length):  # a loop: a slice assignment compiles numba's shape-error path (~2.5 s)
-            row[t] = positions[e, t]
+        copy_into(row, positions[e, :length])
         counts[e] = lz76_phrase_count(row)
     return counts
 

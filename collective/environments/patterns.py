@@ -18,6 +18,7 @@ from numba import njit
 
 from collective.environments.complexity import (lz76_periodic_at_most, lz76_phrase_count, lz76_phrase_count_at_most,
                                                lz76_rows)
+from collective.simulation.array_copies import copy_into
 from collective.simulation.random_streams import advance_uniform_int, derive_stream_seed, skipped, uniform_int
 from collective.environments.torus import wrap
 
@@ -216,17 +217,6 @@ def _max_segment(iterations, k_max, cap_to_k):
     return max(1, min(iterations // 2, k_max)) if cap_to_k else max(1, iterations // 2)
 
 
-@njit(cache=True)
-def _copy(destination, source):
-    """destination[:] = source for 1-D arrays of one length, as a loop: numba compiles a slice
-    assignment with its shape-mismatch error path, ~2.5 s of the first compile per module (issue 23).
-    Lengths that differ raise, as the slice would (a constant message: no formatting to compile)."""
-    if destination.shape[0] != source.shape[0]:
-        raise ValueError("_copy: the arrays' lengths differ")
-    for i in range(source.shape[0]):
-        destination[i] = source[i]
-
-
 @njit(cache=True, nogil=True)
 def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, lazy, max_tries, positions, k_raw,
               k_length):
@@ -248,7 +238,7 @@ def _generate(kind, seeds, rows, cols, iterations, k_low, k_high, cap_to_k, lazy
                 if k_low[e] <= k <= k_high[e]:
                     _play_back_and_forth(walk, length, out)
             if k_low[e] <= k <= k_high[e]:
-                _copy(positions[e], out)
+                copy_into(positions[e], out)
                 k_raw[e] = k
                 k_length[e] = length
                 break
@@ -579,10 +569,10 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
         unpaired[e] = _NO_PAIR
         for attempt in range(rounds):
             if attempt == 0:
-                _copy(good[0], first_good[e])
+                copy_into(good[0], first_good[e])
             elif _cyclic_at_k(derive_stream_seed(seeds[e], _GOOD_STREAM, attempt), rows, cols, iterations,
                               max_segment, k, lazy, max_tries, out, work, stream):
-                _copy(good[0], out)
+                copy_into(good[0], out)
             else:
                 unpaired[e] = _MISSED_K
                 break
@@ -590,19 +580,19 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
                                 max_segment, k, lazy, max_tries, out, work, stream):
                 unpaired[e] = _MISSED_K
                 break
-            _copy(evil[0], out)
+            copy_into(evil[0], out)
             if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
                 continue
             collision[0] = derive_stream_seed(seeds[e], _COLLISION_STREAM, attempt)
             _resolve_collisions(good, evil, rows, cols, collision)
-            _copy(path, good[0, :iterations])
+            copy_into(path, good[0, :iterations])
             if lz76_phrase_count(path) != k:
                 continue
-            _copy(path, evil[0, :iterations])
+            copy_into(path, evil[0, :iterations])
             if lz76_phrase_count(path) != k:
                 continue
-            _copy(good_out[e], good[0])
-            _copy(evil_out[e], evil[0])
+            copy_into(good_out[e], good[0])
+            copy_into(evil_out[e], evil[0])
             unpaired[e] = _PAIRED
             break
 

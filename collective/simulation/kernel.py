@@ -33,6 +33,7 @@ from numba import njit
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
 from collective.behaviours.decisions import (action_values, greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
+from collective.simulation.array_copies import copy_into
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
@@ -499,12 +500,10 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
                                     hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
                                     others_positions, others_rewards, agent_totals[e])
-                if record:  # back to the agents' own rows (loops: a row assignment compiles numba's shape-error path)
+                if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
-                        for t in range(iterations):
-                            positions_out[others[k], t] = others_positions[k, t]
-                            rewards_out[others[k], t] = others_rewards[k, t]
-                        positions_out[others[k], iterations] = others_positions[k, iterations]
+                        copy_into(positions_out[others[k]], others_positions[k])
+                        copy_into(rewards_out[others[k]], others_rewards[k])
         mean_reward[e] = total / (agents * iterations)
     return mean_reward
 
