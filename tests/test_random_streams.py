@@ -1,7 +1,8 @@
 import numpy as np
 from numba import njit
 
-from collective.simulation.random_streams import SplitMix64, episode_seed_table, next_u64, uniform_float, uniform_int
+from collective.simulation.random_streams import (SplitMix64, advance_uniform_float, episode_seed_table, next_u64,
+                                                  uniform_int)
 
 
 def test_splitmix64_published_vector():
@@ -16,7 +17,7 @@ def _draws(seed, n):
     out = np.empty((n, 3))
     for i in range(n):
         out[i, 0] = uniform_int(stream, 9)
-        out[i, 1] = uniform_float(stream)
+        stream[0], out[i, 1] = advance_uniform_float(stream[0])
         out[i, 2] = uniform_int(stream, 1000003)
     return out
 

@@ -106,8 +106,8 @@ def advance_uniform_int(state, n):
 
 @njit(cache=True, inline="always")
 def advance_uniform_float(state):
-    """(state', `uniform_float`'s draw) for a stream whose state is held in a local variable (as
-    `advance_uniform_int`)."""
+    """(state', a uniform float in [0, 1) from the top 53 bits) for a stream whose state is held in a
+    local variable (as `advance_uniform_int`)."""
     state = state + _GOLDEN_GAMMA
     return state, np.float64(_mix64(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
@@ -117,12 +117,6 @@ def skipped(state, count):
     """A stream state advanced past its next `count` outputs without computing them (each output is one
     step of its counter, so this is exact)."""
     return state + np.uint64(count) * _GOLDEN_GAMMA
-
-
-@njit(cache=True, inline="always")
-def uniform_float(stream):
-    """Uniform float in [0, 1) from the top 53 bits."""
-    return np.float64(next_u64(stream) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 def _mix64_python(z: int) -> int:
@@ -188,5 +182,5 @@ class AgentStreams:
         return (((z >> np.uint64(32)) * np.asarray(n, np.uint64)) >> np.uint64(32)).astype(np.int64)
 
     def random(self, where: np.ndarray | None = None) -> np.ndarray:
-        """(E, A) float64 uniform in [0, 1) from the top 53 bits, as `uniform_float`."""
+        """(E, A) float64 uniform in [0, 1) from the top 53 bits, as `advance_uniform_float`."""
         return (self._advance(where) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
