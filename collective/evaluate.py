@@ -339,7 +339,7 @@ def load_code(config: EvaluationConfig) -> None:
     """Load (or compile) everything `config` plays on, before anything is timed: the kernel of its
     environment class in the variant it needs, and the stepping core when it plays there (a plug-in
     or the sham control)."""
-    load_kernel(config.env, mixed=not config.on_stepping_core and len(set(config.behaviours)) > 1)
+    load_kernel(config.env)
     if config.on_stepping_core:
         load_stepping_core(config.env)
 
@@ -354,14 +354,13 @@ def load_generator(config: EvaluationConfig) -> None:
 
 
 @functools.cache
-def load_kernel(env: str = "lambda_star", mixed: bool = False) -> None:
+def load_kernel(env: str = "lambda_star") -> None:
     """Have numba load (or compile) the simulator and the pattern generators in this process now,
     before anything is timed, so that kernel_seconds measure simulation only: one tiny episode of
-    the environment class (its generator), in a mixed group or not. Every class and group plays one
-    compiled kernel (a landscape's field travels by address, a group of one behaviour keeps no
-    per-agent totals in an empty array), so only the first call compiles it."""
-    mix = dict(mix="random:1,oracle:1", behaviour="mix", group_size=2) if mixed else {}
-    tiny = TINY.with_changes(env=env, landscape_peaks=1, **mix)
+    the environment class (its generator). Every class and group, mixed or not, plays one compiled
+    kernel (a landscape's field travels by address, a group of one behaviour keeps no per-agent
+    totals in an empty array), so only the first call compiles it."""
+    tiny = TINY.with_changes(env=env, landscape_peaks=1)
     _play(tiny, with_ceiling(tiny, generate_environments(tiny, np.arange(1))), record=False)
 
 
@@ -456,8 +455,9 @@ def training_arrays(config: EvaluationConfig, environments: EnvironmentBatch) ->
         raise ValueError(f"learning_protocol held_out needs {count} training episodes per episode; the batch has "
                          f"{environments.training_episodes} (generate it with generate_environments)")
     episodes = len(environments)
+    fields = training.fields()  # (episodes x n, cells), converted once
     return (training.good.reshape(episodes, count, -1), training.evil.reshape(episodes, count, -1),
-            training.fields().reshape(episodes, count, training.fields().shape[1]),
+            fields.reshape(episodes, count, fields.shape[1]),
             training.starts.reshape(episodes, count, -1), training.agent_seeds.reshape(episodes, count))
 
 
