@@ -66,6 +66,7 @@ PROFILES: dict[str, dict[str, object]] = {
         # grid, segments of 1..⌊T/2⌋ moves as §4.2 says, K normalised by the N-cell alphabet (3)
         pattern_generator="cyclic", segment_cap="half_T", evil_pairing="independent", entropy_rule="pairing",
         lazy_segment_shuffle=True,  # issue 25: long segments (anytime test) drawn in O(moves walked), not O(T)
+        pattern_pool=64,  # issue 25: a block's draws shared among its K targets, same law given K, ~10x fewer draws
         k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
         # learners and the anytime test (points 4-6): learners train ε-greedily on held-out episodes of
         # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19
@@ -148,6 +149,10 @@ class EvaluationConfig:
     # True: closed segments of more than patterns.LAZY_SHUFFLE_ABOVE moves shuffled as the walk reaches each move
     # (same distribution, other patterns, only when T > 257; `CyclicPatternGenerator`); False: shuffled whole first
     lazy_segment_shuffle: bool = False
+    # Stratified K: episodes per block whose pattern draws are pooled (each drawn pattern goes to an episode of the
+    # block that wants its K; the same law given K, other patterns; `patterns.pooled_patterns`); 0: every episode
+    # draws alone until its own K comes up
+    pattern_pool: int = 0
     evil_pairing: str = "index_shift"
     entropy_rule: str = "paper"  # H = log2 N(N-1) (§4.3), or "pairing": log2 N under index_shift
     k_on_played_paths: bool = False  # True: K of ⊕ and ⊖ measured on the paths played, after collisions
@@ -383,9 +388,10 @@ class EvaluationConfig:
                                     peak_width=self.landscape_peak_width, deception=self.landscape_deception,
                                     noise=self.landscape_noise, normalisation=self.landscape_normalisation,
                                     entropy=self.landscape_entropy, motion=self.landscape_motion,
-                                    k_min=k_min, k_max=k_max, nested_starts=self.paired_group_sizes)
+                                    k_min=k_min, k_max=k_max, nested_starts=self.paired_group_sizes,
+                                    pattern_pool=self.pattern_pool)
         return LambdaStar(self.rows, self.cols, self.iterations, generator, self.evil_pairing, k_min, k_max,
-                          self.entropy_rule, self.k_on_played_paths, self.paired_group_sizes)
+                          self.entropy_rule, self.k_on_played_paths, self.paired_group_sizes, self.pattern_pool)
 
     def as_record(self) -> dict[str, object]:
         """Flat field -> value mapping, for JSON output and dataset columns."""
@@ -473,6 +479,13 @@ def _validate(c: EvaluationConfig) -> None:
     if c.k_on_played_paths and not PATTERN_GENERATORS[c.pattern_generator].k_on_positions:
         raise ConfigError("k_on_played_paths", f"the {c.pattern_generator} generator measures K on its base walk, "
                           "not on the positions it plays (spec §2); use the cyclic generator or false")
+    _require_int(c, "pattern_pool", 0)
+    if c.pattern_pool and not (c.k_sampling == "stratified" and c.pattern_generator == "cyclic"
+                               and c.segment_cap == "half_T"):
+        raise ConfigError("pattern_pool", "pooled draws serve stratified K (k_sampling stratified) from the cyclic "
+                          "generator with segment_cap half_T, whose draws do not depend on the K wanted; set 0 "
+                          f"(got k_sampling {c.k_sampling}, pattern_generator {c.pattern_generator}, "
+                          f"segment_cap {c.segment_cap})")
     _require_int(c, "rows", 2, " (the grid is at least 2x2)")
     _require_int(c, "cols", 2, " (the grid is at least 2x2)")
     _require_int(c, "group_size", 1)

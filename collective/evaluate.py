@@ -144,7 +144,11 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_p
     gets `config.training_episodes` held-out training episodes (`held_out_training`). Normalised K
     is rescaled here to the config's `k_normalisation`, for every environment class."""
     environment = config.environment()
-    batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
+    if config.pattern_pool:  # whole blocks of episodes draw their patterns together (`LambdaStar.generate`)
+        blocks, keep = pool_blocks(np.asarray(episodes, np.int64), config.pattern_pool)
+        batch = environment.generate(episode_seed_table(config.seed, blocks, seed_prefix), config.group_size, keep)
+    else:
+        batch = environment.generate(episode_seed_table(config.seed, episodes, seed_prefix), config.group_size)
     batch = replace(batch, episode_index=np.asarray(episodes, np.int64), seed_prefix=tuple(seed_prefix))
     if config.k_normalisation == "log_alphabet":
         batch = replace(batch, k_normalised=alphabet_normalised(batch.k_normalised, config.rows * config.cols))
@@ -152,6 +156,15 @@ def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_p
         batch = replace(batch, training=held_out_training(
             environment, config.seed, episodes, seed_prefix, batch, config.training_episodes, config.group_size))
     return batch
+
+
+def pool_blocks(episodes: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the episode indices of every whole block of `block` episodes, from 0, that holds one of `episodes`,
+    the row of each of `episodes` among them): an episode's patterns then depend on its block alone, never
+    on how episodes are split into batches or among workers."""
+    numbers = np.unique(episodes // block)
+    blocks = (numbers[:, None] * block + np.arange(block)).ravel()
+    return blocks, np.searchsorted(numbers, episodes // block) * block + episodes % block
 
 
 def with_ceiling(config: EvaluationConfig, environments: EnvironmentBatch) -> EnvironmentBatch:

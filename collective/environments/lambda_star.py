@@ -7,8 +7,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from collective.environments.complexity import lz76_rows, search_space_entropy_bits
-from collective.environments.patterns import (PatternGenerator, independent_evil, independent_pair_on_played_paths,
-                                              index_shift_evil)
+from collective.environments.patterns import (PatternBatch, PatternGenerator, independent_evil,
+                                              independent_pair_on_played_paths, index_shift_evil, pooled_patterns)
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
 
 EVIL_PAIRINGS = ("index_shift", "independent")
@@ -34,6 +34,7 @@ class LambdaStar:
     entropy_rule: str = "paper"
     k_on_played_paths: bool = False
     nested_starts: bool = False  # `start_cells`: a smaller group's start cells are a larger one's first
+    pattern_pool: int = 0  # episodes per block whose draws are pooled (`generate` with `keep`); 0: each its own
 
     def __post_init__(self) -> None:
         if self.k_on_played_paths and not self.generator.k_on_positions:
@@ -46,18 +47,36 @@ class LambdaStar:
         determined = self.entropy_rule == "pairing" and self.evil_pairing == "index_shift"
         return search_space_entropy_bits(self.rows, self.cols, evil_determined=determined)
 
-    def generate(self, seed_table: np.ndarray, group_size: int) -> "EnvironmentBatch":
-        """Episodes for the rows of `seed_table` (see `random_streams.episode_seed_table`)."""
+    def generate(self, seed_table: np.ndarray, group_size: int, keep: np.ndarray | None = None) -> "EnvironmentBatch":
+        """Episodes for the rows of `seed_table` (see `random_streams.episode_seed_table`), each drawn from its
+        own seeds; with `keep`, `seed_table` holds whole blocks of `pattern_pool` block-aligned episodes whose
+        pattern draws are pooled (`patterns.pooled_patterns`), and the batch holds its rows `keep` only."""
+        pooled = keep is not None and self.pattern_pool > 0
+        if keep is not None and not pooled:
+            seed_table, keep = seed_table[keep], None
         seeds = seed_table[:, ENVIRONMENT_SEED]
-        good = self.generator.generate(seeds, self.rows, self.cols, self.iterations, self.k_min, self.k_max)
+        pair_seeds = seeds ^ np.uint64(0xE71)
+        played_pairs = self.evil_pairing == "independent" and self.k_on_played_paths
+        evil_positions = None
+        if pooled:
+            good, evil_positions = pooled_patterns(self.generator, seeds, self.pattern_pool, self.rows, self.cols,
+                                                   self.iterations, self.k_min, self.k_max,
+                                                   pair_seeds if played_pairs else None)
+            good = PatternBatch(good.positions[keep], good.k_raw[keep], good.k_normalised[keep], good.k_length)
+            seed_table, pair_seeds = seed_table[keep], pair_seeds[keep]
+            evil_positions = None if evil_positions is None else evil_positions[keep]
+        else:
+            good = self.generator.generate(seeds, self.rows, self.cols, self.iterations, self.k_min, self.k_max)
         if self.evil_pairing == "index_shift":  # no collisions: ⊕ plays as drawn
             good_positions, evil_positions = good.positions, index_shift_evil(good.positions, self.rows, self.cols)
-        elif self.k_on_played_paths:  # both played paths have exactly good.k_raw
+        elif evil_positions is not None:  # pooled pairs whose played paths both have exactly good.k_raw
+            good_positions = good.positions
+        elif played_pairs:  # both played paths have exactly good.k_raw
             good_positions, evil_positions = independent_pair_on_played_paths(
-                self.generator, good, seeds ^ np.uint64(0xE71), self.rows, self.cols, self.iterations)
+                self.generator, good, pair_seeds, self.rows, self.cols, self.iterations)
         else:
             good_positions, evil_positions = independent_evil(
-                self.generator, good, seeds ^ np.uint64(0xE71), self.rows, self.cols, self.iterations)
+                self.generator, good, pair_seeds, self.rows, self.cols, self.iterations)
         return EnvironmentBatch(good_positions, evil_positions,
                                 start_cell_table(seed_table, self.rows * self.cols, group_size, self.nested_starts),
                                 seed_table[:, AGENT_SEED].copy(), good.k_raw, good.k_normalised,

@@ -49,7 +49,7 @@ import numpy as np
 
 from collective.environments.complexity import lz76_normalised, lz76_phrase_count, search_space_entropy_bits
 from collective.environments.lambda_star import EnvironmentBatch, start_cell_table
-from collective.environments.patterns import PatternGenerator
+from collective.environments.patterns import PatternBatch, PatternGenerator, pooled_patterns
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED
 
 LANDSCAPE_MOTIONS = ("pattern", "static")
@@ -76,6 +76,7 @@ class FitnessLandscape:
     k_min: int = 0
     k_max: int = np.iinfo(np.int32).max
     nested_starts: bool = False  # see `lambda_star.start_cells`
+    pattern_pool: int = 0  # episodes per block whose pattern draws are pooled (`LambdaStar.generate`)
 
     @property
     def entropy_bits(self) -> float:
@@ -85,7 +86,17 @@ class FitnessLandscape:
             return math.log2(self.rows * self.cols)
         return search_space_entropy_bits(self.rows, self.cols)
 
-    def generate(self, seed_table: np.ndarray, group_size: int) -> EnvironmentBatch:
+    def generate(self, seed_table: np.ndarray, group_size: int, keep: np.ndarray | None = None) -> EnvironmentBatch:
+        """Episodes for the rows of `seed_table`; with `keep`, whole blocks whose pattern draws are pooled and
+        the batch of rows `keep`, as `LambdaStar.generate`."""
+        pattern = None
+        if keep is not None and self.pattern_pool > 0 and self.motion == "pattern":
+            pattern, _ = pooled_patterns(self.generator, seed_table[:, ENVIRONMENT_SEED], self.pattern_pool,
+                                         self.rows, self.cols, self.iterations, self.k_min, self.k_max)
+            pattern = PatternBatch(pattern.positions[keep], pattern.k_raw[keep], pattern.k_normalised[keep],
+                                   pattern.k_length)
+        if keep is not None:
+            seed_table = seed_table[keep]
         episodes = len(seed_table)
         n_cells = self.rows * self.cols
         fields = np.empty((episodes, n_cells))  # (episodes, cells)
@@ -95,8 +106,9 @@ class FitnessLandscape:
                 np.random.default_rng([int(seed), 0x1A5D]), self.rows, self.cols, self.peaks, self.peak_width,
                 self.deception, noise=self.noise, normalisation=self.normalisation)
         if self.motion == "pattern":
-            pattern = self.generator.generate(seed_table[:, ENVIRONMENT_SEED], self.rows, self.cols,
-                                              self.iterations, self.k_min, self.k_max)
+            if pattern is None:
+                pattern = self.generator.generate(seed_table[:, ENVIRONMENT_SEED], self.rows, self.cols,
+                                                  self.iterations, self.k_min, self.k_max)
             path = _translate(pattern.positions, optimum, self.rows, self.cols)
             k_raw, k_normalised = pattern.k_raw, pattern.k_normalised
         else:

@@ -41,7 +41,9 @@ SEGMENT_CAPS = ("k_max", "half_T")
 # [k_min, k_max]; "stratified", a K uniform on [k_min, k_max] first, then the generator's draws
 # rejected until one has exactly that K (issue 12 point 3).
 K_SAMPLINGS = ("generator", "stratified")
-_TARGET_STREAM, _EVIL_STREAM, _GOOD_STREAM, _COLLISION_STREAM = 1, 2, 3, 4  # derived-stream ids
+_TARGET_STREAM, _EVIL_STREAM, _GOOD_STREAM, _COLLISION_STREAM, _POOL_STREAM = 1, 2, 3, 4, 5  # derived-stream ids
+# A pool (`pooled_patterns`) keeps at most this many drawn patterns of one K waiting for the episodes that want it.
+POOL_QUEUE = 32
 
 
 @dataclass(frozen=True)
@@ -595,6 +597,160 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
             copy_into(evil_out[e], evil[0])
             unpaired[e] = _PAIRED
             break
+
+
+# ---- Pooled draws (issue 25): the draws of a block of episodes shared among its K targets ----
+#
+# Stratified K (`StratifiedComplexity`) waits, per episode, for a draw of exactly its target K: at 10x10, T = 200
+# each K has probability ~0.8% per draw, so ~125 draws per pattern, and every draw of another K is thrown away.
+# A pool draws for a block of episodes from one stream and hands each drawn pattern to an episode of the block
+# that wants its K. Given its K a pattern is still a draw of the generator conditioned on that K: the patterns
+# of one K form an i.i.d. sequence of such draws (whether a draw is kept depends only on the draws before it
+# and on its K, never on its moves), and each episode takes from that sequence in order, a stopping time's
+# worth at a time (the ⊕/⊖ rounds), so what it gets is distributed as if it had drawn alone. Only which
+# stream a pattern came from changes. Needs a base draw whose law does not depend on the target (segment_cap
+# "half_T": under "k_max" the segment length is capped by each episode's own K).
+
+
+@njit(cache=True, inline="always")
+def _pool_take(slot, k, targets_in_pool, want, queue, queued, head, stream, rows, cols, iterations, max_segment,
+               lazy, max_tries, out, work, into):
+    """The next pattern of K = k (pool slot `slot`) into `into` (T+1,): the oldest waiting one, else draws from
+    the pool's stream until one has K = k, keeping each draw of another wanted K (`want` > 0) while its queue
+    has room. False when max_tries draws miss."""
+    if queued[slot] > 0:
+        copy_into(into, queue[slot, head[slot]])
+        head[slot] = head[slot] + 1 if head[slot] + 1 < queue.shape[1] else 0
+        queued[slot] -= 1
+        return True
+    limit = k  # no K above the largest one still wanted and with room is kept: K is measured up to it
+    for other in range(targets_in_pool.shape[0]):
+        if want[other] > 0 and queued[other] < queue.shape[1]:
+            limit = max(limit, targets_in_pool[other])
+    for _ in range(max_tries):
+        drawn = _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, lazy, out, work)
+        if drawn == k:
+            copy_into(into, out)
+            return True
+        other = np.searchsorted(targets_in_pool, drawn)
+        if other < targets_in_pool.shape[0] and targets_in_pool[other] == drawn and want[other] > 0 \
+                and queued[other] < queue.shape[1]:
+            tail = head[other] + queued[other]
+            copy_into(queue[other, tail - queue.shape[1] if tail >= queue.shape[1] else tail], out)
+            queued[other] += 1
+    return False
+
+
+@njit(cache=True, inline="always")
+def _played_keeps_k(played, drawn, k, iterations, path):
+    """Whether a played path (T+1,) still has K = k on its T positions: at once when collisions left it as
+    drawn (drawn at exactly K = k), else by LZ76 of a copy in `path` (T,)."""
+    for t in range(iterations):
+        if played[t] != drawn[t]:
+            copy_into(path, played[:iterations])
+            return lz76_phrase_count(path) == k
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _pooled_blocks(pool_seeds, pair_seeds, targets, block, rows, cols, iterations, lazy, pairs, max_tries, rounds,
+                   good_out, evil_out, status):
+    """Blocks of `block` consecutive episodes, block b drawing from the stream seeded by pool_seeds[b]; its
+    episodes in order take their patterns at their targets (`_pool_take`): ⊕ alone, or with `pairs` the rounds of
+    `_cyclic_pair_rounds` (⊕ and ⊖ taken in turn, collisions from the stream of pair_seeds[e] per round, kept
+    when both played paths keep K). status[e]: _PAIRED, _NO_PAIR after `rounds` rounds, or _MISSED_K."""
+    max_segment = _max_segment(iterations, 0, False)
+    out = np.empty(iterations + 1, np.int64)
+    good = np.empty((1, iterations + 1), good_out.dtype)
+    evil = np.empty((1, iterations + 1), good_out.dtype)
+    path = np.empty(iterations, np.int64)
+    drawn_good = np.empty(iterations + 1, good_out.dtype)  # the pair as drawn, before collisions
+    drawn_evil = np.empty(iterations + 1, good_out.dtype)
+    work = draw_workspace(rows, cols, iterations)
+    stream = np.empty(1, np.uint64)
+    collision = np.empty(1, np.uint64)
+    for b in range(pool_seeds.shape[0]):
+        first, stop = b * block, min((b + 1) * block, targets.shape[0])
+        targets_in_pool = np.unique(targets[first:stop])
+        want = np.zeros(targets_in_pool.shape[0], np.int64)  # episodes still to serve, per K
+        for e in range(first, stop):
+            want[np.searchsorted(targets_in_pool, targets[e])] += 1
+        queue = np.empty((targets_in_pool.shape[0], POOL_QUEUE, iterations + 1), good_out.dtype)
+        queued = np.zeros(targets_in_pool.shape[0], np.int64)
+        head = np.zeros(targets_in_pool.shape[0], np.int64)
+        stream[0] = pool_seeds[b]
+        for e in range(first, stop):
+            k = targets[e]
+            slot = np.searchsorted(targets_in_pool, k)
+            status[e] = _NO_PAIR
+            for attempt in range(rounds if pairs else 1):
+                if not _pool_take(slot, k, targets_in_pool, want, queue, queued, head, stream, rows, cols, iterations,
+                                  max_segment, lazy, max_tries, out, work, good[0]):
+                    status[e] = _MISSED_K
+                    break
+                if not pairs:
+                    copy_into(good_out[e], good[0])
+                    status[e] = _PAIRED
+                    break
+                if not _pool_take(slot, k, targets_in_pool, want, queue, queued, head, stream, rows, cols, iterations,
+                                  max_segment, lazy, max_tries, out, work, evil[0]):
+                    status[e] = _MISSED_K
+                    break
+                if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
+                    continue
+                collision[0] = derive_stream_seed(pair_seeds[e], _COLLISION_STREAM, attempt)
+                copy_into(drawn_good, good[0])
+                copy_into(drawn_evil, evil[0])
+                _resolve_collisions(good, evil, rows, cols, collision)
+                if not _played_keeps_k(good[0], drawn_good, k, iterations, path):
+                    continue
+                if not _played_keeps_k(evil[0], drawn_evil, k, iterations, path):
+                    continue
+                copy_into(good_out[e], good[0])
+                copy_into(evil_out[e], evil[0])
+                status[e] = _PAIRED
+                break
+            want[slot] -= 1
+            if want[slot] == 0:  # patterns left waiting for this K serve nobody: drop them
+                queued[slot] = 0
+
+
+def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block: int, rows: int, cols: int,
+                    iterations: int, k_min, k_max, pair_seeds: np.ndarray | None = None
+                    ) -> tuple[PatternBatch, np.ndarray | None]:
+    """Stratified patterns of whole blocks of `block` episodes (seeds: (episodes,) environment seeds, episodes a
+    multiple of `block`, block-aligned), each block's draws pooled (see above): each episode's K target as
+    `stratified_targets` draws it, then ⊕ at that K, or with `pair_seeds` an independent ⊕/⊖ pair whose played
+    paths both keep it (`independent_pair_on_played_paths`'s rounds). Returns (⊕ batch, ⊖ positions or None)."""
+    cyclic = generator.inner
+    if not (isinstance(cyclic, CyclicPatternGenerator) and cyclic.segment_cap == "half_T"):
+        raise ValueError("pooled draws need the cyclic generator with segment_cap half_T (a base draw whose law "
+                         "does not depend on the target K)")
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    if len(seeds) % block:
+        raise ValueError(f"pooled draws take whole blocks of {block} episodes (got {len(seeds)})")
+    targets = stratified_targets(seeds, k_min, k_max)
+    pool_seeds = derived_seeds(np.ascontiguousarray(seeds[::block]), _POOL_STREAM, 0)
+    pairs = pair_seeds is not None
+    good = np.empty((len(seeds), iterations + 1), np.int32)
+    evil = np.empty_like(good) if pairs else np.empty((0, iterations + 1), np.int32)
+    status = np.empty(len(seeds), np.int8)
+    _pooled_blocks(pool_seeds, np.ascontiguousarray(pair_seeds if pairs else seeds, dtype=np.uint64), targets,
+                   block, rows, cols, iterations, cyclic.lazy_shuffle, pairs, MAX_TRIES,
+                   MAX_PAIR_ROUNDS, good, evil, status)
+    if (status == _MISSED_K).any():
+        e = int(np.argmax(status == _MISSED_K))
+        raise UnreachableK(f"no pattern with K in [{targets[e]}, {targets[e]}] found in {MAX_TRIES} tries "
+                           f"on a {rows}x{cols} grid with {iterations} iterations")
+    if (status == _NO_PAIR).any():
+        e = int(np.argmax(status == _NO_PAIR))
+        raise ValueError(f"no ⊕/⊖ pair whose played paths both keep K = {int(targets[e])} found in "
+                         f"{MAX_PAIR_ROUNDS} draws on a {rows}x{cols} grid with {iterations} iterations: "
+                         "collisions nearly always change K there; use a larger grid, a lower k_max or "
+                         "k_on_played_paths = false")
+    k_raw = targets.astype(np.int32)
+    normalised = k_raw * np.log2(max(iterations, 2)) / max(iterations, 2) if iterations > 1 else np.zeros(len(seeds))
+    return PatternBatch(good, k_raw, normalised, iterations), (evil if pairs else None)
 
 
 @functools.lru_cache(maxsize=256)

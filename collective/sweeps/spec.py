@@ -481,9 +481,10 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
         raise SpecError(f"factors.group_size[{choice['group_size'][0]}]", f"no group type plays cell {context}")
     record = {name: value for name, value in played[0].as_record().items()
               if name not in GROUP_FIELDS and name not in ("seed", "episodes")}
-    # specs without them keep their keys and seeds; lazy_segment_shuffle changes no pattern of T <= 257 and never
-    # the distribution, so cells that differ only in it share their environments' seeds
-    unkeyed_when_off = CPP_SWITCHES + ("paired_group_sizes", "lazy_segment_shuffle")
+    # specs without them keep their keys and seeds; lazy_segment_shuffle (no pattern of T <= 257) and pattern_pool
+    # change which patterns are drawn but never their distribution, so cells that differ only in them share their
+    # environments' seeds
+    unkeyed_when_off = CPP_SWITCHES + ("paired_group_sizes", "lazy_segment_shuffle", "pattern_pool")
     paired = ("group_size",) if record["paired_group_sizes"] else ()
     environment = {name: value for name, value in record.items()
                    if (name not in unkeyed_when_off or name == "paired_group_sizes" and value) and name not in paired}
