@@ -23,7 +23,7 @@ from numba import njit
 
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.scene import Scene, field_ref, has_field, scene_reward
-from collective.environments.torus import chebyshev
+from collective.environments.torus import chebyshev, proximity, wrap
 
 
 @njit(cache=True, nogil=True)
@@ -35,37 +35,46 @@ def best_totals(good, evil, landscapes, starts, rows, cols, iterations, radius, 
     value = np.empty(n_cells)  # V_{t+1}, then R_{t+1} + V_{t+1} in place, then V_t
     across = np.empty(n_cells)  # the maximum over each cell and its two row neighbours
     span_r, span_c = min(2 * radius + 1, rows), min(2 * radius + 1, cols)  # distinct cells of a reward zone
+    row_of, column_of = np.empty(n_cells, np.int64), np.empty(n_cells, np.int64)  # a load, not a division, per cell
+    for cell in range(n_cells):
+        row_of[cell], column_of[cell] = cell // cols, cell % cols
     for e in range(good.shape[0]):
         landscape = field_ref(landscapes[e])
         first_r, first_c = good[e, 0] // cols, good[e, 0] % cols
         value[:] = 0.0
         for t in range(iterations - 1, -1, -1):
-            good_r, good_c = good[e, t + 1] // cols, good[e, t + 1] % cols
-            evil_r, evil_c = evil[e, t + 1] // cols, evil[e, t + 1] % cols
-            scene = Scene(good_r, good_c, evil_r, evil_c, landscape, (good_r - first_r) % rows,
-                          (good_c - first_c) % cols, rows, cols, radius)
+            good_r, good_c = row_of[good[e, t + 1]], column_of[good[e, t + 1]]
+            evil_r, evil_c = row_of[evil[e, t + 1]], column_of[evil[e, t + 1]]
             if has_field(landscape):  # every cell pays
+                scene = Scene(good_r, good_c, evil_r, evil_c, landscape, (good_r - first_r) % rows,
+                              (good_c - first_c) % cols, rows, cols, radius)
                 for cell in range(n_cells):
                     value[cell] += scene_reward(scene, cell // cols, cell % cols)
             else:  # Λ*: only the cells within the reward radius of ⊕ or ⊖ pay; each is paid once
-                _pay_zone(value, scene, good_r, good_c, -1, -1, span_r, span_c)
-                _pay_zone(value, scene, evil_r, evil_c, good_r, good_c, span_r, span_c)
+                _pay_zone(value, good_r, good_c, good_r, good_c, evil_r, evil_c, False, rows, cols, radius, span_r,
+                          span_c)
+                _pay_zone(value, evil_r, evil_c, good_r, good_c, evil_r, evil_c, True, rows, cols, radius, span_r,
+                          span_c)
             _king_max(value, across, rows, cols)
         for i in range(starts.shape[1]):
             out[e, i] = value[starts[e, i]]
 
 
 @njit(cache=True, inline="always")
-def _pay_zone(value, scene, centre_r, centre_c, skip_r, skip_c, span_r, span_c):
-    """value[c] += R(c) over the cells within the reward radius of (centre_r, centre_c), except
-    those within it of (skip_r, skip_c) (already paid; -1: none)."""
-    rows, cols, radius = scene.rows, scene.cols, scene.radius
-    r = (centre_r - radius) % rows
+def _pay_zone(value, centre_r, centre_c, good_r, good_c, evil_r, evil_c, skip_good, rows, cols, radius, span_r,
+              span_c):
+    """value[c] += R(c) = f(d(c, ⊕)) - f(d(c, ⊖)) (paper 003 §4.1.2, as `scene.scene_reward` computes it) over
+    the cells within the reward radius of (centre_r, centre_c), except, with `skip_good`, those within it of ⊕
+    (already paid)."""
+    r = wrap(centre_r - radius, rows) if radius <= rows else (centre_r - radius) % rows  # no division when it can
+    first_c = wrap(centre_c - radius, cols) if radius <= cols else (centre_c - radius) % cols
     for _ in range(span_r):
-        c = (centre_c - radius) % cols
+        c = first_c
         for _ in range(span_c):
-            if skip_r < 0 or chebyshev(r, c, skip_r, skip_c, rows, cols) > radius:
-                value[r * cols + c] += scene_reward(scene, r, c)
+            to_good = chebyshev(r, c, good_r, good_c, rows, cols)
+            if not (skip_good and to_good <= radius):
+                value[r * cols + c] += proximity(to_good, radius) - proximity(
+                    chebyshev(r, c, evil_r, evil_c, rows, cols), radius)
             c = c + 1 if c + 1 < cols else 0
         r = r + 1 if r + 1 < rows else 0
 
@@ -73,23 +82,22 @@ def _pay_zone(value, scene, centre_r, centre_c, skip_r, skip_c, span_r, span_c):
 @njit(cache=True, inline="always")
 def _king_max(value, across, rows, cols):
     """value[c] ← the maximum of value over c's 3x3 toroidal neighbourhood. A row pass into
-    `across`, then a column pass back, each one straight loop over shifted views of the whole
-    grid (which the compiler vectorises; flat indices would keep a negative-index check per
-    access), then the cells where the views cross a border are redone with wrap-around."""
-    n_cells = rows * cols
+    `across`, then a column pass back, each one straight loop over the whole grid (which the compiler
+    vectorises: unsigned indices carry no negative-index check, and no array views are made per step,
+    each of which counts two atomic references), then the cells where the loops cross a border are
+    redone with wrap-around."""
+    n_cells, width = np.uint64(rows * cols), np.uint64(cols)
+    one, two = np.uint64(1), np.uint64(2)
     if cols >= 3:
-        left, centre, right, out = value[:n_cells - 2], value[1:n_cells - 1], value[2:], across[1:n_cells - 1]
-        for i in range(n_cells - 2):
-            out[i] = max3(left[i], centre[i], right[i])
+        for i in range(n_cells - two):
+            across[i + one] = max3(value[i], value[i + one], value[i + two])
     for r in range(rows):  # each row's first and last cells wrap within the row
         row = r * cols
         across[row] = max3(value[row + cols - 1], value[row], value[row + (1 if cols > 1 else 0)])
         across[row + cols - 1] = max3(value[row + cols - 2 if cols > 1 else row], value[row + cols - 1], value[row])
     if rows >= 3:
-        above, middle, below, out = across[:n_cells - 2 * cols], across[cols:n_cells - cols], across[2 * cols:], \
-            value[cols:n_cells - cols]
-        for i in range(n_cells - 2 * cols):
-            out[i] = max3(above[i], middle[i], below[i])
+        for i in range(n_cells - two * width):
+            value[i + width] = max3(across[i], across[i + width], across[i + two * width])
     for r in (0, rows - 1):  # the first and last rows wrap to each other
         above, below = (r - 1 if r > 0 else rows - 1) * cols, (r + 1 if r < rows - 1 else 0) * cols
         for c in range(cols):
