@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from collective.analysis.scores import (ScoreAccumulator, legg_hutter_log2_weights, lz_code_length_bits,
+from collective.analysis.scores import (ExactSum, ScoreAccumulator, legg_hutter_log2_weights, lz_code_length_bits,
                                          weighted_estimate)
 
 
@@ -120,3 +120,19 @@ def test_streamed_legg_hutter_matches_the_direct_estimate_bitwise_whatever_the_b
     assert results[0].legg_hutter_effective_episodes == pytest.approx(direct.effective_episodes, rel=1e-9)
     assert results[0].legg_hutter_ci95_low == pytest.approx(direct.ci95_low, rel=1e-9, nan_ok=True)
     assert math.isnan(direct.ci95_low) == (direct.effective_episodes < 2) == (spread == 600)
+
+
+def test_exact_sum_is_the_correctly_rounded_sum_whatever_the_batches():
+    """Known answer: math.fsum of all the terms, for terms that cancel across 30 orders of magnitude (a plain
+    float sum of these gives 0 or garbage), in batches of any size and order, scaled by powers of two."""
+    rng = np.random.default_rng(3)
+    terms = np.concatenate([rng.normal(size=3000) * 10.0 ** rng.integers(-15, 16, 3000), [1e16, 1.0, -1e16]])
+    assert math.fsum(terms) != float(np.sum(terms))  # the case a plain sum gets wrong
+    for cuts in ([], [1], [7, 100, 2999], list(range(0, 3003, 250))):
+        order = rng.permutation(len(terms))
+        total = ExactSum()
+        for part in np.split(terms[order], cuts):
+            total.add(part)
+        assert total.value == math.fsum(terms)
+        total.scale(2.0 ** -10)
+        assert total.value == math.fsum(terms * 2.0 ** -10)

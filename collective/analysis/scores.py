@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy import stats
 
 LEGG_HUTTER_ESTIMATORS = ("sampled_phrases", "importance_bits")
@@ -115,36 +116,53 @@ def weighted_estimate(values: np.ndarray, log2_weights: np.ndarray) -> WeightedE
     return WeightedEstimate(estimate, low, high, effective, len(values))
 
 
+@njit(cache=True, nogil=True)
+def _grow_partials(partials, count, values):
+    """Shewchuk's grow-expansion: each of `values` added exactly into the non-overlapping partials[:count]
+    (the method of math.fsum); returns their new count. `partials` has room for count + len(values)."""
+    for value in values:
+        x = value
+        i = 0
+        for j in range(count):
+            y = partials[j]
+            if abs(x) < abs(y):
+                x, y = y, x
+            high = x + y
+            low = y - (high - x)
+            if low != 0.0:
+                partials[i] = low
+                i += 1
+            x = high
+        partials[i] = x
+        count = i + 1
+    return count
+
+
 class ExactSum:
     """A float sum that does not depend on the order of its terms: Shewchuk's exact partials
     (Shewchuk 1997, "Adaptive precision floating-point arithmetic"; the method of math.fsum).
-    Streamed batches of any size, in any order, give the same bits."""
+    Streamed batches of any size, in any order, give the same bits. Compiled (`_grow_partials`): in
+    Python it cost ~26 µs per episode on the evaluation's own thread (issue 25)."""
 
     def __init__(self) -> None:
-        self.partials: list[float] = []
+        self._partials = np.zeros(16)
+        self._count = 0
 
     def add(self, values) -> None:
-        partials = self.partials
-        for x in map(float, values):
-            i = 0
-            for y in partials:
-                if abs(x) < abs(y):
-                    x, y = y, x
-                high = x + y
-                low = y - (high - x)
-                if low:
-                    partials[i] = low
-                    i += 1
-                x = high
-            partials[i:] = [x]
+        values = np.ascontiguousarray(values, np.float64).ravel()
+        if self._count + len(values) >= len(self._partials):  # room for one more partial per term
+            grown = np.zeros(max(2 * len(self._partials), self._count + len(values) + 1))
+            grown[:self._count] = self._partials[:self._count]
+            self._partials = grown
+        self._count = _grow_partials(self._partials, self._count, values)
 
     def scale(self, power_of_two: float) -> None:
         """Multiply by a power of two, exact unless it underflows."""
-        self.partials = [p * power_of_two for p in self.partials]
+        self._partials[:self._count] *= power_of_two
 
     @property
     def value(self) -> float:
-        return math.fsum(self.partials)
+        return math.fsum(self._partials[:self._count])
 
 
 class ScoreAccumulator:
