@@ -27,6 +27,7 @@ from collective.simulation.plugins import PluginClass, PluginError
 from collective.protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # episodes per batch: about half a second of kernel time
+BATCHES_PREPARED_AHEAD = 2  # batches generated while one plays (`evaluate.batches_ahead`): 1 + this many in memory
 COMMUNICATION_CONTROLS = ("real", "sham")  # `communication_control` (issue 14 point 4; collective.evaluate.play)
 SEED_MAX = 2**63 - 1
 REACHABLE_PROBES = 2000  # episodes `reachable_k` generates to probe a K range
@@ -685,7 +686,8 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
     held_out = batch * c.training_episodes if c.trains_on_held_out else 0
     training_paths = (held_out * 2 * 4 + c.training_episodes * 6 * 8) * (c.iterations + 1) if held_out else 0
     return {
-        "iterations": 2 * 4 * max(batch, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0)
+        "iterations": 2 * 4 * max((1 + BATCHES_PREPARED_AHEAD) * batch, probes) * (c.iterations + 1)
+        + (tables if c.iterations > cells else 0)
         + training_paths,
         "rows": ((batch + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
         + (tables if c.iterations <= cells else 0)

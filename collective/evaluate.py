@@ -9,6 +9,7 @@ always gets the same seeds (see `random_streams`), so the result does not depend
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -20,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from collective.behaviours import load_behaviour
-from collective.config import (LEARNER_STATES, LEARNER_TRAININGS, TARGET_AGENT_STEPS_PER_BATCH, EvaluationConfig,
-                               training_chunk)
+from collective.config import (BATCHES_PREPARED_AHEAD, LEARNER_STATES, LEARNER_TRAININGS, TARGET_AGENT_STEPS_PER_BATCH,
+                               EvaluationConfig, training_chunk)
 from collective.environments.ceiling import upsilon_best
 from collective.environments.complexity import alphabet_normalised
 from collective.progress import Progress, announce_compilation, compilation_done
@@ -512,10 +513,13 @@ def ramps(config: EvaluationConfig) -> bool:
 
 def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
     """(episode indices, `prepared_environments`) for the evaluation's batches in order (`batch_indices`),
-    each next batch prepared in a background thread while the caller plays the current one (the compiled
-    generator, the ceiling and the kernel release the GIL), and the seconds the caller waited for each
-    batch. Generation is pure, so the environments are the ones generated in turn. The thread is a daemon:
-    after an error or Ctrl-C in the caller the process ends without finishing a batch nobody will play."""
+    the next BATCHES_PREPARED_AHEAD batches prepared in background threads while the caller plays the current
+    one (the compiled generator, the ceiling and the kernel release the GIL), and the seconds the caller
+    waited for each batch. When preparing costs more than playing (a fast group such as the oracle), two
+    batches are prepared at once, on the core the kernel leaves idle while it waits; when playing costs
+    more, one thread at a time refills what was played. Generation is pure, so the environments are the ones
+    generated in turn. The threads are daemons: after an error or Ctrl-C in the caller the process ends
+    without finishing a batch nobody will play."""
     indices = batch_indices(config.episodes, size, ramp)
 
     def prepare(episodes: np.ndarray, outcome: list) -> None:
@@ -531,18 +535,18 @@ def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
         thread.start()
         return thread, outcome
 
-    ahead = start(0) if indices else None
+    ahead = collections.deque(start(position) for position in range(min(BATCHES_PREPARED_AHEAD, len(indices))))
     for position, episodes in enumerate(indices):
         waited = time.perf_counter()
-        thread, outcome = ahead
+        thread, outcome = ahead.popleft()
         while thread.is_alive():
             thread.join(0.1)  # a timed join, so that Ctrl-C reaches the caller at once
         waited = time.perf_counter() - waited
         done, value = outcome[0]
         if not done:
             raise value
-        if position + 1 < len(indices):
-            ahead = start(position + 1)
+        if position + BATCHES_PREPARED_AHEAD < len(indices):
+            ahead.append(start(position + BATCHES_PREPARED_AHEAD))
         yield episodes, value, waited
 
 
