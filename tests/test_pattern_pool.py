@@ -163,3 +163,11 @@ def test_a_pool_the_draws_cannot_serve_is_refused(overrides, field):
     with pytest.raises(ConfigError) as error:
         EvaluationConfig.from_profile("sound", **overrides)
     assert error.value.field == field
+
+
+@pytest.mark.parametrize("generator", [CyclicPatternGenerator("half_T"),
+                                       StratifiedComplexity(CyclicPatternGenerator("k_max"))])
+def test_pooled_draws_refuse_a_generator_whose_law_depends_on_the_k_wanted(generator):
+    seeds = np.arange(64, dtype=np.uint64)
+    with pytest.raises(ValueError, match="half_T"):
+        pooled_patterns(generator, seeds, 64, 5, 5, 20, 2, 6)

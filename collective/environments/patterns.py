@@ -722,10 +722,10 @@ def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block:
     multiple of `block`, block-aligned), each block's draws pooled (see above): each episode's K target as
     `stratified_targets` draws it, then ⊕ at that K, or with `pair_seeds` an independent ⊕/⊖ pair whose played
     paths both keep it (`independent_pair_on_played_paths`'s rounds). Returns (⊕ batch, ⊖ positions or None)."""
-    cyclic = generator.inner
+    cyclic = generator.inner if isinstance(generator, StratifiedComplexity) else None
     if not (isinstance(cyclic, CyclicPatternGenerator) and cyclic.segment_cap == "half_T"):
-        raise ValueError("pooled draws need the cyclic generator with segment_cap half_T (a base draw whose law "
-                         "does not depend on the target K)")
+        raise ValueError("pooled draws serve stratified K from the cyclic generator with segment_cap half_T (a base "
+                         f"draw whose law does not depend on the target K), not {generator}")
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     if len(seeds) % block:
         raise ValueError(f"pooled draws take whole blocks of {block} episodes (got {len(seeds)})")
@@ -749,7 +749,7 @@ def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block:
                          "collisions nearly always change K there; use a larger grid, a lower k_max or "
                          "k_on_played_paths = false")
     k_raw = targets.astype(np.int32)
-    normalised = k_raw * np.log2(max(iterations, 2)) / max(iterations, 2) if iterations > 1 else np.zeros(len(seeds))
+    normalised = k_raw * np.log2(iterations) / iterations if iterations > 1 else np.zeros(len(seeds))  # as `_run`
     return PatternBatch(good, k_raw, normalised, iterations), (evil if pairs else None)
 
 
