@@ -121,8 +121,10 @@ class AnytimeConfig:
         defaults = PROFILES.get(self.evaluation.profile, {}).get("anytime_defaults", {})
         if self.evaluation.k_sampling == "stratified":  # the test picks each environment's K itself
             # (Definition 19, from K = 1 at n = 1), so a stratified K range, meant for fixed-T episodes,
-            # gives way to the generator drawing the exact K asked, with the range's top kept
-            object.__setattr__(self, "evaluation", self.evaluation.with_changes(k_sampling="generator", k_min=1))
+            # gives way to the generator drawing the exact K asked, with the range's top kept; one K per
+            # environment leaves a pool of draws (`pattern_pool`) nothing to share
+            object.__setattr__(self, "evaluation", self.evaluation.with_changes(k_sampling="generator", k_min=1,
+                                                                                pattern_pool=0))
         if self.evaluation.learner_training != "per_episode":  # sound's pretrained table is trained on a cell's
             # fixed-T episodes; here each environment has its own K and budget, so its learners train on held-out
             # episodes of that K and budget (issue 12 point 6), with the profile's state (issue 21)

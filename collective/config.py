@@ -152,7 +152,8 @@ class EvaluationConfig:
     lazy_segment_shuffle: bool = False
     # Stratified K: episodes per block whose pattern draws are pooled (each drawn pattern goes to an episode of the
     # block that wants its K; the same law given K, other patterns; `patterns.pooled_patterns`); 0: every episode
-    # draws alone until its own K comes up
+    # draws alone until its own K comes up. A profile's pool gives way to 0 where its draws cannot be pooled
+    # (`from_profile`, e.g. sound with segment_cap k_max); set explicitly, such a pool is refused.
     pattern_pool: int = 0
     evil_pairing: str = "index_shift"
     entropy_rule: str = "paper"  # H = log2 N(N-1) (§4.3), or "pairing": log2 N under index_shift
@@ -237,6 +238,9 @@ class EvaluationConfig:
         params = dict(protocol_defaults.get(settings.get("protocol", "none"), {}))
         params.update(dict(settings.get("protocol_params", ())))
         settings["protocol_params"] = tuple(sorted(params.items()))
+        if overrides.get("pattern_pool") is None and not _draws_pool(
+                *(settings.get(name, cls.__dataclass_fields__[name].default) for name in POOL_FIELDS)):
+            settings["pattern_pool"] = 0  # the profile pools its draws only where they allow it
         if "behaviour_params" in settings:
             settings["behaviour_params"] = tuple(sorted((key, str(value))
                                                         for key, value in dict(settings["behaviour_params"]).items()))
@@ -419,6 +423,16 @@ def parse_mix(text: str) -> list[str]:
     return [name for name, count in mix_counts(text) for _ in range(count)]
 
 
+POOL_FIELDS = ("k_sampling", "pattern_generator", "segment_cap")
+MAX_PATTERN_POOL = 4096
+
+
+def _draws_pool(k_sampling: str, pattern_generator: str, segment_cap: str) -> bool:
+    """Whether pattern draws can be pooled (`pattern_pool`): stratified K from cyclic draws whose law does not
+    depend on the K wanted (segment_cap half_T; under k_max the segment length is capped by each episode's K)."""
+    return k_sampling == "stratified" and pattern_generator == "cyclic" and segment_cap == "half_T"
+
+
 def _refuse_repeated_keys(field: str, pairs) -> None:
     """ConfigError when (key, value) pairs give a key twice (the last would silently win)."""
     seen: set[str] = set()
@@ -481,8 +495,9 @@ def _validate(c: EvaluationConfig) -> None:
         raise ConfigError("k_on_played_paths", f"the {c.pattern_generator} generator measures K on its base walk, "
                           "not on the positions it plays (spec §2); use the cyclic generator or false")
     _require_int(c, "pattern_pool", 0)
-    if c.pattern_pool and not (c.k_sampling == "stratified" and c.pattern_generator == "cyclic"
-                               and c.segment_cap == "half_T"):
+    if c.pattern_pool > MAX_PATTERN_POOL:  # every batch generates whole blocks: a block is not a run
+        raise ConfigError("pattern_pool", f"must be at most {MAX_PATTERN_POOL} episodes (got {c.pattern_pool})")
+    if c.pattern_pool and not _draws_pool(*(getattr(c, name) for name in POOL_FIELDS)):
         raise ConfigError("pattern_pool", "pooled draws serve stratified K (k_sampling stratified) from the cyclic "
                           "generator with segment_cap half_T, whose draws do not depend on the K wanted; set 0 "
                           f"(got k_sampling {c.k_sampling}, pattern_generator {c.pattern_generator}, "
@@ -663,14 +678,15 @@ def physical_memory_limit() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
-def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int]:
+def memory_needs(c: EvaluationConfig, batch: int | None = None, batches: int = 1) -> dict[str, int]:
     """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
     shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
     (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows (and
     under the sham control each member's copy of the protocol's grid field).
     `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
-    sweep's work unit may play more)."""
+    sweep's work unit may play more); `batches` the batches whose environments are in memory at once
+    (an evaluation prepares BATCHES_PREPARED_AHEAD while one plays; a sweep's work unit holds one)."""
     learners = c.learner_count
     steps = c.group_size * c.iterations * (1 + c.passes_per_episode)
     if batch is None:
@@ -682,24 +698,24 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None) -> dict[str, int
     if c.keeps_tables:  # a pretrained table's training passes, one chunk of episodes at a time
         tables += training_chunk(c) * (2 * (c.iterations + 1) + c.group_size) * 8
     logs = batch * c.iterations * (2 * agents + 1) * 8 if c.on_stepping_core and c.protocol != "none" else 0
+    prepared = batches * batch  # episodes whose environments are in memory
     # held-out training episodes: their paths and fields, and the kernel's (n, T+1) coordinates of them
-    held_out = batch * c.training_episodes if c.trains_on_held_out else 0
+    held_out = prepared * c.training_episodes if c.trains_on_held_out else 0
     training_paths = (held_out * 2 * 4 + c.training_episodes * 6 * 8) * (c.iterations + 1) if held_out else 0
     return {
-        "iterations": 2 * 4 * max((1 + BATCHES_PREPARED_AHEAD) * batch, probes) * (c.iterations + 1)
-        + (tables if c.iterations > cells else 0)
+        "iterations": 2 * 4 * max(prepared, probes) * (c.iterations + 1) + (tables if c.iterations > cells else 0)
         + training_paths,
-        "rows": ((batch + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
+        "rows": ((prepared + held_out) * cells * 8 if c.env == "landscape" else 0) + cells * 8
         + (tables if c.iterations <= cells else 0)
         + (batch * agents * cells * 8 if c.sham else 0),  # a sham listener's own copy of the protocol's field
-        "group_size": (batch + held_out) * agents * 8 * 5 + logs,  # + the stepping core's message symbols
+        "group_size": (prepared + held_out) * agents * 8 * 5 + logs,  # + the stepping core's message symbols
         "observation_range": batch * agents * window,
     }
 
 
 def _validate_memory(c: EvaluationConfig) -> None:
     """Refuse, before allocating anything, a run whose arrays would not fit in memory."""
-    needs = memory_needs(c)
+    needs = memory_needs(c, batches=1 + BATCHES_PREPARED_AHEAD)  # as `collective.evaluate` holds them
     total, limit = sum(needs.values()), physical_memory_limit()
     if total > limit:
         raise ConfigError(max(needs, key=needs.get), f"a run of {c.grid}, T={c.iterations}, group of {c.group_size} "

@@ -11,6 +11,7 @@ from scipy import stats
 from collective.config import ConfigError, EvaluationConfig
 from collective.environments.complexity import lz76_phrase_count
 from collective.environments.pattern_probability import cyclic_pattern_log2_probability
+from collective.environments import patterns
 from collective.environments.patterns import (CyclicPatternGenerator, StratifiedComplexity,
                                               independent_pair_on_played_paths, pooled_patterns)
 from collective.evaluate import generate_environments, pool_blocks
@@ -155,6 +156,7 @@ def test_pool_blocks_rows():
 
 @pytest.mark.parametrize("overrides, field", [
     (dict(pattern_pool=-1), "pattern_pool"),
+    (dict(pattern_pool=4097), "pattern_pool"),
     (dict(pattern_pool=8, segment_cap="k_max"), "pattern_pool"),
     (dict(pattern_pool=8, k_sampling="generator"), "pattern_pool"),
     (dict(pattern_pool=8, pattern_generator="ping_pong", k_on_played_paths=False), "pattern_pool"),
@@ -171,3 +173,33 @@ def test_pooled_draws_refuse_a_generator_whose_law_depends_on_the_k_wanted(gener
     seeds = np.arange(64, dtype=np.uint64)
     with pytest.raises(ValueError, match="half_T"):
         pooled_patterns(generator, seeds, 64, 5, 5, 20, 2, 6)
+
+
+def test_a_profiles_pool_gives_way_where_its_draws_cannot_be_pooled():
+    """sound pools its draws; asked for draws that cannot be pooled (segments capped at K, K as drawn) it draws
+    each episode alone and says so in its rows (pattern_pool 0), where an explicit pool is refused above."""
+    assert EvaluationConfig.from_profile("sound").pattern_pool == 64
+    assert EvaluationConfig.from_profile("sound", segment_cap="k_max").pattern_pool == 0
+    assert EvaluationConfig.from_profile("sound", k_sampling="generator").pattern_pool == 0
+    assert EvaluationConfig.from_profile("paper").pattern_pool == 0
+
+
+def test_one_episode_at_a_time_draws_each_block_once(monkeypatch):
+    """An adapter's resets ask for episodes one by one: the block is drawn once and kept, and what each call
+    gets is the batch's row (`test_an_episode_depends_on_its_block_alone`)."""
+    config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, pattern_pool=16)
+    whole = generate_environments(config, np.arange(32))
+    drawn = []
+    real = patterns._pooled_block_patterns
+
+    def counted(*args, **kwargs):
+        drawn.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(patterns, "_pooled_block_patterns", counted)
+    monkeypatch.setattr(patterns, "_RECENT", patterns.OrderedDict())
+    for episode in range(20):
+        one = generate_environments(config, np.array([episode]))
+        np.testing.assert_array_equal(one.good[0], whole.good[episode])
+        np.testing.assert_array_equal(one.evil[0], whole.evil[episode])
+    assert drawn == [16, 16]

@@ -9,7 +9,8 @@ episode's K uniformly from the range first. A ⊖ pairing then derives Evil's tr
 from __future__ import annotations
 
 import functools
-from collections import namedtuple
+import threading
+from collections import OrderedDict, namedtuple
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -715,13 +716,18 @@ def _pooled_blocks(pool_seeds, pair_seeds, targets, block, rows, cols, iteration
                 queued[slot] = 0
 
 
+RECENT_BLOCKS = 8  # pooled blocks kept (`pooled_patterns`): a caller asking for one episode at a time pays once
+
+
 def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block: int, rows: int, cols: int,
                     iterations: int, k_min, k_max, pair_seeds: np.ndarray | None = None
                     ) -> tuple[PatternBatch, np.ndarray | None]:
     """Stratified patterns of whole blocks of `block` episodes (seeds: (episodes,) environment seeds, episodes a
     multiple of `block`, block-aligned), each block's draws pooled (see above): each episode's K target as
     `stratified_targets` draws it, then ⊕ at that K, or with `pair_seeds` an independent ⊕/⊖ pair whose played
-    paths both keep it (`independent_pair_on_played_paths`'s rounds). Returns (⊕ batch, ⊖ positions or None)."""
+    paths both keep it (`independent_pair_on_played_paths`'s rounds). Returns (⊕ batch, ⊖ positions or None).
+    The last RECENT_BLOCKS blocks are kept, so that a caller generating one episode at a time (an adapter's
+    reset) draws each block once."""
     cyclic = generator.inner if isinstance(generator, StratifiedComplexity) else None
     if not (isinstance(cyclic, CyclicPatternGenerator) and cyclic.segment_cap == "half_T"):
         raise ValueError("pooled draws serve stratified K from the cyclic generator with segment_cap half_T (a base "
@@ -729,15 +735,46 @@ def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block:
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     if len(seeds) % block:
         raise ValueError(f"pooled draws take whole blocks of {block} episodes (got {len(seeds)})")
+    pairs = pair_seeds is not None
+    pair_seeds = np.ascontiguousarray(pair_seeds if pairs else seeds, dtype=np.uint64)
+    setting = (generator, block, rows, cols, iterations, int(k_min), int(k_max), pairs)
+    keys = [(setting, seeds[first:first + block].tobytes(), pair_seeds[first:first + block].tobytes())
+            for first in range(0, len(seeds), block)]
+    with _RECENT_LOCK:
+        known = {key: _RECENT[key] for key in keys if key in _RECENT}
+    missing = np.array([b for b, key in enumerate(keys) if key not in known], np.int64)
+    if len(missing):
+        rows_missing = (missing[:, None] * block + np.arange(block)).ravel()
+        drawn = _pooled_block_patterns(cyclic, seeds[rows_missing], pair_seeds[rows_missing], block, rows, cols,
+                                       iterations, k_min, k_max, pairs)
+        with _RECENT_LOCK:
+            for position, b in enumerate(missing):
+                part = slice(position * block, (position + 1) * block)
+                known[keys[b]] = _RECENT[keys[b]] = tuple(array[part] for array in drawn)
+                _RECENT.move_to_end(keys[b])
+            while len(_RECENT) > RECENT_BLOCKS:
+                _RECENT.popitem(last=False)
+    good, evil, k_raw = (np.concatenate([known[key][i] for key in keys]) for i in range(3))
+    normalised = k_raw * np.log2(iterations) / iterations if iterations > 1 else np.zeros(len(seeds))  # as `_run`
+    return PatternBatch(good, k_raw, normalised, iterations), (evil if pairs else None)
+
+
+_RECENT: OrderedDict = OrderedDict()  # (setting, block seeds) -> (good, evil, k_raw)
+_RECENT_LOCK = threading.Lock()
+
+
+def _pooled_block_patterns(cyclic: CyclicPatternGenerator, seeds: np.ndarray, pair_seeds: np.ndarray, block: int,
+                           rows: int, cols: int, iterations: int, k_min, k_max, pairs: bool
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`pooled_patterns`' draws for whole blocks: (⊕ (episodes, T+1), ⊖ (episodes, T+1) or (episodes, 0) without
+    pairs, K (episodes,) int32)."""
     targets = stratified_targets(seeds, k_min, k_max)
     pool_seeds = derived_seeds(np.ascontiguousarray(seeds[::block]), _POOL_STREAM, 0)
-    pairs = pair_seeds is not None
     good = np.empty((len(seeds), iterations + 1), np.int32)
-    evil = np.empty_like(good) if pairs else np.empty((0, iterations + 1), np.int32)
+    evil = np.empty((len(seeds), iterations + 1 if pairs else 0), np.int32)
     status = np.empty(len(seeds), np.int8)
-    _pooled_blocks(pool_seeds, np.ascontiguousarray(pair_seeds if pairs else seeds, dtype=np.uint64), targets,
-                   block, rows, cols, iterations, cyclic.lazy_shuffle, pairs, MAX_TRIES,
-                   MAX_PAIR_ROUNDS, good, evil, status)
+    _pooled_blocks(pool_seeds, pair_seeds, targets, block, rows, cols, iterations, cyclic.lazy_shuffle, pairs,
+                   MAX_TRIES, MAX_PAIR_ROUNDS, good, evil, status)
     if (status == _MISSED_K).any():
         e = int(np.argmax(status == _MISSED_K))
         raise UnreachableK(f"no pattern with K in [{targets[e]}, {targets[e]}] found in {MAX_TRIES} tries "
@@ -748,9 +785,7 @@ def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block:
                          f"{MAX_PAIR_ROUNDS} draws on a {rows}x{cols} grid with {iterations} iterations: "
                          "collisions nearly always change K there; use a larger grid, a lower k_max or "
                          "k_on_played_paths = false")
-    k_raw = targets.astype(np.int32)
-    normalised = k_raw * np.log2(iterations) / iterations if iterations > 1 else np.zeros(len(seeds))  # as `_run`
-    return PatternBatch(good, k_raw, normalised, iterations), (evil if pairs else None)
+    return good, evil, targets.astype(np.int32)
 
 
 @functools.lru_cache(maxsize=256)
