@@ -168,9 +168,9 @@ def window_reward(scene, r, c, good_reaches, evil_reaches):
     paid = 0.0
     lost = 0.0
     if good_reaches:
-        paid = branchless_proximity(chebyshev(r, c, scene.good_r, scene.good_c, rows, cols), radius)
+        paid = proximity(chebyshev(r, c, scene.good_r, scene.good_c, rows, cols), radius)
     if evil_reaches:
-        lost = branchless_proximity(chebyshev(r, c, scene.evil_r, scene.evil_c, rows, cols), radius)
+        lost = proximity(chebyshev(r, c, scene.evil_r, scene.evil_c, rows, cols), radius)
     return paid - lost
 
 
