@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from collective.simulation.random_streams import advance_uniform_float, advance_uniform_int
-from collective.environments.scene import scene_blind, scene_reward
+from collective.environments.scene import is_landscape, is_reset, moore_rewards, window_reach, window_reward
 from collective.environments.torus import axis_step_toward, chebyshev, wrap
 
 
@@ -31,38 +31,48 @@ def local_best(r, c, scene, view, state):
     the best cell in its range-`view` Moore window of `scene`, uniform tie-break among the best cells
     in row-major order; one draw from the stream whose state is `state`.
 
-    Two passes over the window and no work array (scalar arguments only: no reference counts): the
+    Objects beyond view + radius are not read (`window_reach`; neither: the window is blind). A range-1
+    window of Λ* is `moore_rewards`' nine values with `greedy_action`'s tie-break (the same order and
+    draw). Other windows: two passes and no work array (scalar arguments only: no reference counts), the
     first finds the best reward, its first cell and the number of ties; the second, only when the draw
-    picks a later tie, walks on to it.
+    picks a later tie, walks on to it, cell by cell (no integer division).
     """
     side = 2 * view + 1
-    if scene_blind(scene, r, c, view):  # all observed rewards are 0: the tie-break alone picks
+    good_reaches, evil_reaches = True, True  # a landscape's or the reset field's cells are read whole
+    if not (is_landscape(scene) or is_reset(scene)):
+        good_reaches, evil_reaches = window_reach(scene, r, c, view)
+    if not (good_reaches or evil_reaches):  # `scene_blind`: all observed rewards are 0, the tie-break alone picks
         state, j = advance_uniform_int(state, side * side)
         return state, j // side - view, j % side - view, 0.0
+    if view == 1 and not (is_landscape(scene) or is_reset(scene)):  # the usual window, from 12 proximities
+        values = moore_rewards(scene, r, c, good_reaches, evil_reaches)
+        state, a = greedy_action(values, state)  # the same tie-break: row-major order, one draw
+        return state, a // 3 - 1, a % 3 - 1, values[a]
     rows, cols = scene.rows, scene.cols
     best = -np.inf
-    first = 0
+    first_i, first_j = 0, 0
     ties = 0
     for i in range(side):
         row = wrap(r + i - view, rows)
         for j in range(side):
-            value = scene_reward(scene, row, wrap(c + j - view, cols))
-            if value > best:
-                best = value
-                ties = 0
-            if value == best:
-                if ties == 0:
-                    first = i * side + j
-                ties += 1
+            value = window_reward(scene, row, wrap(c + j - view, cols), good_reaches, evil_reaches)
+            # without branches (the comparisons are coin tosses to the predictor): a better cell is the
+            # first of its ties, an equal one one more tie; the first cell beats best = -inf
+            above = value > best
+            first_i = i if above else first_i
+            first_j = j if above else first_j
+            ties = 1 if above else ties + (value == best)
+            best = value if above else best
     state, pick = advance_uniform_int(state, ties)
-    chosen = first
-    k = first
-    while pick > 0:  # the pick-th tie after the first, in row-major order
-        k += 1
-        if scene_reward(scene, wrap(r + k // side - view, rows), wrap(c + k % side - view, cols)) == best:
+    i, j = first_i, first_j
+    while pick > 0:  # the pick-th tie after the first, in row-major order (cell by cell: no division)
+        j += 1
+        if j == side:
+            i, j = i + 1, 0
+        if window_reward(scene, wrap(r + i - view, rows), wrap(c + j - view, cols), good_reaches,
+                         evil_reaches) == best:
             pick -= 1
-            chosen = k
-    return state, chosen // side - view, chosen % side - view, best
+    return state, i - view, j - view, best
 
 
 @njit(cache=True, inline="always")

@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import errors, njit, types
 from numba.extending import intrinsic, overload
 
-from collective.environments.torus import chebyshev, proximity, wrap
+from collective.environments.torus import axis_distance, branchless_proximity, chebyshev, proximity, wrap
 
 # good/evil: ⊕ and ⊖ cells (row, column); landscape: the base field (a FieldRef); shift: the
 # landscape's displacement (rows, columns) since the episode began.
@@ -145,3 +145,65 @@ def scene_blind(scene, r, c, view):
     reach = view + scene.radius
     return (chebyshev(r, c, scene.good_r, scene.good_c, scene.rows, scene.cols) > reach
             and chebyshev(r, c, scene.evil_r, scene.evil_c, scene.rows, scene.cols) > reach)
+
+
+@njit(cache=True, inline="always")
+def window_reach(scene, r, c, view):
+    """Which objects of a Λ* scene can pay a cell of the range-`view` window around (r, c): (⊕ can,
+    ⊖ can). An object beyond view + radius pays 0 to every cell of the window (triangle inequality,
+    as in `scene_blind`: both False there). Meaningless for a landscape or the reset field."""
+    reach = view + scene.radius
+    return (chebyshev(r, c, scene.good_r, scene.good_c, scene.rows, scene.cols) <= reach,
+            chebyshev(r, c, scene.evil_r, scene.evil_c, scene.rows, scene.cols) <= reach)
+
+
+@njit(cache=True, inline="always")
+def window_reward(scene, r, c, good_reaches, evil_reaches):
+    """`scene_reward` of the cell at (r, c) of a window whose objects reach it as `window_reach` says,
+    to the bit: an object that cannot pay contributes the 0.0 `proximity` would give, unread (half the
+    work when one object is near, the usual case)."""
+    if is_landscape(scene) or is_reset(scene):
+        return scene_reward(scene, r, c)
+    rows, cols, radius = scene.rows, scene.cols, scene.radius
+    paid = 0.0
+    lost = 0.0
+    if good_reaches:
+        paid = proximity(chebyshev(r, c, scene.good_r, scene.good_c, rows, cols), radius)
+    if evil_reaches:
+        lost = proximity(chebyshev(r, c, scene.evil_r, scene.evil_c, rows, cols), radius)
+    return paid - lost
+
+
+@njit(cache=True, inline="always")
+def _axis_proximities(x, target, size, radius):
+    """`branchless_proximity` of the axis distances from x - 1, x and x + 1 (on the ring) to `target`: one
+    object's view of a 3x3 window's rows, or of its columns."""
+    return (branchless_proximity(axis_distance(wrap(x - 1, size), target, size), radius),
+            branchless_proximity(axis_distance(x, target, size), radius),
+            branchless_proximity(axis_distance(wrap(x + 1, size), target, size), radius))
+
+
+@njit(cache=True, inline="always")
+def moore_rewards(scene, r, c, good_reaches, evil_reaches):
+    """`scene_reward` of the 3x3 window around (r, c) of a Λ* scene (neither landscape nor reset), row by
+    row, to the bit, with its objects reaching it as `window_reach` says. f(max(a, b)) = min(f(a), f(b))
+    for f = `proximity` (non-increasing, and the min returns one of the two values), so each object
+    needs f of three row and three column distances, not nine Chebyshev distances."""
+    rows, cols, radius = scene.rows, scene.cols, scene.radius
+    zeros = (0.0, 0.0, 0.0)
+    g_rows, g_cols, e_rows, e_cols = zeros, zeros, zeros, zeros
+    if good_reaches:
+        g_rows = _axis_proximities(r, scene.good_r, rows, radius)
+        g_cols = _axis_proximities(c, scene.good_c, cols, radius)
+    if evil_reaches:
+        e_rows = _axis_proximities(r, scene.evil_r, rows, radius)
+        e_cols = _axis_proximities(c, scene.evil_c, cols, radius)
+    return (min(g_rows[0], g_cols[0]) - min(e_rows[0], e_cols[0]),
+            min(g_rows[0], g_cols[1]) - min(e_rows[0], e_cols[1]),
+            min(g_rows[0], g_cols[2]) - min(e_rows[0], e_cols[2]),
+            min(g_rows[1], g_cols[0]) - min(e_rows[1], e_cols[0]),
+            min(g_rows[1], g_cols[1]) - min(e_rows[1], e_cols[1]),
+            min(g_rows[1], g_cols[2]) - min(e_rows[1], e_cols[2]),
+            min(g_rows[2], g_cols[0]) - min(e_rows[2], e_cols[0]),
+            min(g_rows[2], g_cols[1]) - min(e_rows[2], e_cols[1]),
+            min(g_rows[2], g_cols[2]) - min(e_rows[2], e_cols[2]))

@@ -47,5 +47,19 @@ def axis_step_toward(a, b, size):
 def proximity(distance, radius):
     """f(d) = 1/(d+1) inside the reward radius, else 0 (paper 003 §4.1.2)."""
     if distance <= radius:
-        return 1.0 / (distance + 1.0)
+        return _unit_fraction(distance)
     return 0.0
+
+
+@njit(cache=True, inline="always")
+def branchless_proximity(distance, radius):
+    """`proximity` to the bit, without a branch: 1/(d+1) times 1.0 inside the radius, times 0.0 beyond
+    (+0.0, as `proximity`). For the local searcher's window, where inside or not is a coin toss to the
+    branch predictor."""
+    return (distance <= radius) * _unit_fraction(distance)
+
+
+@njit(cache=True, inline="always")
+def _unit_fraction(distance):
+    """1/(d+1), f inside the reward radius (paper 003 §4.1.2)."""
+    return 1.0 / (distance + 1.0)
