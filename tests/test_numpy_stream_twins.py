@@ -109,3 +109,13 @@ def test_the_comparison_can_fail():
     shifted[:, START_SEED] += np.uint64(1)
     assert not np.array_equal(start_cell_table(shifted, 100, 10), start_cell_table(table, 100, 10))
     assert not np.array_equal(episode_seed_table(5, np.arange(1, 51)), table)
+
+
+def test_lemires_rejection_is_numpys():
+    """Lemire's method rejects a draw with probability (2**32 mod n)/2**32: 9714 cells (2**32 mod 9714 = 9622)
+    and 4 M draws make a few rejections, so a twin that skips or misplaces them differs from NumPy."""
+    n_cells, group_size = 9714, 20_000
+    assert 2**32 % n_cells == 9622
+    table = episode_seed_table(11, np.arange(200))
+    expected = np.stack([start_cells(int(seed), n_cells, group_size) for seed in table[:, START_SEED]])
+    assert np.array_equal(start_cell_table(table, n_cells, group_size), expected)
