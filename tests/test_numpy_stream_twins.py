@@ -6,7 +6,8 @@ import pytest
 from collective.environments.lambda_star import start_cell_table, start_cells
 from collective.simulation.numpy_stream_twins import TWIN_MAX_CELLS
 from collective.simulation.random_streams import (START_SEED, TABLE_BRANCH, TRAINING_BRANCH, episode_seed_table,
-                                                  table_training_seed_table, training_seed_table)
+                                                  keyed_seed_states, table_training_seed_table, training_seed_table)
+from collective.sweeps.plan import group_agent_seeds
 
 EDGE_SEEDS = (0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 1)
 
@@ -47,6 +48,22 @@ def test_training_tables_are_numpys_seed_sequence():
         passes = np.arange(6)
         assert np.array_equal(table_training_seed_table(seed, passes, prefix),
                               _numpy_states([seed, TABLE_BRANCH], prefix, passes, 3))
+
+
+def test_spawn_keys_with_a_suffix_are_numpys():
+    """A word after the per-episode one (a sweep group's agents: spawn key (cell, episode, group)) lands after
+    the episode's one or two words."""
+    generator = np.random.default_rng(2)
+    episodes = np.array([0, 1, 2**32 - 1, 2**32, 2**50, 77], np.int64)
+    for seed in _random_seeds(150, generator):
+        cell, group = int(generator.integers(0, 2**60)), int(generator.integers(0, 2**60))
+        expected = np.array([np.random.SeedSequence(seed, spawn_key=(cell, int(e), group)).generate_state(1, np.uint64)[0]
+                             for e in episodes], np.uint64)
+        assert np.array_equal(group_agent_seeds(seed, cell, episodes, group), expected)
+        suffix = (2**64 - 1, 0, 2**32)
+        expected = np.array([np.random.SeedSequence([seed, 3], spawn_key=(int(e), *suffix)).generate_state(5, np.uint64)
+                             for e in episodes], np.uint64)
+        assert np.array_equal(keyed_seed_states([seed, 3], (), episodes, 5, suffix), expected)
 
 
 def test_seed_tables_outside_the_twin_are_numpys():

@@ -45,19 +45,24 @@ def is_word_source(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and int(value) >= 0
 
 
-def entropy_rows(entropy: list[int], key_head: tuple[int, ...], key_tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def entropy_rows(entropy: list[int], key_head: tuple[int, ...], key_tails: np.ndarray,
+                 key_rest: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """(rows, words) uint32 assembled entropy and (rows,) lengths of SeedSequence(entropy, spawn_key=(*key_head,
-    tail)) for each tail of `key_tails` (non-negative int64); `entropy` and `key_head` non-negative integers."""
+    tail, *key_rest)) for each tail of `key_tails` (non-negative int64); the others non-negative integers."""
     run = [word for value in entropy for word in uint32_words(value)]
     run += [0] * max(0, _POOL - len(run))  # a spawn key pads the run entropy to the pool (NumPy >= 1.19)
     head = run + [word for value in key_head for word in uint32_words(value)]
+    rest = [word for value in key_rest for word in uint32_words(value)]
     tails = np.asarray(key_tails, np.int64).astype(np.uint64)
     high = (tails >> np.uint64(32)).astype(np.uint32)
-    words = np.zeros((len(tails), len(head) + 2), np.uint32)
+    tail_words = 1 + (high > 0).astype(np.int64)  # a tail below 2**32 is one word, else two
+    words = np.zeros((len(tails), len(head) + 2 + len(rest)), np.uint32)
     words[:, :len(head)] = head
     words[:, len(head)] = (tails & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     words[:, len(head) + 1] = high
-    return words, len(head) + 1 + (high > 0).astype(np.int64)
+    if rest:
+        words[np.arange(len(tails))[:, None], len(head) + tail_words[:, None] + np.arange(len(rest))] = rest
+    return words, len(head) + tail_words + len(rest)
 
 
 def seed_rows(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

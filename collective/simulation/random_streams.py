@@ -29,7 +29,7 @@ def episode_seed_table(seed: int, episodes: np.ndarray, prefix: tuple[int, ...] 
     The tree is SeedSequence(seed) -> spawn_key (*prefix, episode); `prefix` lets a sweep key
     episodes by cell as well, so episode e of cell c always sees the same numbers.
     """
-    return _keyed_states([seed], prefix, episodes, 3)
+    return keyed_seed_states([seed], prefix, episodes, 3)
 
 
 TRAINING_BRANCH = 0x7EA1  # entropy word that sets the learners' held-out training episodes apart
@@ -46,7 +46,7 @@ def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tupl
     draws = np.asarray(draws, np.int64)
     if not len(draws):
         return np.empty((0, 3), np.uint64)
-    words = _keyed_states([seed, TRAINING_BRANCH], prefix, np.array([episode]), 3 * (int(draws.max()) + 1))
+    words = keyed_seed_states([seed, TRAINING_BRANCH], prefix, np.array([episode]), 3 * (int(draws.max()) + 1))
     return words.reshape(-1, 3)[draws]
 
 
@@ -58,21 +58,23 @@ def table_training_seed_table(seed: int, passes: np.ndarray, prefix: tuple[int, 
     shape (passes, 3) as `episode_seed_table`'s: row p is SeedSequence([seed, TABLE_BRANCH], spawn_key=(*prefix,
     p)), so one set per evaluation or sweep cell, the same for any batch split or worker. A root of its own,
     like `training_seed_table`'s: never a test episode's seeds."""
-    return _keyed_states([seed, TABLE_BRANCH], prefix, passes, 3)
+    return keyed_seed_states([seed, TABLE_BRANCH], prefix, passes, 3)
 
 
-def _keyed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_words: int) -> np.ndarray:
-    """(len(tails), n_words) uint64: row r is SeedSequence(entropy, spawn_key=(*prefix, tails[r]))
+def keyed_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_words: int,
+                      suffix: tuple[int, ...] = ()) -> np.ndarray:
+    """(len(tails), n_words) uint64: row r is SeedSequence(entropy, spawn_key=(*prefix, tails[r], *suffix))
     .generate_state(n_words, uint64), by the compiled twin in one call (`numpy_stream_twins`); by NumPy
     itself for a word the twin does not take (a negative integer, a non-integer: NumPy's own error)."""
     tails = np.asarray(tails)
-    covered = (all(is_word_source(value) for value in (*entropy, *prefix)) and tails.ndim == 1
+    covered = (all(is_word_source(value) for value in (*entropy, *prefix, *suffix)) and tails.ndim == 1
                and (tails.dtype.kind == "u" or (tails.dtype.kind == "i" and (tails >= 0).all())))
     if not covered or (tails.dtype.kind == "u" and len(tails) and tails.max() > np.iinfo(np.int64).max):
         return np.array([np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
-                                                spawn_key=(*prefix, int(tail))).generate_state(n_words, np.uint64)
+                                                spawn_key=(*prefix, int(tail), *suffix)).generate_state(n_words,
+                                                                                                      np.uint64)
                          for tail in tails], np.uint64).reshape(len(tails), n_words)
-    words, lengths = entropy_rows(entropy, prefix, tails.astype(np.int64))
+    words, lengths = entropy_rows(entropy, prefix, tails.astype(np.int64), suffix)
     return seed_sequence_states(words, lengths, n_words)
 
 
