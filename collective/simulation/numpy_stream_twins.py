@@ -45,32 +45,17 @@ def is_word_source(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and int(value) >= 0
 
 
-def entropy_rows(entropy: list[int], key_head: tuple[int, ...], key_tails: np.ndarray,
-                 key_rest: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, words) uint32 assembled entropy and (rows,) lengths of SeedSequence(entropy, spawn_key=(*key_head,
-    tail, *key_rest)) for each tail of `key_tails` (non-negative int64); the others non-negative integers."""
+def spawn_words(entropy: list[int], key_head: tuple[int, ...]) -> np.ndarray:
+    """uint32 assembled entropy of SeedSequence(entropy, spawn_key=(*key_head, ...)) up to the per-row key words:
+    the run entropy padded to the pool (a spawn key does that, NumPy >= 1.19), then the head's words."""
     run = [word for value in entropy for word in uint32_words(value)]
-    run += [0] * max(0, _POOL - len(run))  # a spawn key pads the run entropy to the pool (NumPy >= 1.19)
-    head = run + [word for value in key_head for word in uint32_words(value)]
-    rest = [word for value in key_rest for word in uint32_words(value)]
-    tails = np.asarray(key_tails, np.int64).astype(np.uint64)
-    high = (tails >> np.uint64(32)).astype(np.uint32)
-    tail_words = 1 + (high > 0).astype(np.int64)  # a tail below 2**32 is one word, else two
-    words = np.zeros((len(tails), len(head) + 2 + len(rest)), np.uint32)
-    words[:, :len(head)] = head
-    words[:, len(head)] = (tails & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    words[:, len(head) + 1] = high
-    if rest:
-        words[np.arange(len(tails))[:, None], len(head) + tail_words[:, None] + np.arange(len(rest))] = rest
-    return words, len(head) + tail_words + len(rest)
+    run += [0] * max(0, _POOL - len(run))
+    return np.array(run + [word for value in key_head for word in uint32_words(value)], np.uint32)
 
 
-def seed_rows(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Entropy rows of SeedSequence(seed) (no spawn key, so no padding) for uint64 `seeds`."""
-    seeds = np.asarray(seeds, np.uint64)
-    words = np.stack([(seeds & np.uint64(0xFFFFFFFF)).astype(np.uint32), (seeds >> np.uint64(32)).astype(np.uint32)],
-                     axis=1) if len(seeds) else np.zeros((0, 2), np.uint32)
-    return words, 1 + (words[:, 1] > 0).astype(np.int64)
+def key_words(key_rest: tuple[int, ...]) -> np.ndarray:
+    """uint32 words of the spawn-key words after the per-row one."""
+    return np.array([word for value in key_rest for word in uint32_words(value)], np.uint32)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -121,14 +106,29 @@ def _generate(pool, out):
             out[index // 2] |= value << _SHIFT32
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _with_tail(entropy, start, tail):
+    """Write `tail` (a non-negative int64 or uint64) as SeedSequence's words at entropy[start:]; returns the end."""
+    value = np.uint64(tail)
+    entropy[start] = np.uint32(value & _MASK32)
+    if value >> _SHIFT32:
+        entropy[start + 1] = np.uint32(value >> _SHIFT32)
+        return start + 2
+    return start + 1
+
+
 @njit(cache=True, nogil=True)
-def seed_sequence_states(words, lengths, n_words):
-    """(rows, n_words) uint64: row r is generate_state(n_words, uint64) of the SeedSequence whose
-    assembled entropy is words[r, :lengths[r]] (see `entropy_rows`, `seed_rows`)."""
-    out = np.empty((len(lengths), n_words), np.uint64)
+def seed_sequence_states(head, tails, rest, n_words):
+    """(len(tails), n_words) uint64: row r is generate_state(n_words, uint64) of the SeedSequence whose assembled
+    entropy is head, the words of tails[r] (non-negative int64), rest (see `spawn_words`, `key_words`)."""
+    out = np.empty((len(tails), n_words), np.uint64)
     pool = np.empty(_POOL, np.uint64)
-    for row in range(len(lengths)):
-        _pool(words[row], lengths[row], pool)
+    entropy = np.empty(len(head) + 2 + len(rest), np.uint32)
+    entropy[:len(head)] = head
+    for row in range(len(tails)):
+        end = _with_tail(entropy, len(head), tails[row])
+        entropy[end:end + len(rest)] = rest
+        _pool(entropy, end + len(rest), pool)
         _generate(pool, out[row])
     return out
 
@@ -219,19 +219,20 @@ def _interval(pcg, bound):
 
 
 @njit(cache=True, nogil=True)
-def start_cell_rows(words, lengths, n_cells, group_size, nested):
-    """(rows, group_size) int32: row r is `lambda_star.start_cells` of the generator default_rng(seed) with
-    SeedSequence entropy words[r, :lengths[r]]: permutation(n_cells)[:group_size] when `nested` and the group
+def start_cell_rows(seeds, n_cells, group_size, nested):
+    """(len(seeds), group_size) int32: row r is `lambda_star.start_cells` of default_rng(seeds[r]) (uint64):
+    permutation(n_cells)[:group_size] when `nested` and the group
     fits, else choice(n_cells, group_size, replace=False) when it fits, else integers(0, n_cells, group_size).
     1 <= n_cells <= TWIN_MAX_CELLS."""
-    out = np.empty((len(lengths), group_size), np.int32)
+    out = np.empty((len(seeds), group_size), np.int32)
     pool = np.empty(_POOL, np.uint64)
+    entropy = np.empty(2, np.uint32)
     pcg = np.empty(6, np.uint64)
     cells = np.empty(n_cells, np.int64)
     taken = np.zeros(n_cells, np.bool_)
     chosen = np.empty(group_size, np.int64)
-    for row in range(len(lengths)):
-        _pool(words[row], lengths[row], pool)
+    for row in range(len(seeds)):
+        _pool(entropy, _with_tail(entropy, 0, seeds[row]), pool)  # SeedSequence(seed): no spawn key, no padding
         _seed_pcg(pool, pcg)
         if nested and group_size <= n_cells:  # Fisher-Yates from the top, masked rejection
             for cell in range(n_cells):

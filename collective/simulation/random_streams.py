@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from collective.simulation.numpy_stream_twins import entropy_rows, is_word_source, seed_sequence_states
+from collective.simulation.numpy_stream_twins import is_word_source, key_words, seed_sequence_states, spawn_words
 
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -68,14 +68,13 @@ def keyed_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_word
     itself for a word the twin does not take (a negative integer, a non-integer: NumPy's own error)."""
     tails = np.asarray(tails)
     covered = (all(is_word_source(value) for value in (*entropy, *prefix, *suffix)) and tails.ndim == 1
-               and (tails.dtype.kind == "u" or (tails.dtype.kind == "i" and (tails >= 0).all())))
-    if not covered or (tails.dtype.kind == "u" and len(tails) and tails.max() > np.iinfo(np.int64).max):
+               and tails.dtype.kind in "ui" and (not len(tails) or 0 <= tails.min() <= tails.max() <= 2**63 - 1))
+    if not covered:
         return np.array([np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
                                                 spawn_key=(*prefix, int(tail), *suffix)).generate_state(n_words,
                                                                                                       np.uint64)
                          for tail in tails], np.uint64).reshape(len(tails), n_words)
-    words, lengths = entropy_rows(entropy, prefix, tails.astype(np.int64), suffix)
-    return seed_sequence_states(words, lengths, n_words)
+    return seed_sequence_states(spawn_words(entropy, prefix), tails.astype(np.int64), key_words(suffix), n_words)
 
 
 @njit(cache=True)
