@@ -57,8 +57,8 @@ def test_spawn_keys_with_a_suffix_are_numpys():
     episodes = np.array([0, 1, 2**32 - 1, 2**32, 2**50, 77], np.int64)
     for seed in _random_seeds(150, generator):
         cell, group = int(generator.integers(0, 2**60)), int(generator.integers(0, 2**60))
-        expected = np.array([np.random.SeedSequence(seed, spawn_key=(cell, int(e), group)).generate_state(1, np.uint64)[0]
-                             for e in episodes], np.uint64)
+        expected = np.array([np.random.SeedSequence(seed, spawn_key=(cell, int(e), group)).generate_state(1, np.uint64)
+                             for e in episodes], np.uint64)[:, 0]
         assert np.array_equal(group_agent_seeds(seed, cell, episodes, group), expected)
         suffix = (2**64 - 1, 0, 2**32)
         expected = np.array([np.random.SeedSequence([seed, 3], spawn_key=(int(e), *suffix)).generate_state(5, np.uint64)
