@@ -9,6 +9,7 @@ import numpy as np
 from collective.environments.complexity import lz76_rows, search_space_entropy_bits
 from collective.environments.patterns import (PatternBatch, PatternGenerator, independent_evil,
                                               independent_pair_on_played_paths, index_shift_evil, pooled_patterns)
+from collective.simulation.numpy_stream_twins import TWIN_MAX_CELLS, start_cell_rows
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
 
 EVIL_PAIRINGS = ("index_shift", "independent")
@@ -84,8 +85,13 @@ class LambdaStar:
 
 
 def start_cell_table(seed_table: np.ndarray, n_cells: int, group_size: int, nested: bool = False) -> np.ndarray:
-    """(episodes, agents) start cells, one row per row of `seed_table`."""
-    rows = [start_cells(int(seed), n_cells, group_size, nested) for seed in seed_table[:, START_SEED]]
+    """(episodes, agents) start cells, one row per row of `seed_table`: `start_cells` of each start seed, by its
+    compiled twin in one call (`numpy_stream_twins.start_cell_rows`, the same numbers) up to TWIN_MAX_CELLS."""
+    seeds = seed_table[:, START_SEED]
+    unsigned = seeds.dtype.kind == "u" or (seeds.dtype.kind == "i" and (seeds >= 0).all())
+    if unsigned and 1 <= n_cells <= TWIN_MAX_CELLS and group_size >= 0:
+        return start_cell_rows(seeds.astype(np.uint64), int(n_cells), int(group_size), bool(nested))
+    rows = [start_cells(int(seed), n_cells, group_size, nested) for seed in seeds]
     return np.stack(rows) if rows else np.empty((0, group_size), np.int32)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from collective.simulation.numpy_stream_twins import is_word_source, key_words, seed_sequence_states, spawn_words
+
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
@@ -27,11 +29,7 @@ def episode_seed_table(seed: int, episodes: np.ndarray, prefix: tuple[int, ...] 
     The tree is SeedSequence(seed) -> spawn_key (*prefix, episode); `prefix` lets a sweep key
     episodes by cell as well, so episode e of cell c always sees the same numbers.
     """
-    table = np.empty((len(episodes), 3), dtype=np.uint64)
-    for row, episode in enumerate(episodes):
-        sequence = np.random.SeedSequence(seed, spawn_key=(*prefix, int(episode)))
-        table[row] = sequence.generate_state(3, dtype=np.uint64)
-    return table
+    return keyed_seed_states([seed], prefix, episodes, 3)
 
 
 TRAINING_BRANCH = 0x7EA1  # entropy word that sets the learners' held-out training episodes apart
@@ -48,8 +46,8 @@ def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tupl
     draws = np.asarray(draws, np.int64)
     if not len(draws):
         return np.empty((0, 3), np.uint64)
-    sequence = np.random.SeedSequence([seed, TRAINING_BRANCH], spawn_key=(*prefix, int(episode)))
-    return sequence.generate_state(3 * (int(draws.max()) + 1), dtype=np.uint64).reshape(-1, 3)[draws]
+    words = keyed_seed_states([seed, TRAINING_BRANCH], prefix, np.array([episode]), 3 * (int(draws.max()) + 1))
+    return words.reshape(-1, 3)[draws]
 
 
 TABLE_BRANCH = 0x7EA2  # entropy word of the episodes a kept learner table trains on (`learner_training`)
@@ -60,11 +58,23 @@ def table_training_seed_table(seed: int, passes: np.ndarray, prefix: tuple[int, 
     shape (passes, 3) as `episode_seed_table`'s: row p is SeedSequence([seed, TABLE_BRANCH], spawn_key=(*prefix,
     p)), so one set per evaluation or sweep cell, the same for any batch split or worker. A root of its own,
     like `training_seed_table`'s: never a test episode's seeds."""
-    table = np.empty((len(passes), 3), dtype=np.uint64)
-    for row, index in enumerate(passes):
-        table[row] = np.random.SeedSequence([seed, TABLE_BRANCH], spawn_key=(*prefix, int(index))).generate_state(
-            3, dtype=np.uint64)
-    return table
+    return keyed_seed_states([seed, TABLE_BRANCH], prefix, passes, 3)
+
+
+def keyed_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_words: int,
+                      suffix: tuple[int, ...] = ()) -> np.ndarray:
+    """(len(tails), n_words) uint64: row r is SeedSequence(entropy, spawn_key=(*prefix, tails[r], *suffix))
+    .generate_state(n_words, uint64), by the compiled twin in one call (`numpy_stream_twins`); by NumPy
+    itself for a word the twin does not take (a negative integer, a non-integer: NumPy's own error)."""
+    tails = np.asarray(tails)
+    covered = (all(is_word_source(value) for value in (*entropy, *prefix, *suffix)) and tails.ndim == 1
+               and tails.dtype.kind in "ui" and (not len(tails) or 0 <= tails.min() <= tails.max() <= 2**63 - 1))
+    if not covered:
+        return np.array([np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
+                                                spawn_key=(*prefix, int(tail), *suffix)).generate_state(n_words,
+                                                                                                      np.uint64)
+                         for tail in tails], np.uint64).reshape(len(tails), n_words)
+    return seed_sequence_states(spawn_words(entropy, prefix), tails.astype(np.int64), key_words(suffix), n_words)
 
 
 @njit(cache=True)

@@ -26,6 +26,7 @@ from collective.evaluate import (batch_episodes, generate_environments, load_cod
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.environments.motion import pattern_motion, row_motion
 from collective.simulation.plugins import PluginError
+from collective.simulation.random_streams import keyed_seed_states
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.sweeps.store import config_column_value, row_schema
 from collective.sweeps.spec import SweepSpec
@@ -264,8 +265,7 @@ def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch
 
 def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key: int) -> np.ndarray:
     """(episodes,) uint64 seeds of a group's agents: SeedSequence(seed, spawn_key=(cell, episode, group))."""
-    return np.array([np.random.SeedSequence(seed, spawn_key=(cell_key, int(e), group_key)).generate_state(1, np.uint64)[0]
-                     for e in episodes], dtype=np.uint64)
+    return keyed_seed_states([seed], (cell_key,), episodes, 1, (group_key,))[:, 0]
 
 
 def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
