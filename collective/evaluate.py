@@ -575,8 +575,10 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             generation_wait += waited
             run = play(config, environments, group=group, tables=tables)
             k_raw = run.environments.k_raw
-            weights = legg_hutter_log2_weights(config.legg_hutter_estimator, k_raw, config.rows * config.cols,
-                                               pattern_log2_probabilities(config, run.environments))
+            weights = legg_hutter_log2_weights(  # the patterns' probabilities only where the estimator reads them
+                config.legg_hutter_estimator, k_raw, config.rows * config.cols,
+                pattern_log2_probabilities(config, run.environments)
+                if config.legg_hutter_estimator == "importance_bits" else None)
             accumulator.add(run.mean_rewards, k_raw, run.environments.k_normalised, weights)
             best.add(run.environments.upsilon_best)
             if run.environments.k_evil is not None:

@@ -136,3 +136,21 @@ def test_exact_sum_is_the_correctly_rounded_sum_whatever_the_batches():
         assert total.value == math.fsum(terms)
         total.scale(2.0 ** -10)
         assert total.value == math.fsum(terms * 2.0 ** -10)
+
+
+def test_an_evaluation_weights_by_pattern_probability_only_under_importance_bits():
+    """Known answer: under importance_bits `evaluate`'s Legg-Hutter Υ is the weighted mean of the episodes' R̄
+    with w = 2^(-K bits - log2 q) computed here from the same episodes; under sampled_phrases, with w = 2^-K."""
+    from collective.config import EvaluationConfig
+    from collective.environments.pattern_probability import pattern_log2_probabilities
+    from collective.evaluate import evaluate, generate_environments, play
+    from collective.analysis.scores import weighted_estimate
+    for estimator in ("importance_bits", "sampled_phrases"):
+        config = EvaluationConfig.from_profile("paper", rows=5, cols=5, iterations=20, episodes=300, group_size=2,
+                                               legg_hutter_estimator=estimator)
+        environments = generate_environments(config, np.arange(300))
+        rewards = play(config, environments).mean_rewards
+        weights = legg_hutter_log2_weights(estimator, environments.k_raw, 25,
+                                           pattern_log2_probabilities(config, environments))
+        direct = weighted_estimate(rewards, weights).estimate
+        assert evaluate(config).estimate.upsilon_legg_hutter == pytest.approx(direct, rel=1e-12)
