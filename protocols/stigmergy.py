@@ -85,20 +85,17 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                     field[cell] = (field[cell] + observed[i, (dr + view) * side + dc + view] + fake) / divisor
                     symbol = symbol_add_value(symbol, field[cell])
         log_message(log, symbol)
-    blank_read = symbol_start(FIELD_READ)  # the symbol of a read of side² zeros (most reads)
-    for _ in range(side * side):
-        blank_read = symbol_add_value(blank_read, 0.0)
     for i in members:  # each searcher reads its window of the field and heads for the best fake reward
         r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
         best = -np.inf
         ties = 0
-        blank = True
+        read = symbol_start(FIELD_READ)
         for dr in range(-view, view + 1):
             row = wrap(r + dr, rows) * cols
             for dc in range(-view, view + 1):
                 cell = row + wrap(c + dc, cols)
                 value = field[cell]
-                blank &= value == 0.0
+                read = symbol_add_value(read, value)
                 if sees:
                     value += observed[i, (dr + view) * side + dc + view]
                 if value > best:
@@ -107,13 +104,6 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                 if value == best:
                     window[ties] = cell
                     ties += 1
-        read = blank_read
-        if not blank:  # hashed in a second pass over the window, only when it holds a fake reward
-            read = symbol_start(FIELD_READ)
-            for dr in range(-view, view + 1):
-                row = wrap(r + dr, rows) * cols
-                for dc in range(-view, view + 1):
-                    read = symbol_add_value(read, field[row + wrap(c + dc, cols)])
         log_message(log, read)
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
         targets[i] = window[pick]
