@@ -36,7 +36,7 @@ from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
-from collective.environments.scene import member_scene, scene_blind, scene_reward  # noqa: E402
+from collective.environments.scene import member_scene, scene_reward  # noqa: E402
 from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
                                       READS_AND_WRITES, cell_bits, count, count_all, float_bits, log_copies,
                                       log_message, symbol_add, symbol_add_cell, symbol_add_value, symbol_start,
@@ -63,8 +63,6 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
             seen = member_scene(scene, i)
-            if scene_blind(seen, pos_r[i], pos_c[i], view):
-                continue  # every reward in sight is 0: nothing to write
             wrote = 0
             symbol = symbol_start(MAP_WRITE)
             for dr in range(-view, view + 1):
@@ -93,12 +91,11 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             field[cell] = -np.inf
         for i in members:  # one report per searcher, heard by the m - 1 others: logged once
             seen = member_scene(scene, i)
-            blind = scene_blind(seen, pos_r[i], pos_c[i], view)  # every reward in sight is 0
             symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), pos_r[i] * cols + pos_c[i])
             for dr in range(-view, view + 1):
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reward = 0.0 if blind else scene_reward(seen, rr, cc)
+                    reward = scene_reward(seen, rr, cc)
                     field[rr * cols + cc] = reward
                     symbol = symbol_add_value(symbol, reward)
             log_message(log, symbol)
