@@ -50,7 +50,11 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                    targets, comm, log):
     """Traffic (protocols/__init__.py): broadcast, m(m-1) point-to-point reports of a cell and its
     window; wisdom, one write per searcher with non-zero rewards in sight (its cells and rewards), and
-    under reads_and_writes also m reads of the whole map (N rewards)."""
+    under reads_and_writes also m reads of the whole map (N rewards).
+
+    Broadcast keeps the reported rewards in `field` (the kernel's and the stepping core's field is the
+    rule's own scratch, -inf: not reported), and both forms list the best cells in `window` (at least N
+    long): no array is allocated per iteration."""
     memory = values[0] > 0.5
     rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
@@ -80,12 +84,11 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         read = symbol_add(symbol_start(MAP_READ), float_bits(state[MAP_HASH]))
         log_copies(log, read, m)  # every searcher reads the map to find its best cell
         count(comm, READS_AND_WRITES, m, m * n_cells * FLOAT_BITS)
-        best = field.max()
-        candidates = np.flatnonzero(field == best)
     else:  # everyone hears everyone: the best reported cells, each listed once
         side = 2 * view + 1
         count_all(comm, m * (m - 1), m * (m - 1) * (side * side * FLOAT_BITS + bits))
-        reported = np.full(n_cells, -np.inf)
+        for cell in range(n_cells):
+            field[cell] = -np.inf
         for i in members:  # one report per searcher, heard by the m - 1 others: logged once
             seen = member_scene(scene, i)
             symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), pos_r[i] * cols + pos_c[i])
@@ -93,11 +96,17 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                 for dc in range(-view, view + 1):
                     rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
                     reward = scene_reward(seen, rr, cc)
-                    reported[rr * cols + cc] = reward
+                    field[rr * cols + cc] = reward
                     symbol = symbol_add_value(symbol, reward)
             log_message(log, symbol)
-        best = reported.max()
-        candidates = np.flatnonzero(reported == best)
+    best, ties = -np.inf, 0  # the cells of the field's largest value, in ascending order
+    for cell in range(n_cells):
+        value = field[cell]
+        if value > best:
+            best, ties = value, 0
+        if value == best:
+            window[ties] = cell
+            ties += 1
     for i in members:
-        streams[i, 0], pick = advance_uniform_int(streams[i, 0], candidates.shape[0])
-        targets[i] = candidates[pick]
+        streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
+        targets[i] = window[pick]

@@ -9,9 +9,10 @@ a target cell for each participant into `targets` (agents,), adds its messages a
 logs the symbol of every message of the `reads_and_writes` accounting in `log` (`log_message`).
 `field` (cells,) and `state` (2,) hold protocol state for the current pass; `choice` (agents, 3) is
 scratch for each searcher's local choice (row offset, column offset, reward), `observed` (agents,
-window cells) for its observation, `window` (window cells,) for a tie list. `streams` (agents, 1) holds
-each agent's stream state: a rule draws through `advance_uniform_int(streams[i, 0], n)` and stores the
-state back, never through a row view (a view costs two atomic reference counts; issue 25).
+window cells) for its observation, `window` (max(window cells, N),) for a tie list. `streams` (agents,
+1) holds each agent's stream state: a rule draws through `advance_uniform_int(streams[i, 0], n)` and
+stores the state back, never through a row view (a view costs two atomic reference counts; issue 25).
+The kernel lends the rules its arrays (`collective.simulation.lent_arrays`): no call counts references.
 
 A message's symbol is a 64-bit hash of its kind and content (cells as integers, rewards by their
 IEEE-754 bits), so equal messages have equal symbols; `entropy_of_counts` estimates the entropy of an

@@ -56,6 +56,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     side = 2 * view + 1
     window_bits = side * side * FLOAT_BITS
     rows, cols = scene.rows, scene.cols
+    deposited = False
     for i in members:  # deposits, all before any agent chooses
         r, c = pos_r[i], pos_c[i]
         seen = member_scene(scene, i)
@@ -70,14 +71,16 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         if fake == 0.0:
             continue  # a deposit of nothing changes no cell
         count(comm, READS_AND_WRITES, 1, window_bits)
+        deposited = True
         symbol = symbol_start(DEPOSIT)
+        if form == PAPER:  # r̂ on each of the window's side² cells (side fixed for the run): r̂ names it
+            symbol = symbol_add_value(symbol, fake)
         for dr in range(-view, view + 1):
             row = wrap(r + dr, rows) * cols
             for dc in range(-view, view + 1):
                 cell = row + wrap(c + dc, cols)
                 if form == PAPER:
                     field[cell] += fake
-                    symbol = symbol_add_value(symbol, fake)
                 else:
                     field[cell] = (field[cell] + observed[i, (dr + view) * side + dc + view] + fake) / divisor
                     symbol = symbol_add_value(symbol, field[cell])
@@ -106,11 +109,6 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         targets[i] = window[pick]
     m = members.shape[0]
     count(comm, READS_AND_WRITES, m, m * window_bits)
-    if form == PAPER:  # the paper's field lives one iteration (Algorithm 2, line 2)
-        for i in members:
-            if choice[i, 0]:
-                r, c = pos_r[i], pos_c[i]
-                for dr in range(-view, view + 1):
-                    row = wrap(r + dr, rows) * cols
-                    for dc in range(-view, view + 1):
-                        field[row + wrap(c + dc, cols)] = 0.0
+    if form == PAPER and deposited:  # the paper's field lives one iteration (Algorithm 2, line 2): zero
+        for cell in range(rows * cols):  # again, whole (a plain loop the compiler vectorises)
+            field[cell] = 0.0

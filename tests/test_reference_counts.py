@@ -19,3 +19,69 @@ def test_local_search_decision_counts_no_references():
     ir = fresh.inspect_llvm(signature)
     assert "define" in ir and "local_best" in ir  # the IR is the function's, not an empty placeholder
     assert "call void @NRT_incref" not in ir and "call void @NRT_decref" not in ir
+
+
+def _rule_arguments(rows, cols, view, members):
+    """A protocol rule's arguments (protocols/kernel_support.py) for `members` searchers on a rows x cols Λ*
+    scene, ⊕ in sight of the first."""
+    from collective.protocols.kernel_support import COMM_SLOTS, table_log
+
+    agents, side = members.shape[0], 2 * view + 1
+    positions = np.arange(agents, dtype=np.int64) * 3 % (rows * cols)
+    scene = Scene(int(positions[0] // cols), int(positions[0] % cols) + 1, rows - 1, cols - 1,
+                  FieldRef(np.uintp(0), 0), 0, 0, rows, cols, 1)
+    streams = np.arange(1, agents + 1, dtype=np.uint64).reshape(agents, 1)
+    return (positions // cols, positions % cols, scene, view, streams,
+            np.empty(max(side * side, rows * cols), np.int64), np.zeros(rows * cols), np.array([-np.inf, -1.0]),
+            np.zeros((agents, 3)), np.zeros((agents, side * side)), np.full(agents, -1, np.int64),
+            np.zeros(COMM_SLOTS), table_log(4, agents))
+
+
+def test_broadcast_and_wisdom_allocate_nothing_per_iteration():
+    """The kernel calls a protocol rule every iteration; broadcast and wisdom used to allocate three arrays
+    per call (the reports, the comparison with the best, its indices), each an allocation and a free
+    with atomic counts. numba's allocation statistics over a compiled loop of 1 and of 6 calls (the
+    call from Python allocates a record for each array argument; the loop's calls must add none)."""
+    from numba.core.runtime import _nrt_python, rtsys
+
+    from collective.protocols.broadcast import broadcast_rule
+
+    @numba.njit
+    def repeat(calls, values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
+               targets, comm, log):
+        for _ in range(calls):
+            broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice,
+                           observed, targets, comm, log)
+
+    members = np.arange(6, dtype=np.int64)
+    _nrt_python.memsys_enable_stats()
+    try:
+        for memory in (0.0, 1.0):
+            arguments = (np.array([memory, 0.0, 0.0, 0.0]), members, *_rule_arguments(7, 7, 1, members))
+            repeat(1, *arguments)  # compiles
+            allocations = []
+            for calls in (1, 6):
+                before = rtsys.get_allocation_stats().alloc
+                repeat(calls, *arguments)
+                allocations.append(rtsys.get_allocation_stats().alloc - before)
+            assert allocations[1] == allocations[0], f"memory={memory}: {allocations} allocations for 1 and 6 calls"
+            assert (arguments[-3][members] >= 0).all()  # the rule did run: every member has a target
+    finally:
+        _nrt_python.memsys_disable_stats()
+
+
+def test_a_lent_array_is_the_same_memory():
+    """`lent` (the kernel's arrays for the protocol rules) hands over the same data, shape and strides:
+    a compiled function writing through the lent array writes the owner's."""
+    from collective.simulation.lent_arrays import lent
+
+    @numba.njit
+    def write_through(a):
+        b = lent(a)
+        for i in range(b.shape[0]):
+            b[i, 1] = i + 1.0
+        return b.shape[0], b.shape[1], b.strides[0]
+
+    owner = np.zeros((4, 3))
+    assert write_through(owner) == (4, 3, owner.strides[0])
+    assert owner[:, 1].tolist() == [1.0, 2.0, 3.0, 4.0] and owner[:, [0, 2]].sum() == 0.0

@@ -240,7 +240,7 @@ class CompiledProtocol:
         self.states = np.empty((core.episodes, 2))  # (E, 2): the sticky auction's best bid and cell
         self.states[:, 0], self.states[:, 1] = -np.inf, -1.0
         self.targets = np.full((core.episodes, core.agents), -1, np.int64)  # (E, A)
-        self.window = np.empty(side * side, np.int64)  # the stigmergy rule's tie list
+        self.window = np.empty(max(side * side, core.rows * core.cols), np.int64)  # the rules' tie lists
         self.choice = np.zeros((core.agents, 3))
         self.observed = np.zeros((core.agents, side * side))
         self.comm = np.zeros(COMM_SLOTS)  # the batch's traffic, both accountings

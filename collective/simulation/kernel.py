@@ -34,6 +34,7 @@ from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, R
 from collective.behaviours.decisions import (action_values, greedy_action, learner_action, local_search_step,
                                              max_q, oracle_step, random_step)
 from collective.simulation.array_copies import copy_into
+from collective.simulation.lent_arrays import lent
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
@@ -53,7 +54,8 @@ BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window th
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
-# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (side²,) the stigmergy rule's.
+# Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (max(side², cells),) the rules'
+# tie lists.
 Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state action "
                                 "prev_state prev_action prev_reward streams")
 # The settings of a batch: the grid, the agents' view and reward radius, the coordination
@@ -222,6 +224,9 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     streams, window, states, actions = s.streams, s.window, s.state, s.action
     prev_states, prev_actions, prev_rewards = s.prev_state, s.prev_action, s.prev_reward
     dirty, written, n_written = tables.dirty, tables.written, tables.n_written
+    # The rules' arrays lent for the pass (`lent_arrays`): a rule's call then counts no reference to any of them.
+    rule_arrays = (lent(values), lent(members), lent(pos_r), lent(pos_c), lent(streams), lent(window), lent(field),
+                   lent(protocol_state), lent(choice), lent(observed), lent(targets), lent(comm), lent(log))
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
     total = 0.0
@@ -234,24 +239,19 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             scene = reset_scene(landscape, rows, cols)
         # The group's protocol rule (protocols/*.py; kernel_support states the arguments), under a flag set
         # once per pass, so the compiler keeps a loop without it for groups that do not talk (A/B at G10:
-        # stigmergy +6%, random -1.5%; unguarded, random lost 16%). Written out here with the pass's
-        # locals: an inlined helper, or a tuple of the arguments, counts a reference to each array per call.
+        # stigmergy +6%, random -1.5%; unguarded, random lost 16%). Called with the pass's lent arrays
+        # (`rule_arrays`): a call with the arrays themselves counts a reference to each, atomically, in and out.
         if talks:
             if talk.code == STIGMERGY:
-                stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
-                               choice, observed, targets, comm, log)
+                stigmergy_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
             elif talk.code == BROADCAST:
-                broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
-                               choice, observed, targets, comm, log)
+                broadcast_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
             elif talk.code == AUCTION:
-                auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
-                             choice, observed, targets, comm, log)
+                auction_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
             elif talk.code == DICTATORSHIP:
-                dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
-                                  choice, observed, targets, comm, log)
+                dictatorship_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
             elif talk.code == HIERARCHY:
-                hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, protocol_state,
-                               choice, observed, targets, comm, log)
+                hierarchy_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
         for i in range(agents):
             r, c, code = pos_r[i], pos_c[i], codes[i]
             stream = streams[i, 0]  # the agent's stream state, in a local (decisions.py)
@@ -421,7 +421,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     view_side = 2 * view + 1
     scratch = Scratch(np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64),
                       np.empty(agents, np.int64), np.zeros(agents + 1, np.int64),
-                      np.empty(view_side * view_side, np.int64), np.zeros(agents, np.int64),
+                      np.empty(max(view_side * view_side, rows * cols), np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents, np.int64),
                       np.zeros(agents, np.float64), np.empty((agents, 1), np.uint64))
     steps = iterations + 1
