@@ -46,6 +46,8 @@ class EvaluationResult:
     estimate: UpsilonEstimate
     entropy_bits: float
     wall_seconds: float
+    # CPU seconds of the thread that played (`time.thread_time`): the simulator's own work, not the minutes the
+    # threads preparing the next batches took from it on a busy machine (a plug-in's own threads not counted)
     kernel_seconds: float
     agent_steps: int  # scored agent-steps
     training_steps: int  # learner agent-steps spent in training passes
@@ -428,7 +430,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
     learner = config.learner
     tables = _workspace(config, table_mode) if tables is None else tables
     training = training_arrays(config, environments)
-    start = time.perf_counter()
+    start = time.thread_time()  # the playing thread's CPU: not the time preparing threads take from it
     mean_rewards = simulate_batch(
         codes, config.rows, config.cols, config.iterations, config.observation_range, config.reward_radius,
         config.coordination_threshold, environments.good, environments.evil, environments.fields(),
@@ -436,7 +438,7 @@ def _play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool
         learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals,
         kernel_switches(config, environments), LEARNER_STATES.index(config.learner_state), table_mode)
-    seconds = time.perf_counter() - start
+    seconds = time.thread_time() - start
     messages, bits = talk.comm[config.accounting_offset:config.accounting_offset + 2]
     agent_scores = agent_totals / config.iterations if mixed else None
     traffic = dict(transfers=float(talk.comm[READS_AND_WRITES]), message_entropy=talk.entropy,
