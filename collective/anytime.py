@@ -28,7 +28,8 @@ Where the paper leaves the mapping to the environment class open, our choices (a
   earlier reading, spec §8's n ← n + ⌊n/2⌋, from n₀ = 10 (`budget_rounding` "floor").
 - **Physical time (Definition 18, `time_based`).** The slot τ starts at τ₀ (default 1 µs, the
   paper's) and grows by half each environment. A compiled episode cannot be stopped half-way, so τ
-  is converted into iterations at the group's measured speed (iterations per kernel second so far):
+  is converted into iterations at the group's measured speed (iterations per kernel second so far; a
+  compiled group's kernel seconds are the CPU seconds of the thread that plays, a plug-in's wall seconds):
   T = max(n₀, ⌊τ·speed⌋); the trace records that speed and the kernel seconds actually spent. The
   speed is the simulator's on this machine, environment and training passes included: the built-in
   agents decide inside one compiled loop with the environment, where their own decision time cannot

@@ -46,8 +46,9 @@ class EvaluationResult:
     estimate: UpsilonEstimate
     entropy_bits: float
     wall_seconds: float
-    # CPU seconds of the thread that played (`time.thread_time`): the simulator's own work, not the minutes the
-    # threads preparing the next batches took from it on a busy machine (a plug-in's own threads not counted)
+    # The compiled kernel's: CPU seconds of the thread that played (`time.thread_time`; the kernel is one thread),
+    # its own work, not the minutes the threads preparing the next batches took from it on a busy machine. The
+    # stepping core's (plug-ins, the sham): wall seconds, since a plug-in may work in threads of its own.
     kernel_seconds: float
     agent_steps: int  # scored agent-steps
     training_steps: int  # learner agent-steps spent in training passes

@@ -58,6 +58,8 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     memory = values[0] > 0.5
     rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
+    if window.shape[0] < n_cells:  # the best cells are listed there: a shorter scratch would be written past
+        raise ValueError("broadcast_rule: the window scratch must hold at least one entry per cell")
     m = members.shape[0]
     bits = cell_bits(rows, cols)
     if memory:  # fold every non-zero observation into the shared map, agent by agent

@@ -1,5 +1,7 @@
 """The compiled twins of NumPy's SeedSequence and default_rng draws (`numpy_stream_twins`) against NumPy itself:
 every table they build must be bit for bit what the per-episode NumPy objects give."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -136,3 +138,26 @@ def test_lemires_rejection_is_numpys():
     table = episode_seed_table(11, np.arange(200))
     expected = np.stack([start_cells(int(seed), n_cells, group_size) for seed in table[:, START_SEED]])
     assert np.array_equal(start_cell_table(table, n_cells, group_size), expected)
+
+
+def test_a_twin_that_parts_from_this_numpy_gives_way_to_numpy(monkeypatch):
+    """NumPy does not promise its streams across versions (NEP 19): each process checks the twins once against
+    the NumPy it runs with (known answer here: they agree), and a twin that parts from it (the control: start
+    cells shifted by one, a seed state off by one) is not used: the tables are NumPy's own."""
+    from collective.environments import lambda_star
+    from collective.simulation import random_streams
+
+    assert lambda_star.start_twin_agrees() and random_streams.seed_twin_agrees()
+    real_cells, real_states = lambda_star.start_cell_rows, random_streams.seed_sequence_states
+    monkeypatch.setattr(lambda_star, "start_cell_rows", lambda *args: (real_cells(*args) + 1) % args[1])
+    monkeypatch.setattr(random_streams, "seed_sequence_states", lambda *args: real_states(*args) + np.uint64(1))
+    # the checks afresh (each is cached once per process), now seeing the broken twins
+    monkeypatch.setattr(lambda_star, "start_twin_agrees", functools.cache(lambda_star.start_twin_agrees.__wrapped__))
+    monkeypatch.setattr(random_streams, "seed_twin_agrees",
+                        functools.cache(random_streams.seed_twin_agrees.__wrapped__))
+    assert not lambda_star.start_twin_agrees() and not random_streams.seed_twin_agrees()
+    table = random_streams.episode_seed_table(3, np.arange(5), (2,))
+    numpy_table = [np.random.SeedSequence(3, spawn_key=(2, e)).generate_state(3, np.uint64) for e in range(5)]
+    np.testing.assert_array_equal(table, numpy_table)
+    cells = lambda_star.start_cell_table(table, 100, 10, nested=True)
+    np.testing.assert_array_equal(cells, [lambda_star.start_cells(int(s), 100, 10, True) for s in table[:, 1]])

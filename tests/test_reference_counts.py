@@ -2,12 +2,16 @@
 every array argument of a compiled call and every array view, and those counts took about half of the
 kernel's time. The local searcher's decision (`local_best`, called once per searcher per iteration by
 the kernel and by the protocols' rules) therefore takes scalars only: the stream as its state."""
+import re
+from pathlib import Path
+
 import numba
 import numpy as np
 from numba import types
 
 from collective.behaviours.decisions import local_best
 from collective.environments.scene import FieldRef, Scene
+from collective.simulation.lent_arrays import lent
 
 
 def test_local_search_decision_counts_no_references():
@@ -85,3 +89,42 @@ def test_a_lent_array_is_the_same_memory():
     owner = np.zeros((4, 3))
     assert write_through(owner) == (4, 3, owner.strides[0])
     assert owner[:, 1].tolist() == [1.0, 2.0, 3.0, 4.0] and owner[:, [0, 2]].sum() == 0.0
+
+
+@numba.njit
+def _rule_like(a, b):  # a callee numba does not inline: its array arguments are counted at the call
+    total = 0.0
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            total += np.sin(a[i] * b[j])
+    a[0] = total
+
+
+@numba.njit
+def _calls_with_lent(a, b, n):
+    from_a, from_b = lent(a), lent(b)
+    for _ in range(n):
+        _rule_like(from_a, from_b)
+
+
+@numba.njit
+def _calls_with_owned(a, b, n):
+    for _ in range(n):
+        _rule_like(a, b)
+
+
+def test_calls_with_lent_arrays_count_no_references():
+    """Known answer from the IR: a loop calling a compiled function with the owner's arrays counts
+    references (the control: increments in the caller's IR), the same loop with the arrays lent counts none;
+    and the kernel lends the protocol rules nothing but arrays it was given (`lent` appears there only)."""
+    a, b = np.zeros(3), np.ones(3)
+    counts = {}
+    for caller in (_calls_with_lent, _calls_with_owned):
+        caller(a, b, 2)
+        ir = caller.inspect_llvm(caller.signatures[0])
+        counts[caller.__name__] = ir[ir.find("define"):].count("NRT_incref")
+    assert counts["_calls_with_owned"] > 0 and counts["_calls_with_lent"] == 0, counts
+    root = Path(__file__).parent.parent
+    sources = [*(root / "collective").rglob("*.py"), *(root / "protocols").glob("*.py")]
+    users = [path.name for path in sources if re.search(r"\blent\(", path.read_text())]
+    assert sorted(users) == ["kernel.py", "lent_arrays.py"], users

@@ -15,7 +15,9 @@ from numba.extending import intrinsic
 def lent(typingctx, array):
     """The same array (data, shape, strides, type) without its meminfo: counting a reference to it does
     nothing. The caller keeps the owner alive for as long as the lent array is used (the kernel lends
-    the arrays of a pass for that pass, from the arrays it was given)."""
+    the arrays of a pass for that pass, from the arrays it was given). Never return a lent array or store it
+    where it could outlive its owner: handed back to Python it would point at freed memory
+    (tests/test_reference_counts.py checks the kernel is its one user)."""
     if not isinstance(array, types.Array):
         return None
 

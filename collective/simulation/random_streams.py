@@ -9,6 +9,8 @@ one agent's draws never depend on another's, nor on the order agents are simulat
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -61,6 +63,22 @@ def table_training_seed_table(seed: int, passes: np.ndarray, prefix: tuple[int, 
     return keyed_seed_states([seed, TABLE_BRANCH], prefix, passes, 3)
 
 
+@functools.cache
+def seed_twin_agrees() -> bool:
+    """Whether the compiled twin gives this NumPy's SeedSequence states, checked once per process (one- and
+    three-word entropies, prefixes and suffixes of large words): where it would differ, `keyed_seed_states`
+    asks NumPy itself."""
+    for entropy, prefix, suffix in (([0], (), ()), ([2**64 - 1, 0x7EA1], (2**40 + 3,), (9,)), ([12345], (1, 2), ())):
+        tails = np.array([0, 7, 2**63 - 1], np.int64)
+        twin = seed_sequence_states(spawn_words(entropy, prefix), tails, key_words(suffix), 3)
+        numpy = [np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
+                                        spawn_key=(*prefix, int(tail), *suffix)).generate_state(3, np.uint64)
+                 for tail in tails]
+        if not np.array_equal(twin, np.array(numpy, np.uint64)):
+            return False
+    return True
+
+
 def keyed_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_words: int,
                       suffix: tuple[int, ...] = ()) -> np.ndarray:
     """(len(tails), n_words) uint64: row r is SeedSequence(entropy, spawn_key=(*prefix, tails[r], *suffix))
@@ -68,7 +86,8 @@ def keyed_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_word
     itself for a word the twin does not take (a negative integer, a non-integer: NumPy's own error)."""
     tails = np.asarray(tails)
     covered = (all(is_word_source(value) for value in (*entropy, *prefix, *suffix)) and tails.ndim == 1
-               and tails.dtype.kind in "ui" and (not len(tails) or 0 <= tails.min() <= tails.max() <= 2**63 - 1))
+               and tails.dtype.kind in "ui" and (not len(tails) or 0 <= tails.min() <= tails.max() <= 2**63 - 1)
+               and seed_twin_agrees())
     if not covered:
         return np.array([np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
                                                 spawn_key=(*prefix, int(tail), *suffix)).generate_state(n_words,

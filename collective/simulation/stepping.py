@@ -377,11 +377,11 @@ def play_group(group: Group, environments, record: bool = False) -> GroupRun:
     """Play a batch of episodes (an `EnvironmentBatch`) with the group; R̄ per episode, the
     protocol's traffic and message entropy and, with `record`, the trajectories."""
     playing = Playing(group, environments, record)
-    started = time.thread_time()
+    started = time.perf_counter()
     for _ in range(playing.core.iterations):
         obs = playing.core.observe()
         playing.move(obs, playing.speak(obs) if playing.speaks else None)
-    return playing.result(time.thread_time() - started)
+    return playing.result(time.perf_counter() - started)
 
 
 class _Overhearing:
@@ -442,7 +442,7 @@ def play_overhearing(group: Group, speaker: Group, environments, shadows, record
     shadows' protocol (what the others said)."""
     listening, speaking = Playing(group, environments, record, speaks=False), Playing(speaker, shadows, False)
     overhearing = _Overhearing(group.protocol, listening.core)
-    started = time.thread_time()
+    started = time.perf_counter()
     for _ in range(listening.core.iterations):
         shadow = speaking.core.observe()
         streams = speaking.core.streams.copy()
@@ -450,4 +450,4 @@ def play_overhearing(group: Group, speaker: Group, environments, shadows, record
         speaking.move(shadow, said)
         obs = listening.core.observe()
         listening.move(obs, overhearing.hear(obs, shadow, streams, speaking.core))
-    return listening.result(time.thread_time() - started, traffic=speaking)
+    return listening.result(time.perf_counter() - started, traffic=speaking)
