@@ -57,15 +57,17 @@ def _p_given_k(positions: np.ndarray, k: int, iterations: int, max_segment: int)
     return float(stats.chisquare(counts, expected).pvalue)
 
 
-def test_a_pooled_pattern_has_the_generators_law_given_its_k():
-    """3x3, T = 8, K 2..5 (per draw 17%, 17%, 27%, 11%), 60,000 episodes in blocks of 64: K uniform, and per K
-    the trajectories' frequencies match the enumerated law of the generator's draws of that K. Controls, each
+@pytest.mark.parametrize("block", [64, 1024])  # 1024: 256 episodes per K, queues full (POOL_QUEUE) and dropping
+def test_a_pooled_pattern_has_the_generators_law_given_its_k(block):
+    """3x3, T = 8, K 2..5 (per draw 17%, 17%, 27%, 11%), 60,000 episodes in blocks: K uniform, and per K the
+    trajectories stay in the support and their classes (`_shape`) have the frequencies of the enumerated law of
+    the generator's draws of that K. Controls, each
     rejected: the K = 3 samples against the law a lone episode draws with segments capped at its K (segment_cap
     "k_max", the law pooling would get wrong, so it refuses that cap), and the K = 4 samples with a third of
     those whose ⊕ stays put on its first move left out (a pool whose choice leaned on a pattern's moves)."""
-    iterations, episodes = 8, 60_032
+    iterations, episodes = 8, 60_416
     seeds = np.random.SeedSequence(20261126).generate_state(episodes, np.uint64)
-    pattern, evil = pooled_patterns(SOUND_DRAWS, seeds, 64, ROWS, COLS, iterations, 2, 5)
+    pattern, evil = pooled_patterns(SOUND_DRAWS, seeds, block, ROWS, COLS, iterations, 2, 5)
     assert evil is None
     assert (_k_of(pattern.positions, iterations) == pattern.k_raw).all()
     assert stats.chisquare(np.bincount(pattern.k_raw, minlength=6)[2:]).pvalue > 1e-3
