@@ -38,13 +38,14 @@ def local_best(r, c, scene, view, state):
     picks a later tie, walks on to it, cell by cell (no integer division).
     """
     side = 2 * view + 1
+    lambda_star = not (is_landscape(scene) or is_reset(scene))
     good_reaches, evil_reaches = True, True  # a landscape's or the reset field's cells are read whole
-    if not (is_landscape(scene) or is_reset(scene)):
+    if lambda_star:
         good_reaches, evil_reaches = window_reach(scene, r, c, view)
     if not (good_reaches or evil_reaches):  # `scene_blind`: all observed rewards are 0, the tie-break alone picks
         state, j = advance_uniform_int(state, side * side)
         return state, j // side - view, j % side - view, 0.0
-    if view == 1 and not (is_landscape(scene) or is_reset(scene)):  # the usual window, from 12 proximities
+    if view == 1 and lambda_star:  # the usual window, from 12 proximities
         values = moore_rewards(scene, r, c, good_reaches, evil_reaches)
         state, a = greedy_action(values, state)  # the same tie-break: row-major order, one draw
         return state, a // 3 - 1, a % 3 - 1, values[a]

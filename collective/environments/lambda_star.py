@@ -8,8 +8,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from collective.environments.complexity import lz76_rows, search_space_entropy_bits
-from collective.environments.patterns import (PatternBatch, PatternGenerator, independent_evil,
-                                              independent_pair_on_played_paths, index_shift_evil, pooled_patterns)
+from collective.environments.patterns import (PatternGenerator, independent_evil, independent_pair_on_played_paths,
+                                              index_shift_evil, pooled_patterns)
 from collective.simulation.numpy_stream_twins import TWIN_MAX_CELLS, start_cell_rows
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED, START_SEED
 
@@ -63,10 +63,8 @@ class LambdaStar:
         if pooled:
             good, evil_positions = pooled_patterns(self.generator, seeds, self.pattern_pool, self.rows, self.cols,
                                                    self.iterations, self.k_min, self.k_max,
-                                                   pair_seeds if played_pairs else None)
-            good = PatternBatch(good.positions[keep], good.k_raw[keep], good.k_normalised[keep], good.k_length)
+                                                   pair_seeds if played_pairs else None, keep)
             seed_table, pair_seeds = seed_table[keep], pair_seeds[keep]
-            evil_positions = None if evil_positions is None else evil_positions[keep]
         else:
             good = self.generator.generate(seeds, self.rows, self.cols, self.iterations, self.k_min, self.k_max)
         if self.evil_pairing == "index_shift":  # no collisions: ⊕ plays as drawn

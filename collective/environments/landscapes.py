@@ -49,7 +49,7 @@ import numpy as np
 
 from collective.environments.complexity import lz76_normalised, lz76_phrase_count, search_space_entropy_bits
 from collective.environments.lambda_star import EnvironmentBatch, start_cell_table
-from collective.environments.patterns import PatternBatch, PatternGenerator, pooled_patterns
+from collective.environments.patterns import PatternGenerator, pooled_patterns
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED
 
 LANDSCAPE_MOTIONS = ("pattern", "static")
@@ -92,9 +92,7 @@ class FitnessLandscape:
         pattern = None
         if keep is not None and self.pattern_pool > 0 and self.motion == "pattern":
             pattern, _ = pooled_patterns(self.generator, seed_table[:, ENVIRONMENT_SEED], self.pattern_pool,
-                                         self.rows, self.cols, self.iterations, self.k_min, self.k_max)
-            pattern = PatternBatch(pattern.positions[keep], pattern.k_raw[keep], pattern.k_normalised[keep],
-                                   pattern.k_length)
+                                         self.rows, self.cols, self.iterations, self.k_min, self.k_max, keep=keep)
         if keep is not None:
             seed_table = seed_table[keep]
         episodes = len(seed_table)

@@ -31,6 +31,19 @@ LAZY_SHUFFLE_ABOVE = 128
 
 class UnreachableK(ValueError):
     """No pattern of the asked K was found within MAX_TRIES draws (the K range is unreachable in practice)."""
+
+
+def unreachable_k_error(k_low, k_high, rows: int, cols: int, iterations: int) -> UnreachableK:
+    """The error of an episode whose draws missed a K in [k_low, k_high] MAX_TRIES times."""
+    return UnreachableK(f"no pattern with K in [{k_low}, {k_high}] found in {MAX_TRIES} tries on a {rows}x{cols} "
+                        f"grid with {iterations} iterations")
+
+
+def no_pair_error(k, rows: int, cols: int, iterations: int) -> ValueError:
+    """The error of an episode whose ⊕/⊖ pairs never kept K = k on both played paths in MAX_PAIR_ROUNDS rounds."""
+    return ValueError(f"no ⊕/⊖ pair whose played paths both keep K = {int(k)} found in {MAX_PAIR_ROUNDS} draws on a "
+                      f"{rows}x{cols} grid with {iterations} iterations: collisions nearly always change K there; "
+                      "use a larger grid, a lower k_max or k_on_played_paths = false")
 MAX_PAIR_ROUNDS = 10_000  # redraws of an independent ⊕/⊖ pair before its K counts as unplayable
 PAIR_PROBES, PAIR_PROBE_ROUNDS = 2, 400  # `unpairable_k`: probe episodes per K and their budget of rounds
 # Where a cyclic segment's length is capped: "half_T", 1..⌊T/2⌋ moves as paper 003 §4.2 says;
@@ -279,13 +292,15 @@ def _run(kind: int, seeds, rows, cols, iterations, k_min, k_max, cap_to_k: bool 
               k_length)
     if (k_raw < 0).any():
         e = int(np.argmax(k_raw < 0))
-        raise UnreachableK(f"no pattern with K in [{k_low[e]}, {k_high[e]}] found in {MAX_TRIES} tries "
-                         f"on a {rows}x{cols} grid with {iterations} iterations")
-    # c·log2(L)/L (Chmait et al. 2016, §4.2; Kaspar & Schuster 1987), 0 for L <= 1
-    safe = np.maximum(k_length, 2)
-    normalised = np.where(k_length > 1, k_raw * np.log2(safe) / safe, 0.0)
+        raise unreachable_k_error(k_low[e], k_high[e], rows, cols, iterations)
     # The ping-pong base walk varies in length; report the largest for information only.
-    return PatternBatch(positions, k_raw, normalised, int(k_length.max(initial=0)))
+    return PatternBatch(positions, k_raw, _k_normalised(k_raw, k_length), int(k_length.max(initial=0)))
+
+
+def _k_normalised(k_raw: np.ndarray, k_length: np.ndarray) -> np.ndarray:
+    """c·log2(L)/L (Chmait et al. 2016, §4.2; Kaspar & Schuster 1987), 0 for L <= 1."""
+    safe = np.maximum(k_length, 2)
+    return np.where(k_length > 1, k_raw * np.log2(safe) / safe, 0.0)
 
 
 def _sampled_k(kind: int, seeds, rows, cols, iterations, k_max, cap_to_k: bool, lazy: bool = False) -> np.ndarray:
@@ -494,10 +509,7 @@ def independent_pair_on_played_paths(generator: PatternGenerator, good: PatternB
     good_out, evil_out, pending = _pair_rounds(generator, good.positions, good.k_raw.astype(np.int64), seeds,
                                                rows, cols, iterations, MAX_PAIR_ROUNDS)
     if len(pending):
-        raise ValueError(f"no ⊕/⊖ pair whose played paths both keep K = {int(good.k_raw[pending[0]])} found in "
-                         f"{MAX_PAIR_ROUNDS} draws on a {rows}x{cols} grid with {iterations} iterations: "
-                         "collisions nearly always change K there; use a larger grid, a lower k_max or "
-                         "k_on_played_paths = false")
+        raise no_pair_error(good.k_raw[pending[0]], rows, cols, iterations)
     return good_out, evil_out
 
 
@@ -517,8 +529,7 @@ def _pair_rounds(generator: PatternGenerator, first_good: np.ndarray, target: np
                             good_out, evil_out, unpaired)
         if (unpaired == _MISSED_K).any():
             e = int(np.argmax(unpaired == _MISSED_K))
-            raise UnreachableK(f"no pattern with K in [{target[e]}, {target[e]}] found in {MAX_TRIES} tries "
-                             f"on a {rows}x{cols} grid with {iterations} iterations")
+            raise unreachable_k_error(target[e], target[e], rows, cols, iterations)
         return good_out, evil_out, np.flatnonzero(unpaired)
     pending = np.arange(len(target))
     for attempt in range(rounds):
@@ -720,12 +731,13 @@ RECENT_BLOCKS = 8  # pooled blocks kept (`pooled_patterns`): a caller asking for
 
 
 def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block: int, rows: int, cols: int,
-                    iterations: int, k_min, k_max, pair_seeds: np.ndarray | None = None
-                    ) -> tuple[PatternBatch, np.ndarray | None]:
+                    iterations: int, k_min, k_max, pair_seeds: np.ndarray | None = None,
+                    keep: np.ndarray | None = None) -> tuple[PatternBatch, np.ndarray | None]:
     """Stratified patterns of whole blocks of `block` episodes (seeds: (episodes,) environment seeds, episodes a
     multiple of `block`, block-aligned), each block's draws pooled (see above): each episode's K target as
     `stratified_targets` draws it, then ⊕ at that K, or with `pair_seeds` an independent ⊕/⊖ pair whose played
-    paths both keep it (`independent_pair_on_played_paths`'s rounds). Returns (⊕ batch, ⊖ positions or None).
+    paths both keep it (`independent_pair_on_played_paths`'s rounds). Returns (⊕ batch, ⊖ positions or None),
+    of the episodes' rows `keep` (default: all).
     The last RECENT_BLOCKS blocks are kept, so that a caller generating one episode at a time (an adapter's
     reset) draws each block once."""
     cyclic = generator.inner if isinstance(generator, StratifiedComplexity) else None
@@ -755,7 +767,9 @@ def pooled_patterns(generator: "StratifiedComplexity", seeds: np.ndarray, block:
             while len(_RECENT) > RECENT_BLOCKS:
                 _RECENT.popitem(last=False)
     good, evil, k_raw = (np.concatenate([known[key][i] for key in keys]) for i in range(3))
-    normalised = k_raw * np.log2(iterations) / iterations if iterations > 1 else np.zeros(len(seeds))  # as `_run`
+    if keep is not None:
+        good, evil, k_raw = good[keep], evil[keep], k_raw[keep]
+    normalised = _k_normalised(k_raw, np.full(len(k_raw), iterations, np.int32))
     return PatternBatch(good, k_raw, normalised, iterations), (evil if pairs else None)
 
 
@@ -777,14 +791,9 @@ def _pooled_block_patterns(cyclic: CyclicPatternGenerator, seeds: np.ndarray, pa
                    MAX_TRIES, MAX_PAIR_ROUNDS, good, evil, status)
     if (status == _MISSED_K).any():
         e = int(np.argmax(status == _MISSED_K))
-        raise UnreachableK(f"no pattern with K in [{targets[e]}, {targets[e]}] found in {MAX_TRIES} tries "
-                           f"on a {rows}x{cols} grid with {iterations} iterations")
+        raise unreachable_k_error(targets[e], targets[e], rows, cols, iterations)
     if (status == _NO_PAIR).any():
-        e = int(np.argmax(status == _NO_PAIR))
-        raise ValueError(f"no ⊕/⊖ pair whose played paths both keep K = {int(targets[e])} found in "
-                         f"{MAX_PAIR_ROUNDS} draws on a {rows}x{cols} grid with {iterations} iterations: "
-                         "collisions nearly always change K there; use a larger grid, a lower k_max or "
-                         "k_on_played_paths = false")
+        raise no_pair_error(targets[int(np.argmax(status == _NO_PAIR))], rows, cols, iterations)
     return good, evil, targets.astype(np.int32)
 
 

@@ -71,12 +71,17 @@ def seed_twin_agrees() -> bool:
     for entropy, prefix, suffix in (([0], (), ()), ([2**64 - 1, 0x7EA1], (2**40 + 3,), (9,)), ([12345], (1, 2), ())):
         tails = np.array([0, 7, 2**63 - 1], np.int64)
         twin = seed_sequence_states(spawn_words(entropy, prefix), tails, key_words(suffix), 3)
-        numpy = [np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
-                                        spawn_key=(*prefix, int(tail), *suffix)).generate_state(3, np.uint64)
-                 for tail in tails]
-        if not np.array_equal(twin, np.array(numpy, np.uint64)):
+        if not np.array_equal(twin, _numpy_seed_states(entropy, prefix, tails, 3, suffix)):
             return False
     return True
+
+
+def _numpy_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_words: int,
+                       suffix: tuple[int, ...]) -> np.ndarray:
+    """`keyed_seed_states` by NumPy itself, one SeedSequence per row."""
+    return np.array([np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
+                                            spawn_key=(*prefix, int(tail), *suffix)).generate_state(n_words, np.uint64)
+                     for tail in tails], np.uint64).reshape(len(tails), n_words)
 
 
 def keyed_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_words: int,
@@ -89,10 +94,7 @@ def keyed_seed_states(entropy: list[int], prefix: tuple[int, ...], tails, n_word
                and tails.dtype.kind in "ui" and (not len(tails) or 0 <= tails.min() <= tails.max() <= 2**63 - 1)
                and seed_twin_agrees())
     if not covered:
-        return np.array([np.random.SeedSequence(entropy if len(entropy) > 1 else entropy[0],
-                                                spawn_key=(*prefix, int(tail), *suffix)).generate_state(n_words,
-                                                                                                      np.uint64)
-                         for tail in tails], np.uint64).reshape(len(tails), n_words)
+        return _numpy_seed_states(entropy, prefix, tails, n_words, suffix)
     return seed_sequence_states(spawn_words(entropy, prefix), tails.astype(np.int64), key_words(suffix), n_words)
 
 
