@@ -10,6 +10,7 @@ always gets the same seeds (see `random_streams`), so the result does not depend
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import math
@@ -521,8 +522,9 @@ def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
     waited for each batch. When preparing costs more than playing (a fast group such as the oracle), two
     batches are prepared at once, on the core the kernel leaves idle while it waits; when playing costs
     more, one thread at a time refills what was played. Generation is pure, so the environments are the ones
-    generated in turn. The threads are daemons: after an error or Ctrl-C in the caller the process ends
-    without finishing a batch nobody will play."""
+    generated in turn. Closing the generator (the caller's error or Ctrl-C: use it in `contextlib.closing`)
+    waits for the threads still preparing: a thread still inside compiled code when the interpreter
+    finalises aborts the process (SIGABRT) as it comes back for the GIL."""
     indices = batch_indices(config.episodes, size, ramp)
 
     def prepare(episodes: np.ndarray, outcome: list) -> None:
@@ -539,18 +541,23 @@ def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
         return thread, outcome
 
     ahead = collections.deque(start(position) for position in range(min(BATCHES_PREPARED_AHEAD, len(indices))))
-    for position, episodes in enumerate(indices):
-        waited = time.perf_counter()
-        thread, outcome = ahead.popleft()
-        while thread.is_alive():
-            thread.join(0.1)  # a timed join, so that Ctrl-C reaches the caller at once
-        waited = time.perf_counter() - waited
-        done, value = outcome[0]
-        if not done:
-            raise value
-        if position + BATCHES_PREPARED_AHEAD < len(indices):
-            ahead.append(start(position + BATCHES_PREPARED_AHEAD))
-        yield episodes, value, waited
+    try:
+        for position, episodes in enumerate(indices):
+            waited = time.perf_counter()
+            thread, outcome = ahead[0]
+            while thread.is_alive():
+                thread.join(0.1)  # a timed join, so that Ctrl-C reaches the caller at once
+            ahead.popleft()
+            waited = time.perf_counter() - waited
+            done, value = outcome[0]
+            if not done:
+                raise value
+            if position + BATCHES_PREPARED_AHEAD < len(indices):
+                ahead.append(start(position + BATCHES_PREPARED_AHEAD))
+            yield episodes, value, waited
+    finally:
+        for thread, _ in ahead:  # at most a batch's preparation each
+            thread.join()
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
@@ -573,8 +580,9 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     entropy_episodes = 0
     generation_wait = 0.0
     label = f"{config.mix or config.behaviour} x{config.group_size}"
-    with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar:
-        for episodes, environments, waited in batches_ahead(config, size, batch_size is None and ramps(config)):
+    with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar, \
+            contextlib.closing(batches_ahead(config, size, batch_size is None and ramps(config))) as batches:
+        for episodes, environments, waited in batches:
             generation_wait += waited
             run = play(config, environments, group=group, tables=tables)
             k_raw = run.environments.k_raw

@@ -2,6 +2,7 @@
 cyclic draw that rejects early and draws a drifting segment's moves lazily against a plain Python
 twin of paper 003 §4.2's draw, and the compiled ⊕/⊖ pair rounds against the batched rounds."""
 import math
+import threading
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -239,6 +240,17 @@ def test_batches_generated_ahead_are_the_batches_in_turn():
         assert waited >= 0
         for name in ("good", "evil", "starts", "agent_seeds", "k_raw", "upsilon_best"):
             assert np.array_equal(getattr(environments, name), getattr(alone, name)), name
+
+
+def test_closing_the_batches_ahead_waits_for_the_threads_still_preparing():
+    """A preparing thread alive when the interpreter finalises can abort the process (SIGABRT) as it comes back
+    from compiled code for the GIL: a caller that stops early (an error, Ctrl-C) leaves none behind."""
+    config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=10, rows=10, cols=10,
+                                           iterations=200, episodes=40_000)
+    batches = batches_ahead(config, 8_000)  # ~0.2-0.5 s to prepare each of the batches ahead
+    next(batches)
+    batches.close()
+    assert not [thread for thread in threading.enumerate() if thread.name == "collective-generation"]
 
 
 def test_an_evaluation_played_a_batch_ahead_does_not_depend_on_the_batch_size():
