@@ -277,8 +277,10 @@ def table_training_batch(config: EvaluationConfig, seed_prefix: tuple[int, ...] 
     `table_training_seed_table`) with the agents' seed of row p."""
     passes = np.arange(first, min(config.q_training_passes, config.q_training_passes if stop is None else stop))
     count = min(config.training_episodes, config.q_training_passes)
-    episodes = table_training_seed_table(config.seed, passes % count, seed_prefix)
-    drawn = config.environment().generate(episodes, config.group_size)
+    # each held-out episode drawn once (each row is drawn from its own seeds alone), then repeated in pass order
+    held_out, pass_rows = np.unique(passes % count, return_inverse=True)
+    drawn = config.environment().generate(table_training_seed_table(config.seed, held_out, seed_prefix),
+                                          config.group_size).take(pass_rows)
     return replace(drawn, agent_seeds=table_training_seed_table(config.seed, passes, seed_prefix)[:, AGENT_SEED].copy())
 
 

@@ -54,6 +54,22 @@ def test_a_kept_table_never_trains_on_a_test_episode():
     assert tests.training is None  # no per-episode training episodes are generated for a kept table
 
 
+@pytest.mark.parametrize("environment", ["lambda_star", "landscape"])
+def test_each_held_out_training_episode_is_drawn_once_and_repeated_in_pass_order(environment):
+    """Pass p plays held-out episode p mod training_episodes: the batch drawn once per held-out episode and
+    repeated equals every pass's row drawn from its own seeds (the definition), for any chunk of passes."""
+    config = sound(env=environment, q_training_passes=23, training_episodes=5, seed=11,
+                   **({"landscape_peaks": 2} if environment == "landscape" else {}))
+    for first, stop in ((0, 23), (3, 17), (20, 23)):
+        passes = np.arange(first, stop)
+        every_pass = config.environment().generate(table_training_seed_table(config.seed, passes % 5), 3)
+        batch = table_training_batch(config, (), first, stop)
+        for name in ("good", "evil", "starts", "k_raw", "k_normalised", "k_evil", "landscapes", "local_optima"):
+            mine, reference = getattr(batch, name), getattr(every_pass, name)
+            assert (mine is None and reference is None) or np.array_equal(mine, reference), (environment, name)
+        assert np.array_equal(batch.agent_seeds, table_training_seed_table(config.seed, passes)[:, AGENT_SEED])
+
+
 def learned(behaviour: str, passes: int, **settings) -> float:
     """Υ over 120 test episodes after `passes` training passes over as many held-out episodes, averaged
     over SEEDS (each seed its own table and its own test episodes)."""

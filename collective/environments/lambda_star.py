@@ -153,16 +153,20 @@ class EnvironmentBatch:
     def episodes(self, start: int, stop: int) -> "EnvironmentBatch":
         """Rows [start, stop) with their training episodes, copied: arrays from Ray's object store are
         read-only, and read-only arrays would make numba compile (for ~30 s) a second simulator."""
+        return self.take(np.arange(start, stop))
+
+    def take(self, rows: np.ndarray) -> "EnvironmentBatch":
+        """The given rows, in that order (repeats allowed), with their training episodes, copied (`episodes`)."""
         count = self.training_episodes
 
-        def rows(name: str, values):
+        def taken(name: str, values):
             if values is None or name == "seed_prefix":
                 return values
             if name == "training":
-                return values.episodes(start * count, stop * count)
-            return np.array(values[start:stop])
+                return values.take((rows[:, None] * count + np.arange(count)).ravel())
+            return values[rows]  # a fancy index copies
 
-        return EnvironmentBatch(**{field.name: rows(field.name, getattr(self, field.name)) for field in fields(self)})
+        return EnvironmentBatch(**{field.name: taken(field.name, getattr(self, field.name)) for field in fields(self)})
 
     @property
     def training_episodes(self) -> int:

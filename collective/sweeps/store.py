@@ -22,6 +22,7 @@ written, and the files are left where they are.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -92,6 +93,7 @@ class StoreError(RuntimeError):
     """The output directory cannot take this sweep (in use, or holds another sweep)."""
 
 
+@functools.cache  # fixed for the process (the dataclass's fields); every play_unit table asks for it
 def row_schema() -> pa.Schema:
     """Result columns, then one column per `EvaluationConfig` field (nullable where the field is
     Optional; tuples such as protocol_params as canonical JSON text). Derived from the dataclass,
