@@ -2,6 +2,7 @@
 groups, paired by (cell, episode) and stratified by cell, on synthetic datasets of known effect."""
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,8 @@ from scipy import stats
 
 from collective.analysis.focal import focal_scores
 from collective.analysis.tables import Dataset, analyse, format_analysis
+from collective.config import EvaluationConfig
+from collective.sweeps.plan import scores_by_behaviour_json
 
 CELLS, EPISODES, EFFECT = 3, 400, 0.05
 PLUGIN = "my_pkg.agents:Homing"  # an import path that does not exist
@@ -101,3 +104,20 @@ def test_stratified_estimate_matches_a_hand_computation():
     # d_z over the 6 pairs: mean 3.5, variance (6.25 + 2.25 + 0.25 + 0.25 + 0.25 + 12.25)/5 = 4.3
     assert focal["cohen_dz"] == pytest.approx(3.5 / math.sqrt(4.3))
     assert (focal["cells"], focal["pairs"]) == (2, 6)
+
+
+@pytest.mark.parametrize("mix", [None, "local_search:2,random:1,q_learning:1"])
+def test_score_by_behaviour_column_is_json_of_each_rows_dict(mix):
+    """The sweep's column, written for the whole unit at once, is json.dumps of each row's {behaviour: per-capita
+    R̄} (the definition), also for numbers JSON spells apart (NaN, ±Infinity, -0.0, subnormals, 17 digits)."""
+    config = EvaluationConfig(behaviour="mix", group_size=4, mix=mix) if mix else EvaluationConfig(group_size=4)
+    awkward = [np.nan, np.inf, -np.inf, -0.0, 5e-324, 0.1 + 0.2, -1 / 3, 1e300, 7.0]
+    rng = np.random.default_rng(3)
+    agent_scores = rng.choice(awkward + list(rng.normal(size=5)), size=(40, 4))
+    run = SimpleNamespace(mean_rewards=agent_scores.mean(axis=1), agent_scores=agent_scores if mix else None)
+    members = np.array(config.behaviours)
+    expected = [json.dumps({name: float(row[members == name].mean()) for name in dict.fromkeys(config.behaviours)}
+                           if mix else {config.behaviours[0]: float(score)}, separators=(",", ":"))
+                for row, score in zip(agent_scores, run.mean_rewards)]
+    assert scores_by_behaviour_json(config, run) == expected
+    assert scores_by_behaviour_json(config, SimpleNamespace(mean_rewards=np.empty(0), agent_scores=None)) == []

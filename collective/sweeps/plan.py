@@ -295,7 +295,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
                                                           f"episodes {unit.first}-{unit.stop - 1})") from error
         wall = time.perf_counter() - started
         n = len(episodes)
-        by_behaviour = [json.dumps(scores, separators=(",", ":")) for scores in _scores_by_behaviour(config, run)]
+        by_behaviour = scores_by_behaviour_json(config, run)
         digests = json.dumps({plugin.spec: plugin.source_digest for plugin in config.plugins}, separators=(",", ":"))
         columns = {
             "sweep_id": [spec.sweep_id] * n, "cell": [cell.key] * n, "group": [group.label] * n,
@@ -350,10 +350,18 @@ def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
                    distinct_messages=np.concatenate([run.distinct_messages for run in runs]))
 
 
-def _scores_by_behaviour(config: EvaluationConfig, run) -> list[dict[str, float]]:
-    """Per episode, each behaviour's per-capita R̄ (a homogeneous group's is the group's R̄)."""
+def scores_by_behaviour_json(config: EvaluationConfig, run) -> list[str]:
+    """Per episode, each behaviour's per-capita R̄ as a canonical JSON object {"name":R̄,...} (a homogeneous
+    group's is the group's R̄): exactly json.dumps of the dict with separators (",", ":"), its numbers written
+    by one json.dumps per behaviour for the whole unit rather than one call per row."""
+    names = list(dict.fromkeys(config.behaviours))
     if run.agent_scores is None:
-        return [{config.behaviours[0]: float(score)} for score in run.mean_rewards]
-    names = np.array(config.behaviours)
-    return [{name: float(row[names == name].mean()) for name in dict.fromkeys(config.behaviours)}
-            for row in run.agent_scores]
+        columns = [run.mean_rewards]
+    else:
+        members = np.array(config.behaviours)
+        columns = [np.array([row[members == name].mean() for row in run.agent_scores]) for name in names]
+    keys = [json.dumps(name) for name in names]
+    values = [json.dumps(column.tolist(), separators=(",", ":"))[1:-1].split(",") if len(column) else []
+              for column in columns]
+    return ["{" + ",".join(f"{key}:{column[e]}" for key, column in zip(keys, values)) + "}"
+            for e in range(len(run.mean_rewards))]
