@@ -38,9 +38,10 @@ RAY_STOP_SECONDS = 1.5  # the actors' exit and ray.shutdown: 1.2-1.6 s
 # the driver imported and loads the kernels from the cache, all at once on the workers' CPUs:
 KERNEL_LOAD_SECONDS = 2.0  # an actor loads the cached kernels (2.5 s measured at load average 9)
 # A row's cost besides its agent-steps: its episode's generation (K measured on the paths under
-# `sound`), the ceiling, the row itself (a 5,100-row sweep of 1.5 M agent-steps: 3.0-5.1 s of work
-# serially at load average 9-12, i.e. 0.6-1 ms a row; a quiet machine about half)
-ROW_OVERHEAD_SECONDS = 0.5e-3
+# `sound`, draws pooled), the ceiling, a kept table's training episodes, the row itself (the quickstart
+# sweep, 36,000 rows of 2.1e7 agent-steps: 3.5 s serially at load average 4, 2.1 s of it in the kernel,
+# i.e. ~40 µs a row; it was 0.6-1 ms before pooled draws, compiled ceilings and exact sums)
+ROW_OVERHEAD_SECONDS = 40e-6
 
 
 def choose_executor(agent_steps: int, rows: int, cpus: int, import_seconds: float,
