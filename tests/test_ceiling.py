@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from collective.config import EvaluationConfig
-from collective.environments.ceiling import upsilon_best
+from collective.environments.ceiling import best_totals, upsilon_best
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.evaluate import evaluate, generate_environments, play, with_ceiling
 from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
@@ -86,3 +86,26 @@ def test_evaluate_records_the_mean_ceiling():
     environments = with_ceiling(config, generate_environments(config, np.arange(config.episodes)))
     assert record["upsilon_best"] == pytest.approx(environments.upsilon_best.mean(), abs=1e-12)
     assert record["upsilon"] <= record["upsilon_best"]
+
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (1, 6), (5, 1), (2, 2), (3, 7), (8, 5), (12, 12)])
+def test_a_landscapes_ceiling_is_the_plain_dynamic_programme_to_the_bit(rows, cols):
+    """The field moved with ⊕ paid row by row in two runs (`ceiling._pay_field`) against the same DP written
+    plainly, each cell paid R of `ReferenceWorld` (the field read at the cell shifted back): identical floats,
+    on grids where the shifts wrap in rows, columns, both or neither."""
+    rng = np.random.default_rng(rows * 31 + cols)
+    episodes, iterations = 4, 9
+    good = random_walks(rng, episodes, rows, cols, iterations)
+    fields = rng.uniform(-1, 1, (episodes, rows * cols))
+    starts = rng.integers(0, rows * cols, (episodes, 3)).astype(np.int32)
+    totals = np.empty(starts.shape)
+    best_totals(good, good.copy(), fields, starts, rows, cols, iterations, 1, totals)
+    for e in range(episodes):
+        world = ReferenceWorld(rows, cols, iterations, reward_radius=1, landscape=tuple(fields[e]))
+        value = [0.0] * (rows * cols)
+        for t in range(iterations - 1, -1, -1):
+            pays = world.payoffs(list(good[e]), list(good[e]), t + 1)
+            value = [value[cell] + pays(cell) for cell in range(rows * cols)]
+            value = [max(value[world.moved(cell, dr, dc)] for dr, dc in ACTION_MOVES) for cell in range(rows * cols)]
+        assert totals[e].tolist() == [value[s] for s in starts[e]]

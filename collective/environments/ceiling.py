@@ -22,7 +22,6 @@ import numpy as np
 from numba import njit
 
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.environments.scene import Scene, field_ref, has_field, scene_reward
 from collective.environments.torus import chebyshev, proximity, wrap
 
 
@@ -39,17 +38,14 @@ def best_totals(good, evil, landscapes, starts, rows, cols, iterations, radius, 
     for cell in range(n_cells):
         row_of[cell], column_of[cell] = cell // cols, cell % cols
     for e in range(good.shape[0]):
-        landscape = field_ref(landscapes[e])
         first_r, first_c = good[e, 0] // cols, good[e, 0] % cols
+        field = landscapes[e]  # (cells,), empty for Λ*
         value[:] = 0.0
         for t in range(iterations - 1, -1, -1):
             good_r, good_c = row_of[good[e, t + 1]], column_of[good[e, t + 1]]
             evil_r, evil_c = row_of[evil[e, t + 1]], column_of[evil[e, t + 1]]
-            if has_field(landscape):  # every cell pays
-                scene = Scene(good_r, good_c, evil_r, evil_c, landscape, (good_r - first_r) % rows,
-                              (good_c - first_c) % cols, rows, cols, radius)
-                for cell in range(n_cells):
-                    value[cell] += scene_reward(scene, cell // cols, cell % cols)
+            if field.shape[0] > 0:  # a landscape: every cell pays, the field moved with ⊕ (`scene.scene_reward`)
+                _pay_field(value, field, (good_r - first_r) % rows, (good_c - first_c) % cols, rows, cols)
             else:  # Λ*: only the cells within the reward radius of ⊕ or ⊖ pay; each is paid once
                 _pay_zone(value, good_r, good_c, good_r, good_c, evil_r, evil_c, False, rows, cols, radius, span_r,
                           span_c)
@@ -58,6 +54,21 @@ def best_totals(good, evil, landscapes, starts, rows, cols, iterations, radius, 
             _king_max(value, across, rows, cols)
         for i in range(starts.shape[1]):
             out[e, i] = value[starts[e, i]]
+
+
+@njit(cache=True, inline="always")
+def _pay_field(value, field, shift_r, shift_c, rows, cols):
+    """value[c] += R(c) = field[c shifted back by (shift_r, shift_c)] for every cell, as `scene.scene_reward`
+    reads a landscape: row by row, each row in two straight runs (before and after the column wrap), so no
+    division or wrap per cell."""
+    width, shift = np.uint64(cols), np.uint64(shift_c)
+    for r in range(rows):
+        target = np.uint64(r) * width
+        source = np.uint64(r - shift_r if r >= shift_r else r - shift_r + rows) * width
+        for c in range(shift, width):  # columns shift_c.. read source columns 0..
+            value[target + c] += field[source + c - shift]
+        for c in range(shift):  # columns ..shift_c - 1 read the source row's last shift_c columns
+            value[target + c] += field[source + width - shift + c]
 
 
 @njit(cache=True, inline="always")
