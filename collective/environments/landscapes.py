@@ -42,20 +42,25 @@ over neighbouring pairs), which a sampled walk only estimates.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from collective.environments.complexity import lz76_normalised, lz76_phrase_count, search_space_entropy_bits
 from collective.environments.lambda_star import EnvironmentBatch, start_cell_table
 from collective.environments.patterns import PatternGenerator, pooled_patterns
+from collective.simulation.numpy_stream_twins import (TWIN_MAX_CELLS, append_words, integer_at_most, next_double,
+                                                      pairwise_sum, seed_pcg, shuffle_index)
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED
 
 LANDSCAPE_MOTIONS = ("pattern", "static")
 LANDSCAPE_NORMALISATIONS = ("centre", "optimum_one")
 LANDSCAPE_ENTROPIES = ("lambda_star", "optimum")
 PLACEMENT_TRIES = 200  # fresh draws of the peak centres before the peaks count as not fitting
+FIELD_STREAM = 0x1A5D  # a field's generator: default_rng([environment seed, FIELD_STREAM])
 SECONDARY_HEIGHT_MAX = 0.9  # the secondary optima's highest height; the global optimum's is 1
 KING_MOVES = tuple((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0))
 
@@ -97,12 +102,8 @@ class FitnessLandscape:
             seed_table = seed_table[keep]
         episodes = len(seed_table)
         n_cells = self.rows * self.cols
-        fields = np.empty((episodes, n_cells))  # (episodes, cells)
-        optimum = np.empty(episodes, np.int64)  # (episodes,)
-        for e, seed in enumerate(seed_table[:, ENVIRONMENT_SEED]):
-            fields[e], optimum[e] = landscape_field(
-                np.random.default_rng([int(seed), 0x1A5D]), self.rows, self.cols, self.peaks, self.peak_width,
-                self.deception, noise=self.noise, normalisation=self.normalisation)
+        fields, optimum = landscape_fields(seed_table[:, ENVIRONMENT_SEED], self.rows, self.cols, self.peaks,
+                                           self.peak_width, self.deception, self.noise, self.normalisation)
         if self.motion == "pattern":
             if pattern is None:
                 pattern = self.generator.generate(seed_table[:, ENVIRONMENT_SEED], self.rows, self.cols,
@@ -141,6 +142,129 @@ def _cone(distance: np.ndarray, peak_width: int) -> np.ndarray:
     return np.maximum(0.0, 1.0 - distance / (peak_width + 1.0))
 
 
+def landscape_fields(seeds: np.ndarray, rows: int, cols: int, peaks: int, peak_width: int, deception: float,
+                     noise: float, normalisation: str) -> tuple[np.ndarray, np.ndarray]:
+    """(episodes, cells) fields and (episodes,) global optima: row e is `landscape_field` of
+    default_rng([seeds[e], FIELD_STREAM]), by its compiled twin in one call (`field_rows`, the same numbers)
+    up to TWIN_MAX_CELLS and wherever the twin agrees with this NumPy, else by NumPy per episode."""
+    n_cells = rows * cols
+    fields, optimum = np.empty((len(seeds), n_cells)), np.empty(len(seeds), np.int64)
+    if n_cells <= TWIN_MAX_CELLS and seeds.dtype == np.uint64 and field_twin_agrees():
+        unfit = field_rows(seeds, rows, cols, peaks, peak_width, deception, noise, normalisation == "optimum_one",
+                           fields, optimum)
+        if unfit >= 0:
+            raise peaks_do_not_fit_error(peaks, peak_width, rows, cols)
+        return fields, optimum
+    for e, seed in enumerate(seeds):
+        fields[e], optimum[e] = landscape_field(np.random.default_rng([int(seed), FIELD_STREAM]), rows, cols, peaks,
+                                                peak_width, deception, noise=noise, normalisation=normalisation)
+    return fields, optimum
+
+
+@functools.cache
+def field_twin_agrees() -> bool:
+    """Whether the compiled twin gives this NumPy's fields, checked once per process (with and without noise,
+    both normalisations, one peak and many, one-word and two-word seeds): NumPy does not promise its
+    Generator's streams across versions (NEP 19); where the twin would differ, NumPy draws the fields."""
+    seeds = np.array([0, 1, 2**32 + 7, 2**63 + 5, 2**64 - 1], np.uint64)
+    for rows, cols, peaks, width, deception, noise, normalisation in (
+            (10, 10, 8, 1, 0.5, 0.0, "optimum_one"), (7, 13, 3, 2, 0.0, 0.3, "centre"), (5, 5, 1, 1, 1.0, 1.0, "optimum_one"),
+            (40, 40, 30, 2, 0.2, 0.05, "centre")):
+        fields, optimum = np.empty((len(seeds), rows * cols)), np.empty(len(seeds), np.int64)
+        field_rows(seeds, rows, cols, peaks, width, deception, noise, normalisation == "optimum_one", fields, optimum)
+        for row, seed in enumerate(seeds):
+            field, best = landscape_field(np.random.default_rng([int(seed), FIELD_STREAM]), rows, cols, peaks, width,
+                                          deception, noise=noise, normalisation=normalisation)
+            if best != optimum[row] or not np.array_equal(field, fields[row]):
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def field_rows(seeds, rows, cols, peaks, peak_width, deception, noise, optimum_one, fields, optimum):
+    """fields[e], optimum[e] ← `landscape_field` of default_rng([seeds[e], FIELD_STREAM]), step for step with
+    NumPy's draws (`numpy_stream_twins`): choice among the free cells, uniform heights, a permutation of the
+    other cells' ranks, and NumPy's pairwise sum for the mean. Returns the first row whose peaks do not fit
+    (the caller raises `peaks_do_not_fit_error`), or -1."""
+    n_cells = rows * cols
+    pool, pcg, entropy = np.empty(4, np.uint64), np.empty(6, np.uint64), np.empty(3, np.uint32)
+    free, candidates = np.empty(n_cells, np.bool_), np.empty(n_cells, np.int64)
+    centres, heights = np.empty(peaks, np.int64), np.empty(peaks)
+    others, ranks = np.empty(max(n_cells - 1, 0), np.int64), np.empty(n_cells)
+    low = 0.2 + 0.7 * deception
+    spread = SECONDARY_HEIGHT_MAX - low
+    for e in range(len(seeds)):
+        end = append_words(entropy, 0, seeds[e])
+        end = append_words(entropy, end, FIELD_STREAM)
+        seed_pcg(entropy, end, pool, pcg)
+        placed = 0
+        for _ in range(PLACEMENT_TRIES):
+            free[:] = True
+            placed = 0
+            for _ in range(peaks):
+                count = 0
+                for cell in range(n_cells):
+                    if free[cell]:
+                        candidates[count] = cell
+                        count += 1
+                if count == 0:
+                    break
+                centre = candidates[integer_at_most(pcg, count - 1)]
+                centres[placed] = centre
+                placed += 1
+                for cell in range(n_cells):
+                    if _cell_distance(cell, centre, rows, cols) < peak_width + 2:
+                        free[cell] = False
+            if placed == peaks:
+                break
+        if placed < peaks:
+            return e
+        best = centres[0]
+        heights[0] = 1.0
+        for p in range(1, peaks):
+            heights[p] = low + spread * next_double(pcg)
+        field = fields[e]
+        for cell in range(n_cells):
+            top = 0.0
+            for p in range(peaks):
+                height = heights[p] * max(0.0, 1.0 - _cell_distance(cell, centres[p], rows, cols) / (peak_width + 1.0))
+                if p == 0 or height > top:
+                    top = height
+            field[cell] = top
+        if noise > 0:
+            for i in range(n_cells - 1):
+                others[i] = i if i < best else i + 1
+            for top in range(n_cells - 2, 0, -1):
+                other = shuffle_index(pcg, top)
+                others[top], others[other] = others[other], others[top]
+            ranks[best] = 1.0
+            for i in range(n_cells - 1):
+                ranks[others[i]] = i / (n_cells - 1)
+            for cell in range(n_cells):
+                field[cell] = (1.0 - noise) * field[cell] + noise * ranks[cell]
+        mean = pairwise_sum(field, n_cells) / n_cells
+        for cell in range(n_cells):
+            field[cell] -= mean
+        if optimum_one:
+            scale = field[best]
+            for cell in range(n_cells):
+                field[cell] /= scale
+        optimum[e] = best
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cell_distance(a, b, rows, cols):
+    """The toroidal Chebyshev distance of two cells (`torus_chebyshev`)."""
+    dr, dc = abs(a // cols - b // cols), abs(a % cols - b % cols)
+    return max(min(dr, rows - dr), min(dc, cols - dc))
+
+
+def peaks_do_not_fit_error(peaks: int, peak_width: int, rows: int, cols: int) -> ValueError:
+    return ValueError(f"{peaks} peaks of width {peak_width} do not fit {PLACEMENT_TRIES} times on a "
+                      f"{rows}x{cols} grid (centres must be {peak_width + 2} cells apart)")
+
+
 def landscape_field(rng: np.random.Generator, rows: int, cols: int, peaks: int, peak_width: int, deception: float,
                     *, noise: float, normalisation: str) -> tuple[np.ndarray, int]:
     """One normalised field (cells,) and its global optimum's cell (module docstring); ValueError
@@ -160,8 +284,7 @@ def landscape_field(rng: np.random.Generator, rows: int, cols: int, peaks: int, 
         if len(centres) == peaks:
             break
     else:
-        raise ValueError(f"{peaks} peaks of width {peak_width} do not fit {PLACEMENT_TRIES} times on a "
-                         f"{rows}x{cols} grid (centres must be {peak_width + 2} cells apart)")
+        raise peaks_do_not_fit_error(peaks, peak_width, rows, cols)
     optimum = centres[0]
     heights = np.concatenate([[1.0], rng.uniform(0.2 + 0.7 * deception, SECONDARY_HEIGHT_MAX, peaks - 1)])
     distance = torus_chebyshev(cells, np.array(centres), rows, cols)  # (cells, peaks)

@@ -4,8 +4,9 @@
 (PCG64 seeded from `SeedSequence(seed).generate_state(4, uint64)`) with its `permutation(n)`, `choice(n, size,
 replace=False)` and `integers(0, n, size)`, written from the algorithms of NumPy's `bit_generator.pyx` (the
 SeedSequence pool: O'Neill's 2015 hash mixing, pool of 4 words), `pcg64.h` (PCG64 XSL-RR, O'Neill 2014),
-`distributions.c` (Lemire 2019's bounded integers; masked rejection for shuffles) and `_generator.pyx`
-(Floyd's sampling then a shuffle for `choice`), so that a batch needs no Python object per episode. They cover
+`distributions.c` (Lemire 2019's bounded integers; masked rejection for shuffles; uniform doubles) and
+`_generator.pyx` (Floyd's sampling then a shuffle for `choice`), and of `np.add.reduce`'s pairwise sum of
+float64 (`loops_utils.h`), so that a batch needs no Python object per episode. They cover
 what the project asks of them (`TWIN_MAX_CELLS`); callers fall back to NumPy outside it, never to a different
 number. tests/test_numpy_stream_twins.py holds them to NumPy's own output.
 """
@@ -259,3 +260,101 @@ def start_cell_rows(seeds, n_cells, group_size, nested):
             for agent in range(group_size):
                 out[row, agent] = _bounded(pcg, np.uint64(n_cells - 1)) if n_cells > 1 else 0
     return out
+
+
+@njit(cache=True, nogil=True)
+def seed_pcg(entropy, length, pool, pcg):
+    """pcg ← the PCG64 of `default_rng(SeedSequence(entropy))` whose assembled entropy is entropy[:length]
+    (uint32 words, no spawn key); pool is scratch of SeedSequence's pool size."""
+    _pool(entropy, length, pool)
+    _seed_pcg(pool, pcg)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def append_words(entropy, start, value):
+    """Write a non-negative integer as SeedSequence's uint32 words at entropy[start:]; returns the end."""
+    return _with_tail(entropy, start, value)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def integer_at_most(pcg, bound):
+    """`Generator.integers(0, bound + 1)`'s draw, 0 <= bound < 2**32 - 1 (Lemire; no draw when bound is 0)."""
+    return _bounded(pcg, np.uint64(bound)) if bound > 0 else np.int64(0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def shuffle_index(pcg, bound):
+    """The index `Generator.shuffle` swaps with position `bound` (masked rejection, `random_interval`)."""
+    return _interval(pcg, bound)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def next_double(pcg):
+    """PCG64's double in [0, 1): the top 53 bits of a 64-bit output times 2**-53 (its 32-bit buffer untouched)."""
+    return np.float64(_next64(pcg) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, nogil=True)
+def pairwise_sum(values, count):
+    """NumPy's sum of the float64 values[:count] as `np.add.reduce` computes it on a contiguous array: 0.0 plus
+    the pairwise sum (a run of at most 128 summed by `_block_sum`; a longer one split in halves cut at a
+    multiple of 8, each half summed so, left + right), to the bit. The split tree is walked with a stack of
+    its own, not by recursion (numba's cache loads a self-recursive function badly)."""
+    starts, counts = np.empty(_SPLIT_DEPTH, np.int64), np.empty(_SPLIT_DEPTH, np.int64)
+    lefts, left_done = np.empty(_SPLIT_DEPTH), np.zeros(_SPLIT_DEPTH, np.bool_)
+    depth, starts[0], counts[0] = 0, 0, count
+    while True:
+        n = counts[depth]
+        if n > 128:  # a fresh run too long for a block: its left half first
+            starts[depth + 1], counts[depth + 1], left_done[depth + 1] = starts[depth], _left_half(n), False
+            depth += 1
+            continue
+        value = _block_sum(values, starts[depth], n)
+        depth -= 1
+        while depth >= 0 and left_done[depth]:  # a right half: its run is done
+            value = lefts[depth] + value
+            depth -= 1
+        if depth < 0:
+            return 0.0 + value
+        lefts[depth], left_done[depth] = value, True  # a left half: now the right one
+        half = _left_half(counts[depth])
+        starts[depth + 1], counts[depth + 1], left_done[depth + 1] = starts[depth] + half, counts[depth] - half, False
+        depth += 1
+
+
+_SPLIT_DEPTH = 64  # the split tree's depth is at most log2 of the count
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _left_half(count):
+    half = count // 2
+    return half - half % 8
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(values, first, count):
+    """NumPy's sum of a run of at most 128: sequential below 8 terms, else 8 running sums, combined
+    ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the terms past the last multiple of 8."""
+    if count < 8:
+        total = 0.0
+        for i in range(first, first + count):
+            total += values[i]
+        return total
+    r0, r1, r2, r3 = values[first], values[first + 1], values[first + 2], values[first + 3]
+    r4, r5, r6, r7 = values[first + 4], values[first + 5], values[first + 6], values[first + 7]
+    i = 8
+    while i < count - count % 8:
+        at = first + i
+        r0 += values[at]
+        r1 += values[at + 1]
+        r2 += values[at + 2]
+        r3 += values[at + 3]
+        r4 += values[at + 4]
+        r5 += values[at + 5]
+        r6 += values[at + 6]
+        r7 += values[at + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for j in range(first + i, first + count):
+        total += values[j]
+    return total
