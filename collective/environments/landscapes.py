@@ -120,13 +120,18 @@ class FitnessLandscape:
                                 correlation_length=correlation_length(fields, self.rows, self.cols))
 
 
-def _translate(pattern: np.ndarray, optimum: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """The optimum's path: its start cell moved by the pattern's displacement at every step."""
-    pattern_r, pattern_c = np.divmod(pattern.astype(np.int64), cols)
-    optimum_r, optimum_c = np.divmod(optimum, cols)
-    r = (optimum_r[:, None] + pattern_r - pattern_r[:, :1]) % rows
-    c = (optimum_c[:, None] + pattern_c - pattern_c[:, :1]) % cols
-    return (r * cols + c).astype(np.int32)
+@njit(cache=True, nogil=True)
+def _translate(pattern, optimum, rows, cols):
+    """(episodes, T+1) int32: the optimum's path, its start cell moved by the pattern's displacement at every step."""
+    path = np.empty(pattern.shape, np.int32)
+    for e in range(pattern.shape[0]):
+        first_r, first_c = pattern[e, 0] // cols, pattern[e, 0] % cols
+        optimum_r, optimum_c = optimum[e] // cols, optimum[e] % cols
+        for t in range(pattern.shape[1]):
+            r = (optimum_r + pattern[e, t] // cols - first_r) % rows
+            c = (optimum_c + pattern[e, t] % cols - first_c) % cols
+            path[e, t] = r * cols + c
+    return path
 
 
 def torus_chebyshev(cells_a: np.ndarray, cells_b: np.ndarray, rows: int, cols: int) -> np.ndarray:
