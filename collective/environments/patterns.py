@@ -17,8 +17,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 from numba import njit
 
-from collective.environments.complexity import (lz76_periodic_at_most, lz76_phrase_count, lz76_phrase_count_at_most,
-                                               lz76_rows)
+from collective.environments.complexity import lz76_periodic_at_most, lz76_phrase_count_at_most, lz76_rows
 from collective.simulation.array_copies import copy_into
 from collective.simulation.random_streams import advance_uniform_int, derive_stream_seed, skipped, uniform_int
 from collective.environments.torus import wrap
@@ -182,15 +181,15 @@ def _closed_move(first, segment, t, order, placed, stamp):
     return move if entry % 2 == 0 else 8 - move
 
 
-DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour", "order", "placed"))
+DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour", "order", "placed", "path"))
 
 
 @njit(cache=True)
 def draw_workspace(rows, cols, iterations):
     """`_draw_cyclic`'s buffers: a segment's moves (room for ⌊T/2⌋), a mark per cell plus the latest
     draw's mark (zeros at first), the torus as a table (neighbour[cell, a] is the cell king move a
-    leads to, `torus`: a load per step instead of wrap-around branches), and a lazily shuffled
-    segment's entries with their marks (`_closed_move`)."""
+    leads to, `torus`: a load per step instead of wrap-around branches), a lazily shuffled
+    segment's entries with their marks (`_closed_move`), and a played path's T cells (`_played_keeps_k`)."""
     neighbour = np.empty((rows * cols, 9), np.int64)
     for cell in range(rows * cols):
         for action in range(9):
@@ -198,7 +197,7 @@ def draw_workspace(rows, cols, iterations):
                 wrap(cell % cols + action % 3 - 1, cols)
     segment = max(1, iterations // 2)
     return DrawWorkspace(np.empty(segment, np.int64), np.zeros(rows * cols + 1, np.int64), neighbour,
-                         np.empty(segment, np.int64), np.zeros(segment, np.int64))
+                         np.empty(segment, np.int64), np.zeros(segment, np.int64), np.empty(iterations, np.int64))
 
 
 @njit(cache=True)
@@ -572,8 +571,8 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
     round. unpaired[e]: _PAIRED, _NO_PAIR after `rounds` rounds, or _MISSED_K (a draw missed its K)."""
     good = np.empty((1, iterations + 1), first_good.dtype)
     evil = np.empty((1, iterations + 1), first_good.dtype)
+    drawn = np.empty((2, iterations + 1), first_good.dtype)
     out = np.empty(iterations + 1, np.int64)
-    path = np.empty(iterations, np.int64)
     work = draw_workspace(rows, cols, iterations)
     stream = np.empty(1, np.uint64)
     collision = np.empty(1, np.uint64)
@@ -595,20 +594,30 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
                 unpaired[e] = _MISSED_K
                 break
             copy_into(evil[0], out)
-            if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
-                continue
-            collision[0] = derive_stream_seed(seeds[e], _COLLISION_STREAM, attempt)
-            _resolve_collisions(good, evil, rows, cols, collision)
-            copy_into(path, good[0, :iterations])
-            if lz76_phrase_count(path) != k:
-                continue
-            copy_into(path, evil[0, :iterations])
-            if lz76_phrase_count(path) != k:
-                continue
-            copy_into(good_out[e], good[0])
-            copy_into(evil_out[e], evil[0])
-            unpaired[e] = _PAIRED
-            break
+            if _pair_kept(good, evil, k, seeds[e], attempt, rows, cols, iterations, collision, drawn, work,
+                          good_out[e], evil_out[e]):
+                unpaired[e] = _PAIRED
+                break
+
+
+@njit(cache=True, inline="always")
+def _pair_kept(good, evil, k, pair_seed, attempt, rows, cols, iterations, collision, drawn, work, good_out, evil_out):
+    """One ⊕/⊖ round of `independent_pair_on_played_paths`, for a pair (good, evil: (1, T+1) each) both drawn at
+    exactly K = k: False when they start on one cell, else both play out under the collision rule (collisions
+    from the stream derived from `pair_seed` for this round) and, when both played paths keep K = k, True with
+    the pair copied to good_out and evil_out. drawn: (2, T+1) room for the pair as drawn."""
+    if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
+        return False
+    collision[0] = derive_stream_seed(pair_seed, _COLLISION_STREAM, attempt)
+    copy_into(drawn[0], good[0])
+    copy_into(drawn[1], evil[0])
+    _resolve_collisions(good, evil, rows, cols, collision)
+    if not (_played_keeps_k(good[0], drawn[0], k, iterations, work)
+            and _played_keeps_k(evil[0], drawn[1], k, iterations, work)):
+        return False
+    copy_into(good_out, good[0])
+    copy_into(evil_out, evil[0])
+    return True
 
 
 # ---- Pooled draws (issue 25): the draws of a block of episodes shared among its K targets ----
@@ -654,13 +663,13 @@ def _pool_take(slot, k, targets_in_pool, want, queue, queued, head, stream, rows
 
 
 @njit(cache=True, inline="always")
-def _played_keeps_k(played, drawn, k, iterations, path):
+def _played_keeps_k(played, drawn, k, iterations, work):
     """Whether a played path (T+1,) still has K = k on its T positions: at once when collisions left it as
-    drawn (drawn at exactly K = k), else by LZ76 of a copy in `path` (T,)."""
+    drawn (drawn at exactly K = k), else by LZ76 of a copy in work.path, counted up to k + 1."""
     for t in range(iterations):
         if played[t] != drawn[t]:
-            copy_into(path, played[:iterations])
-            return lz76_phrase_count(path) == k
+            copy_into(work.path, played[:iterations])
+            return lz76_phrase_count_at_most(work.path, k) == k
     return True
 
 
@@ -675,9 +684,7 @@ def _pooled_blocks(pool_seeds, pair_seeds, targets, block, rows, cols, iteration
     out = np.empty(iterations + 1, np.int64)
     good = np.empty((1, iterations + 1), good_out.dtype)
     evil = np.empty((1, iterations + 1), good_out.dtype)
-    path = np.empty(iterations, np.int64)
-    drawn_good = np.empty(iterations + 1, good_out.dtype)  # the pair as drawn, before collisions
-    drawn_evil = np.empty(iterations + 1, good_out.dtype)
+    drawn = np.empty((2, iterations + 1), good_out.dtype)
     work = draw_workspace(rows, cols, iterations)
     stream = np.empty(1, np.uint64)
     collision = np.empty(1, np.uint64)
@@ -708,20 +715,10 @@ def _pooled_blocks(pool_seeds, pair_seeds, targets, block, rows, cols, iteration
                                   max_segment, lazy, max_tries, out, work, evil[0]):
                     status[e] = _MISSED_K
                     break
-                if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
-                    continue
-                collision[0] = derive_stream_seed(pair_seeds[e], _COLLISION_STREAM, attempt)
-                copy_into(drawn_good, good[0])
-                copy_into(drawn_evil, evil[0])
-                _resolve_collisions(good, evil, rows, cols, collision)
-                if not _played_keeps_k(good[0], drawn_good, k, iterations, path):
-                    continue
-                if not _played_keeps_k(evil[0], drawn_evil, k, iterations, path):
-                    continue
-                copy_into(good_out[e], good[0])
-                copy_into(evil_out[e], evil[0])
-                status[e] = _PAIRED
-                break
+                if _pair_kept(good, evil, k, pair_seeds[e], attempt, rows, cols, iterations, collision, drawn, work,
+                              good_out[e], evil_out[e]):
+                    status[e] = _PAIRED
+                    break
             want[slot] -= 1
             if want[slot] == 0:  # patterns left waiting for this K serve nobody: drop them
                 queued[slot] = 0
