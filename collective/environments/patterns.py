@@ -436,16 +436,24 @@ def _resolve_collisions(good, evil, rows, cols, streams):
     """Paper 003 §4.1.1: ⊕ and ⊖ never share a cell; if both would enter one, one of them,
     chosen at random, keeps its old cell (a still object keeps its cell and the mover waits).
     Planned trajectories are replayed as moves, so an object that waited continues its pattern
-    from where it stands. Arrays (episodes, T+1) are rewritten in place."""
+    from where it stands. Arrays (episodes, T+1) are rewritten in place.
+
+    Until the plans first put both objects on one cell nothing waits and the paths are the plans, so the
+    replay starts at that step (`_first_meeting`); each planned cell's row and column are divided out once."""
     episodes, length = good.shape
     for e in range(episodes):
-        gr, gc = good[e, 0] // cols, good[e, 0] % cols
-        er, ec = evil[e, 0] // cols, evil[e, 0] % cols
-        plan_g, plan_e = good[e, 0], evil[e, 0]
-        for t in range(1, length):
-            dgr, dgc = _delta(plan_g, good[e, t], rows, cols)
-            der, dec = _delta(plan_e, evil[e, t], rows, cols)
-            plan_g, plan_e = good[e, t], evil[e, t]
+        first = _first_meeting(good[e], evil[e])
+        if first == length:  # the plans never meet: nothing changes
+            continue
+        plan_gr, plan_gc = good[e, first - 1] // cols, good[e, first - 1] % cols
+        plan_er, plan_ec = evil[e, first - 1] // cols, evil[e, first - 1] % cols
+        gr, gc, er, ec = plan_gr, plan_gc, plan_er, plan_ec
+        for t in range(first, length):
+            next_gr, next_gc = good[e, t] // cols, good[e, t] % cols
+            next_er, next_ec = evil[e, t] // cols, evil[e, t] % cols
+            dgr, dgc = _axis_delta(plan_gr, next_gr, rows), _axis_delta(plan_gc, next_gc, cols)
+            der, dec = _axis_delta(plan_er, next_er, rows), _axis_delta(plan_ec, next_ec, cols)
+            plan_gr, plan_gc, plan_er, plan_ec = next_gr, next_gc, next_er, next_ec
             ngr, ngc = wrap(gr + dgr, rows), wrap(gc + dgc, cols)
             ner, nec = wrap(er + der, rows), wrap(ec + dec, cols)
             if ngr == ner and ngc == nec:
@@ -463,15 +471,22 @@ def _resolve_collisions(good, evil, rows, cols, streams):
 
 
 @njit(cache=True, inline="always")
-def _delta(a, b, rows, cols):
-    """The king move (dr, dc) in {-1,0,1}² that takes cell a to neighbouring cell b."""
-    dr = (b // cols - a // cols) % rows
-    dc = (b % cols - a % cols) % cols
-    if dr == rows - 1:
-        dr = -1
-    if dc == cols - 1:
-        dc = -1
-    return dr, dc
+def _first_meeting(good, evil):
+    """The first step t >= 1 at which the planned cells coincide, len(good) if none."""
+    for t in range(1, good.shape[0]):
+        if good[t] == evil[t]:
+            return t
+    return good.shape[0]
+
+
+@njit(cache=True, inline="always")
+def _axis_delta(a, b, size):
+    """The king move's component (-1, 0 or 1) from row (or column) a to the neighbouring b on a ring of `size`:
+    (b - a) mod size, size - 1 read as -1, without a division (b - a lies in (-size, size))."""
+    d = b - a
+    if d < 0:
+        d += size
+    return -1 if d == size - 1 else d
 
 
 def independent_evil(generator: PatternGenerator, good: PatternBatch, seeds: np.ndarray,
