@@ -115,11 +115,19 @@ def _finite(value: float) -> float | None:
 
 def batch_episodes(config: EvaluationConfig) -> int:
     """Episodes per batch: enough work per kernel call to amortise its overhead, or fewer when a
-    plug-in declares `batch_episodes` (a persistent learner learns from batch to batch)."""
+    plug-in declares `batch_episodes` (a persistent learner learns from batch to batch). With pooled
+    draws (`pattern_pool`) on an evaluation whose numbers do not depend on where batches end (`ramps`),
+    a whole number of FIRST_BATCH_SHARE pool blocks (rounded down: never more than the memory check counts):
+    no batch of `batch_indices`, ramped or not, then cuts a block, which both batches would draw whole
+    (`pool_blocks`)."""
     steps = config.group_size * config.iterations * (2 if config.sham else 1)  # a sham plays each episode's shadow
     steps *= 1 + config.passes_per_episode
     declared = [plugin.batch_episodes for plugin in config.plugins if plugin.batch_episodes]
-    return int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps] + declared)))
+    size = int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps] + declared)))
+    whole = config.pattern_pool * FIRST_BATCH_SHARE
+    if config.pattern_pool and not declared and size >= whole and ramps(config):
+        return size // whole * whole
+    return size
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collective.environments.pattern_probability import cyclic_pattern_log2_prob
 from collective.environments import patterns
 from collective.environments.patterns import (CyclicPatternGenerator, StratifiedComplexity,
                                               independent_pair_on_played_paths, pooled_patterns)
-from collective.evaluate import generate_environments, pool_blocks
+from collective.evaluate import batch_episodes, batch_indices, evaluate, generate_environments, pool_blocks
 from test_pattern_probability import COLS, ROWS, enumerated_distribution
 
 SOUND_DRAWS = StratifiedComplexity(CyclicPatternGenerator("half_T", lazy_shuffle=True))
@@ -205,3 +205,24 @@ def test_one_episode_at_a_time_draws_each_block_once(monkeypatch):
         np.testing.assert_array_equal(one.good[0], whole.good[episode])
         np.testing.assert_array_equal(one.evil[0], whole.evil[episode])
     assert drawn == [16, 16]
+
+
+def test_an_evaluations_batches_hold_whole_blocks(monkeypatch):
+    """A block cut by a batch edge would be drawn whole by both batches (`pool_blocks`): an evaluation's batches,
+    the ramped first ones included, end on block edges, so it draws each block once."""
+    config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, episodes=2500)
+    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 1000)  # ~1,000 episodes a batch
+    batches = batch_indices(config.episodes, batch_episodes(config), ramp=True)
+    assert len(batches) > 4 and len(batches[0]) < len(batches[3]), "no ramp to check"
+    assert all(batch[0] % config.pattern_pool == 0 for batch in batches)
+    drawn = []
+    real = patterns._pooled_block_patterns
+
+    def counted(*args, **kwargs):
+        drawn.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(patterns, "_pooled_block_patterns", counted)
+    monkeypatch.setattr(patterns, "_RECENT", patterns.OrderedDict())
+    evaluate(config)
+    assert sum(drawn) == -(-config.episodes // config.pattern_pool) * config.pattern_pool

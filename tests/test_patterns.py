@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from collective.environments.complexity import lz76, lz76_phrase_count
-from collective.environments.patterns import (CyclicPatternGenerator, PingPongPatternGenerator, independent_evil,
-                                 index_shift_evil, reachable_k)
+from collective.environments.patterns import (CyclicPatternGenerator, PingPongPatternGenerator, _resolve_collisions,
+                                              independent_evil, index_shift_evil, reachable_k)
+from collective.simulation.random_streams import SplitMix64
 from collective.simulation.reference import ReferenceWorld
 
 SEEDS = np.random.SeedSequence(2024).generate_state(300, dtype=np.uint64)
@@ -95,3 +96,55 @@ def test_independent_pairing_never_shares_a_cell_and_has_equal_k():
             untouched += 1
             assert lz76(evil[e, :T]).raw == lz76(good_positions[e, :T]).raw
     assert 0 < untouched < 60, "on a small grid some but not all episodes see a collision"
+
+
+def _python_collisions(good: list[int], evil: list[int], rows: int, cols: int, coin: SplitMix64) -> tuple[list, list]:
+    """Paper 003 §4.1.1 replayed step by step from the start, as plainly as it reads: each object tries its planned
+    king move; when both would enter one cell, a still object keeps its cell and the mover waits, else a fair coin
+    (0: ⊕) picks the one that waits."""
+    def move(a: int, b: int, size: int) -> int:
+        d = (b - a) % size
+        return -1 if d == size - 1 else d
+
+    g, e = [divmod(good[0], cols)], [divmod(evil[0], cols)]
+    for t in range(1, len(good)):
+        (gr, gc), (er, ec) = g[-1], e[-1]
+        dg = (move(good[t - 1] // cols, good[t] // cols, rows), move(good[t - 1] % cols, good[t] % cols, cols))
+        de = (move(evil[t - 1] // cols, evil[t] // cols, rows), move(evil[t - 1] % cols, evil[t] % cols, cols))
+        new_g, new_e = ((gr + dg[0]) % rows, (gc + dg[1]) % cols), ((er + de[0]) % rows, (ec + de[1]) % cols)
+        if new_g == new_e:
+            if dg == (0, 0):
+                new_e = (er, ec)
+            elif de == (0, 0) or coin.uniform_int(2) == 0:
+                new_g = (gr, gc)
+            else:
+                new_e = (er, ec)
+        g.append(new_g)
+        e.append(new_e)
+    return [r * cols + c for r, c in g], [r * cols + c for r, c in e]
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 5), (2, 2), (2, 3), (3, 3), (4, 6), (6, 6)])
+def test_collisions_are_the_rule_replayed_from_the_start(rows, cols):
+    """`_resolve_collisions` starts its replay where the plans first meet and divides each cell out once: the
+    paths must be those of the rule replayed from the first step (random king-move plans on small tori, where
+    the objects meet often, wait, and meet again)."""
+    rng = np.random.default_rng(rows * 100 + cols)
+    episodes, length = 150, 40
+    plans = np.empty((2, episodes, length), np.int32)
+    for which in range(2):
+        r, c = rng.integers(0, rows, episodes), rng.integers(0, cols, episodes)
+        for t in range(length):
+            plans[which, :, t] = r * cols + c
+            r, c = (r + rng.integers(-1, 2, episodes)) % rows, (c + rng.integers(-1, 2, episodes)) % cols
+    apart = plans[0, :, 0] != plans[1, :, 0]
+    good, evil = plans[0][apart].copy(), plans[1][apart].copy()
+    seeds = rng.integers(0, 2**63, len(good), dtype=np.uint64)
+    _resolve_collisions(good, evil, rows, cols, seeds.copy())
+    changed = 0
+    for e in range(len(good)):
+        expected = _python_collisions(plans[0][apart][e].tolist(), plans[1][apart][e].tolist(), rows, cols,
+                                      SplitMix64(int(seeds[e])))
+        assert good[e].tolist() == expected[0] and evil[e].tolist() == expected[1], e
+        changed += not np.array_equal(good[e], plans[0][apart][e])
+    assert changed > 10, "few collisions: the comparison would not cover the replay"

@@ -17,8 +17,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 from numba import njit
 
-from collective.environments.complexity import (lz76_periodic_at_most, lz76_phrase_count, lz76_phrase_count_at_most,
-                                               lz76_rows)
+from collective.environments.complexity import lz76_periodic_at_most, lz76_phrase_count_at_most, lz76_rows
 from collective.simulation.array_copies import copy_into
 from collective.simulation.random_streams import advance_uniform_int, derive_stream_seed, skipped, uniform_int
 from collective.environments.torus import wrap
@@ -182,15 +181,15 @@ def _closed_move(first, segment, t, order, placed, stamp):
     return move if entry % 2 == 0 else 8 - move
 
 
-DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour", "order", "placed"))
+DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour", "order", "placed", "path"))
 
 
 @njit(cache=True)
 def draw_workspace(rows, cols, iterations):
     """`_draw_cyclic`'s buffers: a segment's moves (room for ⌊T/2⌋), a mark per cell plus the latest
     draw's mark (zeros at first), the torus as a table (neighbour[cell, a] is the cell king move a
-    leads to, `torus`: a load per step instead of wrap-around branches), and a lazily shuffled
-    segment's entries with their marks (`_closed_move`)."""
+    leads to, `torus`: a load per step instead of wrap-around branches), a lazily shuffled
+    segment's entries with their marks (`_closed_move`), and a played path's T cells (`_played_keeps_k`)."""
     neighbour = np.empty((rows * cols, 9), np.int64)
     for cell in range(rows * cols):
         for action in range(9):
@@ -198,7 +197,7 @@ def draw_workspace(rows, cols, iterations):
                 wrap(cell % cols + action % 3 - 1, cols)
     segment = max(1, iterations // 2)
     return DrawWorkspace(np.empty(segment, np.int64), np.zeros(rows * cols + 1, np.int64), neighbour,
-                         np.empty(segment, np.int64), np.zeros(segment, np.int64))
+                         np.empty(segment, np.int64), np.zeros(segment, np.int64), np.empty(iterations, np.int64))
 
 
 @njit(cache=True)
@@ -437,16 +436,24 @@ def _resolve_collisions(good, evil, rows, cols, streams):
     """Paper 003 §4.1.1: ⊕ and ⊖ never share a cell; if both would enter one, one of them,
     chosen at random, keeps its old cell (a still object keeps its cell and the mover waits).
     Planned trajectories are replayed as moves, so an object that waited continues its pattern
-    from where it stands. Arrays (episodes, T+1) are rewritten in place."""
+    from where it stands. Arrays (episodes, T+1) are rewritten in place.
+
+    Until the plans first put both objects on one cell nothing waits and the paths are the plans, so the
+    replay starts at that step (`_first_meeting`); each planned cell's row and column are divided out once."""
     episodes, length = good.shape
     for e in range(episodes):
-        gr, gc = good[e, 0] // cols, good[e, 0] % cols
-        er, ec = evil[e, 0] // cols, evil[e, 0] % cols
-        plan_g, plan_e = good[e, 0], evil[e, 0]
-        for t in range(1, length):
-            dgr, dgc = _delta(plan_g, good[e, t], rows, cols)
-            der, dec = _delta(plan_e, evil[e, t], rows, cols)
-            plan_g, plan_e = good[e, t], evil[e, t]
+        first = _first_meeting(good[e], evil[e])
+        if first == length:  # the plans never meet: nothing changes
+            continue
+        plan_gr, plan_gc = good[e, first - 1] // cols, good[e, first - 1] % cols
+        plan_er, plan_ec = evil[e, first - 1] // cols, evil[e, first - 1] % cols
+        gr, gc, er, ec = plan_gr, plan_gc, plan_er, plan_ec
+        for t in range(first, length):
+            next_gr, next_gc = good[e, t] // cols, good[e, t] % cols
+            next_er, next_ec = evil[e, t] // cols, evil[e, t] % cols
+            dgr, dgc = _axis_delta(plan_gr, next_gr, rows), _axis_delta(plan_gc, next_gc, cols)
+            der, dec = _axis_delta(plan_er, next_er, rows), _axis_delta(plan_ec, next_ec, cols)
+            plan_gr, plan_gc, plan_er, plan_ec = next_gr, next_gc, next_er, next_ec
             ngr, ngc = wrap(gr + dgr, rows), wrap(gc + dgc, cols)
             ner, nec = wrap(er + der, rows), wrap(ec + dec, cols)
             if ngr == ner and ngc == nec:
@@ -464,15 +471,22 @@ def _resolve_collisions(good, evil, rows, cols, streams):
 
 
 @njit(cache=True, inline="always")
-def _delta(a, b, rows, cols):
-    """The king move (dr, dc) in {-1,0,1}² that takes cell a to neighbouring cell b."""
-    dr = (b // cols - a // cols) % rows
-    dc = (b % cols - a % cols) % cols
-    if dr == rows - 1:
-        dr = -1
-    if dc == cols - 1:
-        dc = -1
-    return dr, dc
+def _first_meeting(good, evil):
+    """The first step t >= 1 at which the planned cells coincide, len(good) if none."""
+    for t in range(1, good.shape[0]):
+        if good[t] == evil[t]:
+            return t
+    return good.shape[0]
+
+
+@njit(cache=True, inline="always")
+def _axis_delta(a, b, size):
+    """The king move's component (-1, 0 or 1) from row (or column) a to the neighbouring b on a ring of `size`:
+    (b - a) mod size, size - 1 read as -1, without a division (b - a lies in (-size, size))."""
+    d = b - a
+    if d < 0:
+        d += size
+    return -1 if d == size - 1 else d
 
 
 def independent_evil(generator: PatternGenerator, good: PatternBatch, seeds: np.ndarray,
@@ -572,8 +586,8 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
     round. unpaired[e]: _PAIRED, _NO_PAIR after `rounds` rounds, or _MISSED_K (a draw missed its K)."""
     good = np.empty((1, iterations + 1), first_good.dtype)
     evil = np.empty((1, iterations + 1), first_good.dtype)
+    drawn = np.empty((2, iterations + 1), first_good.dtype)
     out = np.empty(iterations + 1, np.int64)
-    path = np.empty(iterations, np.int64)
     work = draw_workspace(rows, cols, iterations)
     stream = np.empty(1, np.uint64)
     collision = np.empty(1, np.uint64)
@@ -595,20 +609,30 @@ def _cyclic_pair_rounds(seeds, first_good, target, rows, cols, iterations, cap_t
                 unpaired[e] = _MISSED_K
                 break
             copy_into(evil[0], out)
-            if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
-                continue
-            collision[0] = derive_stream_seed(seeds[e], _COLLISION_STREAM, attempt)
-            _resolve_collisions(good, evil, rows, cols, collision)
-            copy_into(path, good[0, :iterations])
-            if lz76_phrase_count(path) != k:
-                continue
-            copy_into(path, evil[0, :iterations])
-            if lz76_phrase_count(path) != k:
-                continue
-            copy_into(good_out[e], good[0])
-            copy_into(evil_out[e], evil[0])
-            unpaired[e] = _PAIRED
-            break
+            if _pair_kept(good, evil, k, seeds[e], attempt, rows, cols, iterations, collision, drawn, work,
+                          good_out[e], evil_out[e]):
+                unpaired[e] = _PAIRED
+                break
+
+
+@njit(cache=True, inline="always")
+def _pair_kept(good, evil, k, pair_seed, attempt, rows, cols, iterations, collision, drawn, work, good_out, evil_out):
+    """One ⊕/⊖ round of `independent_pair_on_played_paths`, for a pair (good, evil: (1, T+1) each) both drawn at
+    exactly K = k: False when they start on one cell, else both play out under the collision rule (collisions
+    from the stream derived from `pair_seed` for this round) and, when both played paths keep K = k, True with
+    the pair copied to good_out and evil_out. drawn: (2, T+1) room for the pair as drawn."""
+    if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
+        return False
+    collision[0] = derive_stream_seed(pair_seed, _COLLISION_STREAM, attempt)
+    copy_into(drawn[0], good[0])
+    copy_into(drawn[1], evil[0])
+    _resolve_collisions(good, evil, rows, cols, collision)
+    if not (_played_keeps_k(good[0], drawn[0], k, iterations, work)
+            and _played_keeps_k(evil[0], drawn[1], k, iterations, work)):
+        return False
+    copy_into(good_out, good[0])
+    copy_into(evil_out, evil[0])
+    return True
 
 
 # ---- Pooled draws (issue 25): the draws of a block of episodes shared among its K targets ----
@@ -654,13 +678,13 @@ def _pool_take(slot, k, targets_in_pool, want, queue, queued, head, stream, rows
 
 
 @njit(cache=True, inline="always")
-def _played_keeps_k(played, drawn, k, iterations, path):
+def _played_keeps_k(played, drawn, k, iterations, work):
     """Whether a played path (T+1,) still has K = k on its T positions: at once when collisions left it as
-    drawn (drawn at exactly K = k), else by LZ76 of a copy in `path` (T,)."""
+    drawn (drawn at exactly K = k), else by LZ76 of a copy in work.path, counted up to k + 1."""
     for t in range(iterations):
         if played[t] != drawn[t]:
-            copy_into(path, played[:iterations])
-            return lz76_phrase_count(path) == k
+            copy_into(work.path, played[:iterations])
+            return lz76_phrase_count_at_most(work.path, k) == k
     return True
 
 
@@ -675,9 +699,7 @@ def _pooled_blocks(pool_seeds, pair_seeds, targets, block, rows, cols, iteration
     out = np.empty(iterations + 1, np.int64)
     good = np.empty((1, iterations + 1), good_out.dtype)
     evil = np.empty((1, iterations + 1), good_out.dtype)
-    path = np.empty(iterations, np.int64)
-    drawn_good = np.empty(iterations + 1, good_out.dtype)  # the pair as drawn, before collisions
-    drawn_evil = np.empty(iterations + 1, good_out.dtype)
+    drawn = np.empty((2, iterations + 1), good_out.dtype)
     work = draw_workspace(rows, cols, iterations)
     stream = np.empty(1, np.uint64)
     collision = np.empty(1, np.uint64)
@@ -708,20 +730,10 @@ def _pooled_blocks(pool_seeds, pair_seeds, targets, block, rows, cols, iteration
                                   max_segment, lazy, max_tries, out, work, evil[0]):
                     status[e] = _MISSED_K
                     break
-                if good[0, 0] == evil[0, 0]:  # the objects never share a cell (§4.1.1)
-                    continue
-                collision[0] = derive_stream_seed(pair_seeds[e], _COLLISION_STREAM, attempt)
-                copy_into(drawn_good, good[0])
-                copy_into(drawn_evil, evil[0])
-                _resolve_collisions(good, evil, rows, cols, collision)
-                if not _played_keeps_k(good[0], drawn_good, k, iterations, path):
-                    continue
-                if not _played_keeps_k(evil[0], drawn_evil, k, iterations, path):
-                    continue
-                copy_into(good_out[e], good[0])
-                copy_into(evil_out[e], evil[0])
-                status[e] = _PAIRED
-                break
+                if _pair_kept(good, evil, k, pair_seeds[e], attempt, rows, cols, iterations, collision, drawn, work,
+                              good_out[e], evil_out[e]):
+                    status[e] = _PAIRED
+                    break
             want[slot] -= 1
             if want[slot] == 0:  # patterns left waiting for this K serve nobody: drop them
                 queued[slot] = 0
