@@ -98,12 +98,12 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                 read = symbol_add_value(read, value)
                 if sees:
                     value += observed[i, (dr + view) * side + dc + view]
-                if value > best:
-                    best = value
-                    ties = 0
-                if value == best:
-                    window[ties] = cell
-                    ties += 1
+                # without branches, as `best_cells`: each cell is stored, kept only when it ties the best
+                above = value > best
+                ties = 0 if above else ties
+                best = value if above else best
+                window[ties] = cell
+                ties += value == best
         log_message(log, read)
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
         targets[i] = window[pick]
