@@ -35,12 +35,11 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
-from collective.environments.torus import wrap  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
                                       READS_AND_WRITES, best_cells, cell_bits, count, count_all, float_bits, log_copies,
                                       log_message, observe_window, symbol_add, symbol_add_cell, symbol_add_value,
-                                      symbol_start, toggle_entry)
+                                      symbol_start, toggle_entry, window_column, window_fits, window_row)
 
 MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each pass with -1.0 there)
 
@@ -69,19 +68,20 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             observe_window(r, c, member_scene(scene, i), view, observed, i)
             wrote = 0
             symbol = symbol_start(MAP_WRITE)
-            k = 0
+            fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)  # unsigned indices: no negative-index fix-up
             for dr in range(-view, view + 1):
-                row = wrap(r + dr, rows) * cols
+                row = window_row(r, dr, rows, cols, fits)
                 for dc in range(-view, view + 1):
-                    reward = observed[i, k]
-                    k += 1
+                    reward = observed[np.uintp(i), k]
+                    k += np.uintp(1)
                     if reward != 0.0:
-                        cell = row + wrap(c + dc, cols)
-                        old, new = field[cell], (field[cell] + reward) / 2.0
+                        cell = row + window_column(c, dc, cols, fits)
+                        old = field[np.uintp(cell)]
+                        new = (old + reward) / 2.0
                         if new != old:  # state[MAP_HASH]: the map's hash
                             toggle_entry(state, MAP_HASH, cell, old)
                             toggle_entry(state, MAP_HASH, cell, new)
-                            field[cell] = new
+                            field[np.uintp(cell)] = new
                         symbol = symbol_add_value(symbol_add_cell(symbol, cell), reward)
                         wrote += 1
             if wrote:
@@ -99,13 +99,13 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             r, c = pos_r[i], pos_c[i]
             observe_window(r, c, member_scene(scene, i), view, observed, i)
             symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), r * cols + c)
-            k = 0
+            fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
             for dr in range(-view, view + 1):
-                row = wrap(r + dr, rows) * cols
+                row = window_row(r, dr, rows, cols, fits)
                 for dc in range(-view, view + 1):
-                    reward = observed[i, k]
-                    k += 1
-                    field[row + wrap(c + dc, cols)] = reward
+                    reward = observed[np.uintp(i), k]
+                    k += np.uintp(1)
+                    field[np.uintp(row + window_column(c, dc, cols, fits))] = reward
                     symbol = symbol_add_value(symbol, reward)
             log_message(log, symbol)
     ties = best_cells(field, n_cells, window)

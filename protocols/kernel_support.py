@@ -278,13 +278,31 @@ def best_cells(values, n, cells):
     the best (cells at least n long)."""
     best, ties = -np.inf, 0
     for k in range(n):
-        value = values[k]
+        value = values[np.uintp(k)]  # unsigned indices: no negative-index fix-up
         above = value > best
         ties = 0 if above else ties
         best = value if above else best
-        cells[ties] = k
+        cells[np.uintp(ties)] = k
         ties += value == best
     return ties
+
+
+@njit(cache=True, inline="always")
+def window_fits(r, c, view, rows, cols):
+    """Whether the range-`view` window around (r, c) lies inside the grid: its cells need no wrap."""
+    return view <= r < rows - view and view <= c < cols - view
+
+
+@njit(cache=True, inline="always")
+def window_row(r, dr, rows, cols, fits):
+    """Index of the first cell of row r + dr (on the ring), without a wrap when the window `fits`."""
+    return (r + dr if fits else wrap(r + dr, rows)) * cols
+
+
+@njit(cache=True, inline="always")
+def window_column(c, dc, cols, fits):
+    """Column c + dc (on the ring), without a wrap when the window `fits`."""
+    return c + dc if fits else wrap(c + dc, cols)
 
 
 @njit(cache=True, inline="always")
@@ -304,7 +322,7 @@ def observe_window(r, c, scene, view, observed, i):
         values = moore_rewards(scene, r, c, good_reaches, evil_reaches)
         for k in range(9):
             value = values[k]
-            observed[i, k] = value
+            observed[np.uintp(i), np.uintp(k)] = value  # unsigned indices: no negative-index fix-up
             low, high = min(low, value), max(high, value)
         return low, high
     k = 0

@@ -29,8 +29,8 @@ def test_observe_window_matches_its_slow_twin(kind):
                     continue
                 for _ in range(6):
                     radius = int(rng.integers(0, 4))
-                    r, c, gr, er = (int(x) for x in rng.integers(0, rows, 4))
-                    gc, ec = (int(x) for x in rng.integers(0, cols, 2))
+                    r, gr, er = (int(x) for x in rng.integers(0, rows, 3))
+                    c, gc, ec = (int(x) for x in rng.integers(0, cols, 3))
                     if cases % 3 == 0:  # the searcher beside ⊕: objects at the edge of the reach
                         gr = (r + view + radius) % rows
                     field = np.round(rng.normal(size=rows * cols), 1)
@@ -50,7 +50,7 @@ def test_observe_window_matches_its_slow_twin(kind):
                     assert (low, high) == (slow_low, slow_high)
                     assert np.signbit([low, high]).tolist() == np.signbit([slow_low, slow_high]).tolist()
                     cases += 1
-    assert cases > 500
+    assert cases > 400
 
 
 def test_best_cells_matches_flatnonzero():
