@@ -1,13 +1,15 @@
 """The protocols' fast helpers against their slow twins, to the bit: `observe_window` (the local searcher's
 fast window: `moore_rewards`, objects beyond reach unread) against `observe_window_cells` (`scene_reward` cell
-by cell) on Λ*, landscape and reset scenes, every grid from 3x3 to 9x9, views 1 and 2, radii 0 to 3; and
-`best_cells` (no branches) against NumPy's `flatnonzero(values == values.max())` on values with many ties."""
+by cell) on Λ*, landscape and reset scenes, every grid from 3x3 to 9x9, views 1 and 2, radii 0 to 3;
+`best_cells` (no branches) against NumPy's `flatnonzero(values == values.max())` on values with many ties; and
+the windows that skip their wraps (`window_fits`) against the ring's modular arithmetic."""
 import numba
 import numpy as np
 import pytest
 
 from collective.environments.scene import RESET_RADIUS, FieldRef, Scene
-from collective.protocols.kernel_support import best_cells, observe_window, observe_window_cells
+from collective.protocols.kernel_support import (best_cells, observe_window, observe_window_cells, window_column,
+                                                 window_fits, window_row)
 
 NO_FIELD = FieldRef(np.uintp(0), 0)
 
@@ -61,3 +63,23 @@ def test_best_cells_matches_flatnonzero():
             cells = np.full(n + 3, -7, np.int64)
             ties = best_cells(values, n, cells)
             assert cells[:ties].tolist() == np.flatnonzero(values[:n] == values[:n].max()).tolist()
+
+
+def test_windows_that_fit_name_the_cells_the_wraps_name():
+    """`window_row` and `window_column` skip the wrap only where `window_fits`: the same cells as the ring's
+    (row + dr) mod rows, (column + dc) mod cols, on every cell of grids 3x3 to 8x8, views 1 and 2."""
+    fitting = 0
+    for rows in range(3, 9):
+        for cols in range(3, 9):
+            for view in (1, 2):
+                if 2 * view >= min(rows, cols):
+                    continue
+                for r in range(rows):
+                    for c in range(cols):
+                        fits = window_fits(r, c, view, rows, cols)
+                        fitting += fits
+                        cells = [window_row(r, dr, rows, cols, fits) + window_column(c, dc, cols, fits)
+                                 for dr in range(-view, view + 1) for dc in range(-view, view + 1)]
+                        assert cells == [((r + dr) % rows) * cols + (c + dc) % cols
+                                         for dr in range(-view, view + 1) for dc in range(-view, view + 1)]
+    assert fitting > 500
