@@ -35,12 +35,11 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
-from collective.environments.torus import wrap  # noqa: E402
-from collective.environments.scene import member_scene, scene_reward  # noqa: E402
+from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
-                                      READS_AND_WRITES, cell_bits, count, count_all, float_bits, log_copies,
-                                      log_message, symbol_add, symbol_add_cell, symbol_add_value, symbol_start,
-                                      toggle_entry)
+                                      READS_AND_WRITES, best_cells, cell_bits, count, count_all, float_bits, log_copies,
+                                      log_message, observe_window, symbol_add, symbol_add_cell, symbol_add_value,
+                                      symbol_start, toggle_entry, window_column, window_fits, window_row)
 
 MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each pass with -1.0 there)
 
@@ -54,7 +53,8 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
 
     Broadcast keeps the reported rewards in `field` (the kernel's and the stepping core's field is the
     rule's own scratch, -inf: not reported), and both forms list the best cells in `window` (at least N
-    long): no array is allocated per iteration."""
+    long, `best_cells`): no array is allocated per iteration. Each searcher's window is read into
+    `observed` (`observe_window`)."""
     memory = values[0] > 0.5
     rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
@@ -64,20 +64,24 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     bits = cell_bits(rows, cols)
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
-            seen = member_scene(scene, i)
+            r, c = pos_r[i], pos_c[i]  # in locals: the compiler cannot prove the field's stores leave them unchanged
+            observe_window(r, c, member_scene(scene, i), view, observed, i)
             wrote = 0
             symbol = symbol_start(MAP_WRITE)
+            fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)  # unsigned indices: no negative-index fix-up
             for dr in range(-view, view + 1):
+                row = window_row(r, dr, rows, cols, fits)
                 for dc in range(-view, view + 1):
-                    rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reward = scene_reward(seen, rr, cc)
+                    reward = observed[np.uintp(i), k]
+                    k += np.uintp(1)
                     if reward != 0.0:
-                        cell = rr * cols + cc
-                        old, new = field[cell], (field[cell] + reward) / 2.0
+                        cell = row + window_column(c, dc, cols, fits)
+                        old = field[np.uintp(cell)]
+                        new = (old + reward) / 2.0
                         if new != old:  # state[MAP_HASH]: the map's hash
                             toggle_entry(state, MAP_HASH, cell, old)
                             toggle_entry(state, MAP_HASH, cell, new)
-                            field[cell] = new
+                            field[np.uintp(cell)] = new
                         symbol = symbol_add_value(symbol_add_cell(symbol, cell), reward)
                         wrote += 1
             if wrote:
@@ -92,23 +96,19 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         for cell in range(n_cells):
             field[cell] = -np.inf
         for i in members:  # one report per searcher, heard by the m - 1 others: logged once
-            seen = member_scene(scene, i)
-            symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), pos_r[i] * cols + pos_c[i])
+            r, c = pos_r[i], pos_c[i]
+            observe_window(r, c, member_scene(scene, i), view, observed, i)
+            symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), r * cols + c)
+            fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
             for dr in range(-view, view + 1):
+                row = window_row(r, dr, rows, cols, fits)
                 for dc in range(-view, view + 1):
-                    rr, cc = wrap(pos_r[i] + dr, rows), wrap(pos_c[i] + dc, cols)
-                    reward = scene_reward(seen, rr, cc)
-                    field[rr * cols + cc] = reward
+                    reward = observed[np.uintp(i), k]
+                    k += np.uintp(1)
+                    field[np.uintp(row + window_column(c, dc, cols, fits))] = reward
                     symbol = symbol_add_value(symbol, reward)
             log_message(log, symbol)
-    best, ties = -np.inf, 0  # the cells of the field's largest value, in ascending order
-    for cell in range(n_cells):
-        value = field[cell]
-        if value > best:
-            best, ties = value, 0
-        if value == best:
-            window[ties] = cell
-            ties += 1
+    ties = best_cells(field, n_cells, window)
     for i in members:
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
         targets[i] = window[pick]

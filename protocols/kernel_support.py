@@ -29,7 +29,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from collective.environments.scene import scene_reward
+from collective.environments.scene import (is_landscape, is_reset, moore_rewards, scene_reward, window_reach,
+                                           window_reward)
 from collective.environments.torus import wrap
 
 FLOAT_BITS = 64  # a reward travels as a double
@@ -270,10 +271,74 @@ def chosen_cell(i, pos_r, pos_c, choice, rows, cols):
 
 
 @njit(cache=True, inline="always")
+def best_cells(values, n, cells):
+    """cells[:ties] = the indices of the largest of values[:n], ascending (what `flatnonzero(values[:n] ==
+    values[:n].max())` gives); returns ties. Without branches (whether a value beats, ties or trails the best
+    is a coin toss to the branch predictor): every index is stored at cells[ties], and kept only when it ties
+    the best (cells at least n long)."""
+    best, ties = -np.inf, 0
+    for k in range(n):
+        value = values[np.uintp(k)]  # unsigned indices: no negative-index fix-up
+        above = value > best
+        ties = 0 if above else ties
+        best = value if above else best
+        cells[np.uintp(ties)] = k
+        ties += value == best
+    return ties
+
+
+@njit(cache=True, inline="always")
+def window_fits(r, c, view, rows, cols):
+    """Whether the range-`view` window around (r, c) lies inside the grid: its cells need no wrap."""
+    return view <= r < rows - view and view <= c < cols - view
+
+
+@njit(cache=True, inline="always")
+def window_row(r, dr, rows, cols, fits):
+    """Index of the first cell of row r + dr (on the ring), without a wrap when the window `fits`."""
+    return (r + dr if fits else wrap(r + dr, rows)) * cols
+
+
+@njit(cache=True, inline="always")
+def window_column(c, dc, cols, fits):
+    """Column c + dc (on the ring), without a wrap when the window `fits`."""
+    return c + dc if fits else wrap(c + dc, cols)
+
+
+@njit(cache=True, inline="always")
 def observe_window(r, c, scene, view, observed, i):
     """observed[i, k] = R of the k-th cell of the range-`view` window around (r, c), row by row;
-    returns the smallest and the largest. Inlined, and written through the 2-D array rather than
-    a row view, whose reference count would cost more than the window's arithmetic."""
+    returns the smallest and the largest. The local searcher's fast window (`moore_rewards` for a
+    range-1 window of Λ*, else `window_reward`; objects beyond reach unread), to the bit what
+    `observe_window_cells`, its slow twin, reads with `scene_reward` (tests/test_window_rewards.py).
+    Inlined, and written through the 2-D array rather than a row view, whose reference count would
+    cost more than the window's arithmetic."""
+    lambda_star = not (is_landscape(scene) or is_reset(scene))
+    good_reaches, evil_reaches = True, True  # a landscape's or the reset field's cells are read whole
+    if lambda_star:
+        good_reaches, evil_reaches = window_reach(scene, r, c, view)
+    low, high = np.inf, -np.inf
+    if view == 1 and lambda_star:  # the usual window, from 12 proximities
+        values = moore_rewards(scene, r, c, good_reaches, evil_reaches)
+        for k in range(9):
+            value = values[k]
+            observed[np.uintp(i), np.uintp(k)] = value  # unsigned indices: no negative-index fix-up
+            low, high = min(low, value), max(high, value)
+        return low, high
+    k = 0
+    for dr in range(-view, view + 1):
+        row = wrap(r + dr, scene.rows)
+        for dc in range(-view, view + 1):
+            value = window_reward(scene, row, wrap(c + dc, scene.cols), good_reaches, evil_reaches)
+            observed[i, k] = value
+            low, high = min(low, value), max(high, value)
+            k += 1
+    return low, high
+
+
+@njit(cache=True)
+def observe_window_cells(r, c, scene, view, observed, i):
+    """`observe_window` cell by cell with `scene_reward`: its slow twin (tests/test_protocol_windows.py)."""
     low, high = np.inf, -np.inf
     k = 0
     for dr in range(-view, view + 1):

@@ -32,9 +32,9 @@ from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.scene import member_scene, scene_blind  # noqa: E402
-from collective.environments.torus import wrap  # noqa: E402
 from collective.protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
-                                      count, log_message, observe_window, symbol_add_value, symbol_start)
+                                      count, log_message, observe_window, symbol_add_value, symbol_start, window_column,
+                                      window_fits, window_row)
 
 PAPER, REFERENCE = 0, 1
 
@@ -75,35 +75,39 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         symbol = symbol_start(DEPOSIT)
         if form == PAPER:  # r̂ on each of the window's side² cells (side fixed for the run): r̂ names it
             symbol = symbol_add_value(symbol, fake)
+        fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
         for dr in range(-view, view + 1):
-            row = wrap(r + dr, rows) * cols
+            row = window_row(r, dr, rows, cols, fits)
             for dc in range(-view, view + 1):
-                cell = row + wrap(c + dc, cols)
+                cell = np.uintp(row + window_column(c, dc, cols, fits))
                 if form == PAPER:
                     field[cell] += fake
                 else:
-                    field[cell] = (field[cell] + observed[i, (dr + view) * side + dc + view] + fake) / divisor
+                    field[cell] = (field[cell] + observed[np.uintp(i), k] + fake) / divisor
                     symbol = symbol_add_value(symbol, field[cell])
+                k += np.uintp(1)
         log_message(log, symbol)
     for i in members:  # each searcher reads its window of the field and heads for the best fake reward
         r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
         best = -np.inf
         ties = 0
         read = symbol_start(FIELD_READ)
+        fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
         for dr in range(-view, view + 1):
-            row = wrap(r + dr, rows) * cols
+            row = window_row(r, dr, rows, cols, fits)
             for dc in range(-view, view + 1):
-                cell = row + wrap(c + dc, cols)
-                value = field[cell]
+                cell = row + window_column(c, dc, cols, fits)
+                value = field[np.uintp(cell)]
                 read = symbol_add_value(read, value)
                 if sees:
-                    value += observed[i, (dr + view) * side + dc + view]
-                if value > best:
-                    best = value
-                    ties = 0
-                if value == best:
-                    window[ties] = cell
-                    ties += 1
+                    value += observed[np.uintp(i), k]
+                k += np.uintp(1)
+                # without branches, as `best_cells`: each cell is stored, kept only when it ties the best
+                above = value > best
+                ties = 0 if above else ties
+                best = value if above else best
+                window[np.uintp(ties)] = cell
+                ties += value == best
         log_message(log, read)
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
         targets[i] = window[pick]
