@@ -31,8 +31,8 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
-from collective.behaviours.decisions import (action_values, greedy_action, learner_action, local_search_step,
-                                             max_q, oracle_step, random_step)
+from collective.behaviours.decisions import (action_values, greedy_action_masked, learner_action,
+                                             local_search_step, max_q, oracle_step, random_step)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
@@ -52,6 +52,7 @@ CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); s
 WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
 BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window that pays 0 everywhere: digits all 1
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
+_U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-up)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (max(side², cells),) the rules'
@@ -137,7 +138,7 @@ def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
     blocks = learners if separate_tables else min(learners, 1)
     n_states = table_states(state_encoding, rows, cols, iterations) * blocks
     resets = training_passes * iterations * learners if table_mode == PER_EPISODE else 0
-    written = np.empty(min(n_states, resets), np.int64)
+    written = np.empty(min(n_states, resets) + 1, np.int64)  # one more: `_lone_training_passes` writes ahead
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
 
 
@@ -290,7 +291,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                         old = prev_states[i] + prev_actions[i]
                         q[old] += alpha * (prev_rewards[i] + gamma * q[base + actions[i]] - q[old])
                 else:
-                    stream, actions[i] = greedy_action(action_values(q, base), stream)
+                    stream, actions[i] = greedy_action_masked(action_values(q, base), stream)
                 dr, dc = actions[i] // 3 - 1, actions[i] % 3 - 1
             streams[i, 0] = stream
             new_r[i] = wrap(r + dr, rows)
@@ -332,7 +333,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 elif code == SARSA and rules.learner_bootstrap:
                     # main.cpp's SARSA: a' chosen at (c', t), the same t, bootstrapped from, then discarded
                     following = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
-                    streams[i, 0], next_action = learner_action(action_values(q, following), epsilon, streams[i, 0])
+                    streams[i, 0], next_action = learner_action(action_values(q, following), epsilon,
+                                                                       streams[i, 0])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
@@ -474,8 +476,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                agent_totals[e])
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
-                    _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables,
-                                 scratch, talk, agent_totals[e])
+                    _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
@@ -490,8 +491,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
-                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk,
-                             agent_totals[e])
+                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, agent_totals[e])
@@ -535,29 +535,86 @@ def training_paths(training, j):
 
 
 @njit(cache=True)
-def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk,
-                 agent_totals):
+def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables):
     """All training passes of learner i, playing by itself (so its group's protocol is silent);
-    pass p plays training episode p mod n of the `TrainingSet`. agent_totals: the scored passes'
-    (a training pass adds nothing to it)."""
-    one = slice(i, i + 1)
-    true, false, _, no_hidden = _runtime_constants()
-    silent = Talk(np.int64(NONE), talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
-                  talk.state, talk.comm, talk.log, talk.entropy, talk.distinct)
-    no_positions = np.empty((0, 0), np.int32)
-    no_rewards = np.empty((0, 0), np.float64)
-    n_training = training.good_r.shape[0]
+    pass p plays training episode p mod n of the `TrainingSet`. `_lone_training_passes` plays them;
+    each pass is what `_play_pass` plays for the one learner (tests/test_lone_learner.py compares the two)."""
+    _lone_training_passes(codes[i], agent_ids[i], table_row[i], training.starts[:, i], rules, training,
+                          episode_seed, passes, tables.q, tables.dirty, tables.written, tables.n_written)
+
+
+@njit(cache=True)
+def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_seed, passes, q, dirty, written,
+                          n_written):
+    """`passes` training passes of one learner (`code` Q_LEARNING or SARSA, global id `agent_id`, table row
+    `row`) alone: `_play_pass`'s steps for one learning agent with a silent protocol, nothing recorded and no
+    hidden oracle, the same operations in the same order, so the same tables and streams to the bit. Its own
+    loop, with the agent's cell, stream, state and action in locals and every array taken once for all the
+    passes (`_play_pass` takes ~40 per pass, each an atomic reference count, and walks its agents through
+    arrays). starts (n,) the learner's start cell in each training episode."""
+    rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
+    alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
+    bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
+    sarsa = code == SARSA
+    n_cells = rows * cols
+    good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
+    shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
+    n_training = good_r.shape[0]
+    prev_state, prev_action, prev_reward = 0, 0, 0.0
+    n = n_written[0]
     for p in range(passes):
         j = p % n_training
-        _play_pass(codes[one], agent_ids[one], table_row[one], training.starts[j][one], rules,
-                   training_paths(training, j), no_hidden, episode_seed, p + 1, true, tables, scratch, silent, false,
-                   no_positions, no_rewards, agent_totals)
+        landscape = field_ref(landscapes[j])
+        r, c = starts[j] // cols, starts[j] % cols
+        stream = derive_stream_seed(episode_seed, agent_id + 1, p + 1)
+        for t in range(iterations):
+            scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
+                          shift_c[j, t], rows, cols, radius)
+            base = _state_base(rules, scene, t, row, r, c, n_cells)
+            if per_episode:  # without a branch: `written` has room for one more state than the table holds
+                state = np.uint64(base) // _U9
+                written[n] = base
+                n += not dirty[state]
+                dirty[state] = True
+            stream, action = learner_action(action_values(q, base), epsilon, stream)
+            if sarsa and t > 0 and not bootstrap:
+                old = prev_state + prev_action
+                q[old] += alpha * (prev_reward + gamma * q[base + action] - q[old])
+            r, c = wrap(r + action // 3 - 1, rows), wrap(c + action % 3 - 1, cols)
+            after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
+                          shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
+            if threshold > 1:  # one agent never makes a quorum: the positive part is withheld (Λ* only)
+                reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+            else:
+                reward = scene_reward(after, r, c)
+            scaled = reward * reward_scale
+            here = base + action
+            if not sarsa and bootstrap:
+                target = scaled + gamma * max_q(q, _q_base(0, row, r * cols + c, iterations, n_cells))
+                q[here] += alpha * (target - q[here])
+            elif sarsa and bootstrap:
+                following = _q_base(t, row, r * cols + c, iterations, n_cells)
+                stream, next_action = learner_action(action_values(q, following), epsilon, stream)
+                q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
+            elif not sarsa:
+                target = scaled
+                if t + 1 < iterations:
+                    target += gamma * max_q(q, _state_base(rules, after, t + 1, row, r, c, n_cells))
+                q[here] += alpha * (target - q[here])
+            else:
+                prev_state, prev_action, prev_reward = base, action, scaled
+                if t + 1 == iterations:
+                    q[here] += alpha * (scaled - q[here])
+    n_written[0] = n
 
 
 @njit(cache=True)
 def _reset_written(tables, q_initial):
     """Return the states written since the last reset to Q0 (the table is reset per episode, spec §5)."""
+    q, dirty, written = tables.q, tables.dirty, tables.written
     for k in range(tables.n_written[0]):
-        tables.q[tables.written[k]:tables.written[k] + 9] = q_initial
-        tables.dirty[tables.written[k] // 9] = False
+        base = np.uint64(written[k])
+        for a in range(9):
+            q[base + np.uint64(a)] = q_initial
+        dirty[base // _U9] = False
     tables.n_written[0] = 0
