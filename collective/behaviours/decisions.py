@@ -155,7 +155,7 @@ def greedy_action_masked(values, state):
     """`greedy_action` without a branch, for the learners: the best value as a pairwise tree, the actions
     that equal it as a 9-bit mask, their count, the same draw, and the drawn tie's action read from a
     table, so the same (stream state', action) to the bit (for values without NaN, as Q-values are;
-    tests/test_lone_learner.py). Whether an action ties is a coin toss to the branch predictor: SARSA
+    tests/test_training_loops.py). Whether an action ties is a coin toss to the branch predictor: SARSA
     1.6x, shared Q 1.3x faster. The local searcher keeps `greedy_action` (this made it ~30% slower)."""
     v0, v1, v2, v3, v4, v5, v6, v7, v8 = values
     best = max(max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(max(v6, v7), v8)))

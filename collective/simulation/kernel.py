@@ -468,12 +468,9 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
                                no_positions, no_rewards, agent_totals[e])
             elif shared:  # the learners train together on their one table
-                for p in range(passes):
-                    j = p % n_training
-                    _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids],
-                               training.starts[j][learner_ids], rules, training_paths(training, j), no_hidden,
-                               seeds[e], p + 1, true, tables, scratch, talk, false, no_positions, no_rewards,
-                               agent_totals[e])
+                _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
+                                        training, seeds[e], passes, tables.q, tables.dirty, tables.written,
+                                        tables.n_written, talk.comm)
             else:  # each learner trains alone on its own table
                 for i in learner_ids:
                     _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables)
@@ -538,7 +535,7 @@ def training_paths(training, j):
 def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables):
     """All training passes of learner i, playing by itself (so its group's protocol is silent);
     pass p plays training episode p mod n of the `TrainingSet`. `_lone_training_passes` plays them;
-    each pass is what `_play_pass` plays for the one learner (tests/test_lone_learner.py compares the two)."""
+    each pass is what `_play_pass` plays for the one learner (tests/test_training_loops.py compares the two)."""
     _lone_training_passes(codes[i], agent_ids[i], table_row[i], training.starts[:, i], rules, training,
                           episode_seed, passes, tables.q, tables.dirty, tables.written, tables.n_written)
 
@@ -605,6 +602,91 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
                 prev_state, prev_action, prev_reward = base, action, scaled
                 if t + 1 == iterations:
                     q[here] += alpha * (scaled - q[here])
+    n_written[0] = n
+
+
+@njit(cache=True)
+def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, q, dirty, written,
+                            n_written, comm):
+    """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
+    table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
+    with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
+    then every agent is paid and updates), so the same table, traffic and streams to the bit; its own loop for
+    the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).
+    starts (n, agents) their start cells in each training episode."""
+    rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
+    alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
+    bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
+    n_cells = rows * cols
+    agents = codes.shape[0]
+    address_bits = np.ceil(np.log2(max(2, q.shape[0])))
+    good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
+    shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
+    n_training = good_r.shape[0]
+    pos_r, pos_c = np.empty(agents, np.int64), np.empty(agents, np.int64)
+    streams, states, actions = np.empty(agents, np.uint64), np.empty(agents, np.int64), np.empty(agents, np.int64)
+    prev_states, prev_actions, prev_rewards = np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents)
+    n = n_written[0]
+    for p in range(passes):
+        j = p % n_training
+        landscape = field_ref(landscapes[j])
+        for i in range(agents):
+            pos_r[i], pos_c[i] = starts[j, i] // cols, starts[j, i] % cols
+            streams[i] = derive_stream_seed(episode_seed, agent_ids[i] + 1, p + 1)
+        for t in range(iterations):
+            scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
+                          shift_c[j, t], rows, cols, radius)
+            for i in range(agents):
+                sarsa = codes[i] == SARSA
+                base = _state_base(rules, scene, t, 0, pos_r[i], pos_c[i], n_cells)
+                states[i] = base
+                count_table_accesses(comm, True, not sarsa and t + 1 < iterations, address_bits)
+                if per_episode:  # as in `_lone_training_passes`
+                    state = np.uint64(base) // _U9
+                    written[n] = base
+                    n += not dirty[state]
+                    dirty[state] = True
+                streams[i], action = learner_action(action_values(q, base), epsilon, streams[i])
+                actions[i] = action
+                if sarsa and t > 0 and not bootstrap:
+                    old = prev_states[i] + prev_actions[i]
+                    q[old] += alpha * (prev_rewards[i] + gamma * q[base + action] - q[old])
+                pos_r[i] = wrap(pos_r[i] + action // 3 - 1, rows)  # every agent decided from its old cell
+                pos_c[i] = wrap(pos_c[i] + action % 3 - 1, cols)
+            after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
+                          shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
+            paid = True
+            if threshold > 1:  # coordination variant (paper 003 §6.1), as `_play_pass`
+                near = 0
+                for i in range(agents):
+                    if chebyshev(pos_r[i], pos_c[i], after.good_r, after.good_c, rows, cols) <= radius:
+                        near += 1
+                paid = near >= threshold
+            for i in range(agents):
+                r, c = pos_r[i], pos_c[i]
+                if paid:
+                    reward = scene_reward(after, r, c)
+                else:
+                    reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+                scaled = reward * reward_scale
+                here = states[i] + actions[i]
+                sarsa = codes[i] == SARSA
+                if not sarsa and bootstrap:
+                    target = scaled + gamma * max_q(q, _q_base(0, 0, r * cols + c, iterations, n_cells))
+                    q[here] += alpha * (target - q[here])
+                elif sarsa and bootstrap:
+                    following = _q_base(t, 0, r * cols + c, iterations, n_cells)
+                    streams[i], next_action = learner_action(action_values(q, following), epsilon, streams[i])
+                    q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
+                elif not sarsa:
+                    target = scaled
+                    if t + 1 < iterations:
+                        target += gamma * max_q(q, _state_base(rules, after, t + 1, 0, r, c, n_cells))
+                    q[here] += alpha * (target - q[here])
+                else:
+                    prev_states[i], prev_actions[i], prev_rewards[i] = states[i], actions[i], scaled
+                    if t + 1 == iterations:
+                        q[here] += alpha * (scaled - q[here])
     n_written[0] = n
 
 

@@ -2,6 +2,8 @@
 
 - `kernel._lone_training_passes` (a learner's training passes when it trains by itself) against what it
   replaces: `kernel._play_pass` called once per pass for that one learner, with a silent protocol;
+- `kernel._shared_training_passes` (the learners' passes on one shared table) against `_play_pass` called
+  once per pass for them under `shared_q`, its traffic counts included;
 - `decisions.greedy_action_masked` (the learners' greedy choice without a branch) against `greedy_action`
   (the scan with a running tie count, and the walk to the drawn tie).
 Tables are compared as bits (-0.0 and 0.0 apart), with the written-state bookkeeping and the streams' draws.
@@ -12,9 +14,10 @@ from numba import njit
 
 from collective.behaviours import Q_LEARNING, SARSA
 from collective.behaviours.decisions import greedy_action, greedy_action_masked
-from collective.protocols import NONE
+from collective.protocols import NONE, SHARED_Q
 from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, WINDOW_SIGNS, Rules, Scratch, TrainingSet,
-                                          _cells_to_coordinates, _lone_training_passes, _play_pass, learner_workspace,
+                                          _cells_to_coordinates, _lone_training_passes, _play_pass, _shared_training_passes,
+                                          learner_workspace,
                                           talk_workspace, training_paths)
 
 ROWS, COLS, T = 6, 5, 12
@@ -102,6 +105,48 @@ def test_lone_training_passes_are_play_pass_passes(code, bootstrap, epsilon, thr
     assert fast.n_written[0] == written
     assert np.array_equal(fast.written[:written], twin.written[:written])
     assert np.array_equal(fast.dirty, twin.dirty)
+
+
+@pytest.mark.parametrize("codes", [(Q_LEARNING,) * 3, (SARSA,) * 3, (SARSA, Q_LEARNING, SARSA)])
+@pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape, state_encoding", [
+    (0, 0.0, 1, 1, False, CELL_TIME),
+    (1, 0.0, 1, 2, False, CELL_TIME),
+    (0, 0.2, 1, 3, True, CELL_TIME),
+    (1, 0.1, 1, 1, False, WINDOW_SIGNS),
+    (0, 0.0, 2, 2, False, CELL_TIME),  # a quorum of two
+])
+def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, threshold, n_training, landscape,
+                                                     state_encoding):
+    rng = np.random.default_rng([*codes, bootstrap, n_training, state_encoding, threshold])
+    training = _training_set(rng, n_training, landscape)
+    codes = np.array(codes, np.int64)
+    tables = learner_workspace(codes, ROWS, COLS, T, PASSES, 2.0, False, state_encoding)  # one block
+    tables.q[:] = rng.choice(np.array([2.0, 1.5, 0.0, -0.0, -1.0]), tables.q.shape[0])
+    rules = Rules(ROWS, COLS, T, 1, 1, threshold, 0.3, 0.7, epsilon, 10.0, 0, 0, bootstrap, 0, state_encoding,
+                  PER_EPISODE)
+    seed = np.uint64(rng.integers(2**63))
+    ids = np.arange(AGENTS)
+    fast, twin = _copy(tables), _copy(tables)
+    fast_talk, talk = (talk_workspace(SHARED_Q, (0.0,) * 4, np.ones(AGENTS, bool), AGENTS, ROWS, COLS, 1, T, 1)
+                       for _ in range(2))
+    _shared_training_passes(codes, ids, training.starts, rules, training, seed, PASSES, fast.q, fast.dirty,
+                            fast.written, fast.n_written, fast_talk.comm)
+    scratch = Scratch(*(np.zeros(AGENTS, np.int64) for _ in range(4)), np.zeros(AGENTS + 1, np.int64),
+                      np.empty(max(9, ROWS * COLS), np.int64), *(np.zeros(AGENTS, np.int64) for _ in range(4)),
+                      np.zeros(AGENTS, np.float64), np.empty((AGENTS, 1), np.uint64))
+    for p in range(PASSES):
+        j = p % n_training
+        _play_pass(codes, ids, np.zeros(AGENTS, np.int64), training.starts[j], rules, training_paths(training, j), -1,
+                   seed, p + 1, True, twin, scratch, talk, False, np.zeros((0, 0), np.int32), np.zeros((0, 0)),
+                   np.zeros(0))
+    written = int(twin.n_written[0])
+    assert written > 9 and talk.comm.sum() > 0
+    assert np.array_equal(_bits(fast.q), _bits(twin.q))
+    assert not np.array_equal(_bits(fast.q), _bits(tables.q))
+    assert fast.n_written[0] == written
+    assert np.array_equal(fast.written[:written], twin.written[:written])
+    assert np.array_equal(fast.dirty, twin.dirty)
+    assert np.array_equal(_bits(fast_talk.comm), _bits(talk.comm))
 
 
 @njit
