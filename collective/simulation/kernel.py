@@ -471,9 +471,12 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
                                         training, seeds[e], passes, tables.q, tables.dirty, tables.written,
                                         tables.n_written, talk.comm)
-            else:  # each learner trains alone on its own table
+            else:  # each learner trains alone on its own table. The loops are called from here, not through a
+                # compiled wrapper: numba generates a callee's code again in every caller's library, and a wrapper
+                # made the install's warm-up compile ~20% longer (docs/speed.md)
                 for i in learner_ids:
-                    _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables)
+                    _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
+                                          passes, tables.q, tables.dirty, tables.written, tables.n_written)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
@@ -488,7 +491,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
-                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables)
+                _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
+                                      passes, tables.q, tables.dirty, tables.written, tables.n_written)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, agent_totals[e])
@@ -531,13 +535,19 @@ def training_paths(training, j):
                         training.landscapes[j], training.shift_r[j], training.shift_c[j])
 
 
+@njit(cache=True, inline="always")
+def _training_state_base(rules, scene, t, row, r, c, n_cells):
+    """`_state_base` for the training loops: (cell, t) inlined, the window's signs (nine rewards) by a call,
+    which keeps the loops' compile time down (the per-episode tables of window states are rare)."""
+    if rules.state_encoding == WINDOW_SIGNS:
+        return _window_state_base_called(scene, r, c, row)
+    return _q_base(t, row, r * rules.cols + c, rules.iterations, n_cells)
+
+
 @njit(cache=True)
-def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables):
-    """All training passes of learner i, playing by itself (so its group's protocol is silent);
-    pass p plays training episode p mod n of the `TrainingSet`. `_lone_training_passes` plays them;
-    each pass is what `_play_pass` plays for the one learner (tests/test_training_loops.py compares the two)."""
-    _lone_training_passes(codes[i], agent_ids[i], table_row[i], training.starts[:, i], rules, training,
-                          episode_seed, passes, tables.q, tables.dirty, tables.written, tables.n_written)
+def _window_state_base_called(scene, r, c, row):
+    """`window_state_base`, compiled once as a function of its own."""
+    return window_state_base(scene, r, c, row)
 
 
 @njit(cache=True)
@@ -548,7 +558,8 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
     hidden oracle, the same operations in the same order, so the same tables and streams to the bit. Its own
     loop, with the agent's cell, stream, state and action in locals and every array taken once for all the
     passes (`_play_pass` takes ~40 per pass, each an atomic reference count, and walks its agents through
-    arrays). starts (n,) the learner's start cell in each training episode."""
+    arrays). Pass p plays training episode p mod n of the `TrainingSet`; starts (n,) the learner's start cell in
+    each."""
     rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
@@ -567,7 +578,7 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
         for t in range(iterations):
             scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
                           shift_c[j, t], rows, cols, radius)
-            base = _state_base(rules, scene, t, row, r, c, n_cells)
+            base = _training_state_base(rules, scene, t, row, r, c, n_cells)
             if per_episode:  # without a branch: `written` has room for one more state than the table holds
                 state = np.uint64(base) // _U9
                 written[n] = base
@@ -596,7 +607,7 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
             elif not sarsa:
                 target = scaled
                 if t + 1 < iterations:
-                    target += gamma * max_q(q, _state_base(rules, after, t + 1, row, r, c, n_cells))
+                    target += gamma * max_q(q, _training_state_base(rules, after, t + 1, row, r, c, n_cells))
                 q[here] += alpha * (target - q[here])
             else:
                 prev_state, prev_action, prev_reward = base, action, scaled
@@ -638,7 +649,7 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                           shift_c[j, t], rows, cols, radius)
             for i in range(agents):
                 sarsa = codes[i] == SARSA
-                base = _state_base(rules, scene, t, 0, pos_r[i], pos_c[i], n_cells)
+                base = _training_state_base(rules, scene, t, 0, pos_r[i], pos_c[i], n_cells)
                 states[i] = base
                 count_table_accesses(comm, True, not sarsa and t + 1 < iterations, address_bits)
                 if per_episode:  # as in `_lone_training_passes`
@@ -681,7 +692,7 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                 elif not sarsa:
                     target = scaled
                     if t + 1 < iterations:
-                        target += gamma * max_q(q, _state_base(rules, after, t + 1, 0, r, c, n_cells))
+                        target += gamma * max_q(q, _training_state_base(rules, after, t + 1, 0, r, c, n_cells))
                     q[here] += alpha * (target - q[here])
                 else:
                     prev_states[i], prev_actions[i], prev_rewards[i] = states[i], actions[i], scaled
