@@ -13,7 +13,9 @@ playing them together (the reference's order; the lock-step tests check it):
   learner alone (right after its training, its table still in cache) and the others together;
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone, its table
-  hot in cache (one reused block when the scored pass is played alone too).
+  hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
+  learners of a shared table train in loops of their own (`_lone_training_passes`, `_shared_training_passes`:
+  `_play_pass`'s steps for them, without its per-pass and per-step generality).
 
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
@@ -138,7 +140,7 @@ def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
     blocks = learners if separate_tables else min(learners, 1)
     n_states = table_states(state_encoding, rows, cols, iterations) * blocks
     resets = training_passes * iterations * learners if table_mode == PER_EPISODE else 0
-    written = np.empty(min(n_states, resets) + 1, np.int64)  # one more: `_lone_training_passes` writes ahead
+    written = np.empty(min(n_states, resets) + 1, np.int64)  # one more: the training loops write ahead
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
 
 
@@ -333,8 +335,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 elif code == SARSA and rules.learner_bootstrap:
                     # main.cpp's SARSA: a' chosen at (c', t), the same t, bootstrapped from, then discarded
                     following = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
-                    streams[i, 0], next_action = learner_action(action_values(q, following), epsilon,
-                                                                       streams[i, 0])
+                    streams[i, 0], next_action = learner_action(action_values(q, following), epsilon, streams[i, 0])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
