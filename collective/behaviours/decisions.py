@@ -102,13 +102,18 @@ def oracle_step(r, c, t, path_r, path_c, horizon, rows, cols, pointer, slot):
     return axis_step_toward(r, path_r[target], rows), axis_step_toward(c, path_c[target], cols)
 
 
+# Unsigned offsets 1..8 (an int64 literal added to a uint64 would make a float64)
+_U1, _U2, _U3, _U4, _U5, _U6, _U7, _U8 = (np.uint64(k) for k in range(1, 9))
+
+
 @njit(cache=True, inline="always")
 def action_values(q_table, base):
     """Q(s, ·), q_table[base:base+9], as a tuple: a value, which no reference counts follow (issue 25;
     an inlined helper that took the table and branched would take and drop a reference per step)."""
     q = q_table
-    b = base
-    return q[b], q[b + 1], q[b + 2], q[b + 3], q[b + 4], q[b + 5], q[b + 6], q[b + 7], q[b + 8]
+    b = np.uint64(base)  # an unsigned index: no test for a negative one (numba wraps those around)
+    return (q[b], q[b + _U1], q[b + _U2], q[b + _U3], q[b + _U4], q[b + _U5], q[b + _U6], q[b + _U7],
+            q[b + _U8])
 
 
 @njit(cache=True, inline="always")
@@ -133,21 +138,52 @@ def greedy_action(values, state):
     return state, action
 
 
+def _tie_positions() -> np.ndarray:
+    """TIE_POSITIONS[mask * 9 + k]: the position of the k-th set bit, from the lowest, of a 9-bit mask."""
+    table = np.zeros(512 * 9, np.int8)
+    for mask in range(512):
+        for k, position in enumerate(a for a in range(9) if mask >> a & 1):
+            table[mask * 9 + k] = position
+    return table
+
+
+TIE_POSITIONS = _tie_positions()
+
+
+@njit(cache=True, inline="always")
+def greedy_action_masked(values, state):
+    """`greedy_action` without a branch, for the learners: the best value as a pairwise tree, the actions
+    that equal it as a 9-bit mask, their count, the same draw, and the drawn tie's action read from a
+    table, so the same (stream state', action) to the bit (for values without NaN, as Q-values are;
+    tests/test_training_loops.py). Whether an action ties is a coin toss to the branch predictor: SARSA
+    1.6x, shared Q 1.3x faster. The local searcher keeps `greedy_action` (this made it ~30% slower)."""
+    v0, v1, v2, v3, v4, v5, v6, v7, v8 = values
+    best = max(max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(max(v6, v7), v8)))
+    e0, e1, e2, e3, e4 = v0 == best, v1 == best, v2 == best, v3 == best, v4 == best
+    e5, e6, e7, e8 = v5 == best, v6 == best, v7 == best, v8 == best
+    ties = np.int64(e0) + np.int64(e1) + np.int64(e2) + np.int64(e3) + np.int64(e4) + np.int64(e5) \
+        + np.int64(e6) + np.int64(e7) + np.int64(e8)
+    mask = (np.int64(e0) | np.int64(e1) << 1 | np.int64(e2) << 2 | np.int64(e3) << 3 | np.int64(e4) << 4
+            | np.int64(e5) << 5 | np.int64(e6) << 6 | np.int64(e7) << 7 | np.int64(e8) << 8)
+    state, pick = advance_uniform_int(state, ties)
+    return state, np.int64(TIE_POSITIONS[mask * 9 + pick])
+
+
 @njit(cache=True, inline="always")
 def learner_action(values, epsilon, state):
     """ε-greedy over Q(s, ·) (`action_values`); with ε = 0 (both profiles) purely greedy as in
-    Algorithm 1: (stream state', action)."""
+    Algorithm 1 (`greedy_action_masked`): (stream state', action)."""
     if epsilon > 0.0:
         state, u = advance_uniform_float(state)
         if u < epsilon:
             return advance_uniform_int(state, 9)
-    return greedy_action(values, state)
+    return greedy_action_masked(values, state)
 
 
 @njit(cache=True, inline="always")
 def max_q(q_table, base):
     """max_a Q(s, a) as a pairwise tree, so the nine comparisons do not wait on one another."""
     q = q_table
-    b = base
-    return max(max(max(q[b], q[b + 1]), max(q[b + 2], q[b + 3])),
-               max(max(q[b + 4], q[b + 5]), max(max(q[b + 6], q[b + 7]), q[b + 8])))
+    b = np.uint64(base)  # as in action_values
+    return max(max(max(q[b], q[b + _U1]), max(q[b + _U2], q[b + _U3])),
+               max(max(q[b + _U4], q[b + _U5]), max(max(q[b + _U6], q[b + _U7]), q[b + _U8])))

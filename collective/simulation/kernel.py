@@ -13,7 +13,9 @@ playing them together (the reference's order; the lock-step tests check it):
   learner alone (right after its training, its table still in cache) and the others together;
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone, its table
-  hot in cache (one reused block when the scored pass is played alone too).
+  hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
+  learners of a shared table train in loops of their own (`_lone_training_passes`, `_shared_training_passes`:
+  `_play_pass`'s steps for them, without its per-pass and per-step generality).
 
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
@@ -31,8 +33,8 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
-from collective.behaviours.decisions import (action_values, greedy_action, learner_action, local_search_step,
-                                             max_q, oracle_step, random_step)
+from collective.behaviours.decisions import (action_values, greedy_action_masked, learner_action,
+                                             local_search_step, max_q, oracle_step, random_step)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
@@ -52,6 +54,7 @@ CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); s
 WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
 BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window that pays 0 everywhere: digits all 1
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
+_U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-up)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (max(side², cells),) the rules'
@@ -137,7 +140,7 @@ def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
     blocks = learners if separate_tables else min(learners, 1)
     n_states = table_states(state_encoding, rows, cols, iterations) * blocks
     resets = training_passes * iterations * learners if table_mode == PER_EPISODE else 0
-    written = np.empty(min(n_states, resets), np.int64)
+    written = np.empty(min(n_states, resets) + 1, np.int64)  # one more: the training loops write ahead
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
 
 
@@ -290,7 +293,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                         old = prev_states[i] + prev_actions[i]
                         q[old] += alpha * (prev_rewards[i] + gamma * q[base + actions[i]] - q[old])
                 else:
-                    stream, actions[i] = greedy_action(action_values(q, base), stream)
+                    stream, actions[i] = greedy_action_masked(action_values(q, base), stream)
                 dr, dc = actions[i] // 3 - 1, actions[i] % 3 - 1
             streams[i, 0] = stream
             new_r[i] = wrap(r + dr, rows)
@@ -466,16 +469,15 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
                                no_positions, no_rewards, agent_totals[e])
             elif shared:  # the learners train together on their one table
-                for p in range(passes):
-                    j = p % n_training
-                    _play_pass(codes[learner_ids], learner_ids, table_row[learner_ids],
-                               training.starts[j][learner_ids], rules, training_paths(training, j), no_hidden,
-                               seeds[e], p + 1, true, tables, scratch, talk, false, no_positions, no_rewards,
-                               agent_totals[e])
-            else:  # each learner trains alone on its own table
+                _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
+                                        training, seeds[e], passes, tables.q, tables.dirty, tables.written,
+                                        tables.n_written, talk.comm)
+            else:  # each learner trains alone on its own table. The loops are called from here, not through a
+                # compiled wrapper: numba generates a callee's code again in every caller's library, and a wrapper
+                # made the install's warm-up compile ~20% longer (docs/speed.md)
                 for i in learner_ids:
-                    _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables,
-                                 scratch, talk, agent_totals[e])
+                    _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
+                                          passes, tables.q, tables.dirty, tables.written, tables.n_written)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
@@ -490,8 +492,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
-                _train_alone(i, codes, agent_ids, table_row, training, rules, seeds[e], passes, tables, scratch, talk,
-                             agent_totals[e])
+                _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
+                                      passes, tables.q, tables.dirty, tables.written, tables.n_written)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, agent_totals[e])
@@ -534,30 +536,179 @@ def training_paths(training, j):
                         training.landscapes[j], training.shift_r[j], training.shift_c[j])
 
 
+@njit(cache=True, inline="always")
+def _training_state_base(rules, scene, t, row, r, c, n_cells):
+    """`_state_base` for the training loops: (cell, t) inlined, the window's signs (nine rewards) by a call,
+    which keeps the loops' compile time down (the per-episode tables of window states are rare)."""
+    if rules.state_encoding == WINDOW_SIGNS:
+        return _window_state_base_called(scene, r, c, row)
+    return _q_base(t, row, r * rules.cols + c, rules.iterations, n_cells)
+
+
 @njit(cache=True)
-def _train_alone(i, codes, agent_ids, table_row, training, rules, episode_seed, passes, tables, scratch, talk,
-                 agent_totals):
-    """All training passes of learner i, playing by itself (so its group's protocol is silent);
-    pass p plays training episode p mod n of the `TrainingSet`. agent_totals: the scored passes'
-    (a training pass adds nothing to it)."""
-    one = slice(i, i + 1)
-    true, false, _, no_hidden = _runtime_constants()
-    silent = Talk(np.int64(NONE), talk.values, talk.members[:0], talk.targets, talk.choice, talk.observed, talk.field,
-                  talk.state, talk.comm, talk.log, talk.entropy, talk.distinct)
-    no_positions = np.empty((0, 0), np.int32)
-    no_rewards = np.empty((0, 0), np.float64)
-    n_training = training.good_r.shape[0]
+def _window_state_base_called(scene, r, c, row):
+    """`window_state_base`, compiled once as a function of its own."""
+    return window_state_base(scene, r, c, row)
+
+
+@njit(cache=True)
+def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_seed, passes, q, dirty, written,
+                          n_written):
+    """`passes` training passes of one learner (`code` Q_LEARNING or SARSA, global id `agent_id`, table row
+    `row`) alone: `_play_pass`'s steps for one learning agent with a silent protocol, nothing recorded and no
+    hidden oracle, the same operations in the same order, so the same tables and streams to the bit. Its own
+    loop, with the agent's cell, stream, state and action in locals and every array taken once for all the
+    passes (`_play_pass` takes ~40 per pass, each an atomic reference count, and walks its agents through
+    arrays). Pass p plays training episode p mod n of the `TrainingSet`; starts (n,) the learner's start cell in
+    each."""
+    rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
+    alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
+    bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
+    sarsa = code == SARSA
+    n_cells = rows * cols
+    good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
+    shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
+    n_training = good_r.shape[0]
+    prev_state, prev_action, prev_reward = 0, 0, 0.0
+    n = n_written[0]
     for p in range(passes):
         j = p % n_training
-        _play_pass(codes[one], agent_ids[one], table_row[one], training.starts[j][one], rules,
-                   training_paths(training, j), no_hidden, episode_seed, p + 1, true, tables, scratch, silent, false,
-                   no_positions, no_rewards, agent_totals)
+        landscape = field_ref(landscapes[j])
+        r, c = starts[j] // cols, starts[j] % cols
+        stream = derive_stream_seed(episode_seed, agent_id + 1, p + 1)
+        for t in range(iterations):
+            scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
+                          shift_c[j, t], rows, cols, radius)
+            base = _training_state_base(rules, scene, t, row, r, c, n_cells)
+            if per_episode:  # without a branch: `written` has room for one more state than the table holds
+                state = np.uint64(base) // _U9
+                written[n] = base
+                n += not dirty[state]
+                dirty[state] = True
+            stream, action = learner_action(action_values(q, base), epsilon, stream)
+            if sarsa and t > 0 and not bootstrap:
+                old = prev_state + prev_action
+                q[old] += alpha * (prev_reward + gamma * q[base + action] - q[old])
+            r, c = wrap(r + action // 3 - 1, rows), wrap(c + action % 3 - 1, cols)
+            after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
+                          shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
+            if threshold > 1:  # one agent never makes a quorum: the positive part is withheld (Λ* only)
+                reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+            else:
+                reward = scene_reward(after, r, c)
+            scaled = reward * reward_scale
+            here = base + action
+            if not sarsa and bootstrap:
+                target = scaled + gamma * max_q(q, _q_base(0, row, r * cols + c, iterations, n_cells))
+                q[here] += alpha * (target - q[here])
+            elif sarsa and bootstrap:
+                following = _q_base(t, row, r * cols + c, iterations, n_cells)
+                stream, next_action = learner_action(action_values(q, following), epsilon, stream)
+                q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
+            elif not sarsa:
+                target = scaled
+                if t + 1 < iterations:
+                    target += gamma * max_q(q, _training_state_base(rules, after, t + 1, row, r, c, n_cells))
+                q[here] += alpha * (target - q[here])
+            else:
+                prev_state, prev_action, prev_reward = base, action, scaled
+                if t + 1 == iterations:
+                    q[here] += alpha * (scaled - q[here])
+    n_written[0] = n
+
+
+@njit(cache=True)
+def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, q, dirty, written,
+                            n_written, comm):
+    """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
+    table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
+    with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
+    then every agent is paid and updates), so the same table, traffic and streams to the bit; its own loop for
+    the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).
+    starts (n, agents) their start cells in each training episode."""
+    rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
+    alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
+    bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
+    n_cells = rows * cols
+    agents = codes.shape[0]
+    address_bits = np.ceil(np.log2(max(2, q.shape[0])))
+    good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
+    shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
+    n_training = good_r.shape[0]
+    pos_r, pos_c = np.empty(agents, np.int64), np.empty(agents, np.int64)
+    streams, states, actions = np.empty(agents, np.uint64), np.empty(agents, np.int64), np.empty(agents, np.int64)
+    prev_states, prev_actions, prev_rewards = np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents)
+    n = n_written[0]
+    for p in range(passes):
+        j = p % n_training
+        landscape = field_ref(landscapes[j])
+        for i in range(agents):
+            pos_r[i], pos_c[i] = starts[j, i] // cols, starts[j, i] % cols
+            streams[i] = derive_stream_seed(episode_seed, agent_ids[i] + 1, p + 1)
+        for t in range(iterations):
+            scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
+                          shift_c[j, t], rows, cols, radius)
+            for i in range(agents):
+                sarsa = codes[i] == SARSA
+                base = _training_state_base(rules, scene, t, 0, pos_r[i], pos_c[i], n_cells)
+                states[i] = base
+                count_table_accesses(comm, True, not sarsa and t + 1 < iterations, address_bits)
+                if per_episode:  # as in `_lone_training_passes`
+                    state = np.uint64(base) // _U9
+                    written[n] = base
+                    n += not dirty[state]
+                    dirty[state] = True
+                streams[i], action = learner_action(action_values(q, base), epsilon, streams[i])
+                actions[i] = action
+                if sarsa and t > 0 and not bootstrap:
+                    old = prev_states[i] + prev_actions[i]
+                    q[old] += alpha * (prev_rewards[i] + gamma * q[base + action] - q[old])
+                pos_r[i] = wrap(pos_r[i] + action // 3 - 1, rows)  # every agent decided from its old cell
+                pos_c[i] = wrap(pos_c[i] + action % 3 - 1, cols)
+            after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
+                          shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
+            paid = True
+            if threshold > 1:  # coordination variant (paper 003 §6.1), as `_play_pass`
+                near = 0
+                for i in range(agents):
+                    if chebyshev(pos_r[i], pos_c[i], after.good_r, after.good_c, rows, cols) <= radius:
+                        near += 1
+                paid = near >= threshold
+            for i in range(agents):
+                r, c = pos_r[i], pos_c[i]
+                if paid:
+                    reward = scene_reward(after, r, c)
+                else:
+                    reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+                scaled = reward * reward_scale
+                here = states[i] + actions[i]
+                sarsa = codes[i] == SARSA
+                if not sarsa and bootstrap:
+                    target = scaled + gamma * max_q(q, _q_base(0, 0, r * cols + c, iterations, n_cells))
+                    q[here] += alpha * (target - q[here])
+                elif sarsa and bootstrap:
+                    following = _q_base(t, 0, r * cols + c, iterations, n_cells)
+                    streams[i], next_action = learner_action(action_values(q, following), epsilon, streams[i])
+                    q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
+                elif not sarsa:
+                    target = scaled
+                    if t + 1 < iterations:
+                        target += gamma * max_q(q, _training_state_base(rules, after, t + 1, 0, r, c, n_cells))
+                    q[here] += alpha * (target - q[here])
+                else:
+                    prev_states[i], prev_actions[i], prev_rewards[i] = states[i], actions[i], scaled
+                    if t + 1 == iterations:
+                        q[here] += alpha * (scaled - q[here])
+    n_written[0] = n
 
 
 @njit(cache=True)
 def _reset_written(tables, q_initial):
     """Return the states written since the last reset to Q0 (the table is reset per episode, spec §5)."""
+    q, dirty, written = tables.q, tables.dirty, tables.written
     for k in range(tables.n_written[0]):
-        tables.q[tables.written[k]:tables.written[k] + 9] = q_initial
-        tables.dirty[tables.written[k] // 9] = False
+        base = np.uint64(written[k])
+        for a in range(9):
+            q[base + np.uint64(a)] = q_initial
+        dirty[base // _U9] = False
     tables.n_written[0] = 0

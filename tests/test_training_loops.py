@@ -1,0 +1,178 @@
+"""The learners' fast paths against their plain twins, to the bit (issue 25).
+
+- `kernel._lone_training_passes` (a learner's training passes when it trains by itself) against what it
+  replaces: `kernel._play_pass` called once per pass for that one learner, with a silent protocol;
+- `kernel._shared_training_passes` (the learners' passes on one shared table) against `_play_pass` called
+  once per pass for them under `shared_q`, its traffic counts included;
+- `decisions.greedy_action_masked` (the learners' greedy choice without a branch) against `greedy_action`
+  (the scan with a running tie count, and the walk to the drawn tie).
+Tables are compared as bits (-0.0 and 0.0 apart), with the written-state bookkeeping and the streams' draws.
+"""
+import numpy as np
+import pytest
+from numba import njit
+
+from collective.behaviours import Q_LEARNING, SARSA
+from collective.behaviours.decisions import greedy_action, greedy_action_masked
+from collective.protocols import NONE, SHARED_Q
+from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, WINDOW_SIGNS, Rules, Scratch, TrainingSet,
+                                          _cells_to_coordinates, _lone_training_passes, _play_pass, _shared_training_passes,
+                                          learner_workspace,
+                                          talk_workspace, training_paths)
+
+ROWS, COLS, T = 6, 5, 12
+AGENTS, LEARNER = 3, 1  # the learner is agent 1 of 3: its stream and table row are its own
+PASSES = 9
+
+
+def _training_set(rng, n_training, landscape):
+    """n_training random episodes: ⊕/⊖ random walks (king moves, wrapped), random starts; a random field."""
+    steps = T + 1
+    arrays = [np.zeros((n_training, steps), np.int64) for _ in range(6)]
+    for j in range(n_training):
+        paths = []
+        for _ in range(2):
+            r, c = rng.integers(ROWS), rng.integers(COLS)
+            cells = []
+            for _ in range(steps):
+                cells.append(r * COLS + c)
+                r, c = (r + rng.integers(-1, 2)) % ROWS, (c + rng.integers(-1, 2)) % COLS
+            paths.append(np.array(cells, np.int64))
+        _cells_to_coordinates(paths[0], paths[1], ROWS, COLS, *(array[j] for array in arrays))
+    good_r, good_c, evil_r, evil_c, shift_r, shift_c = arrays
+    cells = ROWS * COLS if landscape else 0
+    landscapes = np.round(rng.normal(0.0, 1.0, (n_training, cells)), 1)  # rounded: ties between cells
+    starts = rng.integers(0, ROWS * COLS, (n_training, AGENTS))
+    return TrainingSet(good_r, good_c, evil_r, evil_c, landscapes, shift_r, shift_c, starts,
+                       np.full(n_training, -1, np.int64))
+
+
+def _tables(code, rng, state_encoding):
+    """A learner table with values from a small set (ties everywhere, -0.0 beside 0.0)."""
+    codes = np.array([code] * AGENTS, np.int64)
+    tables = learner_workspace(codes, ROWS, COLS, T, PASSES, 2.0, True, state_encoding)
+    tables.q[:] = rng.choice(np.array([2.0, 1.5, 0.0, -0.0, -1.0]), tables.q.shape[0])
+    return codes, tables
+
+
+def _copy(tables):
+    return type(tables)(*(array.copy() for array in tables))
+
+
+def _by_play_pass(code, codes, tables, training, rules, seed):
+    """The twin: `_play_pass` for the learner alone, once per pass, as the kernel played it before."""
+    one = slice(LEARNER, LEARNER + 1)
+    scratch = Scratch(*(np.zeros(1, np.int64) for _ in range(4)), np.zeros(2, np.int64),
+                      np.empty(max(9, ROWS * COLS), np.int64), *(np.zeros(1, np.int64) for _ in range(4)),
+                      np.zeros(1, np.float64), np.empty((1, 1), np.uint64))
+    talk = talk_workspace(NONE, (0.0,) * 4, np.zeros(1, bool), 1, ROWS, COLS, 1, T, 1)
+    n = training.good_r.shape[0]
+    for p in range(PASSES):
+        _play_pass(codes[one], np.arange(AGENTS)[one], np.arange(AGENTS)[one], training.starts[p % n][one], rules,
+                   training_paths(training, p % n), -1, seed, p + 1, True, tables, scratch, talk, False,
+                   np.zeros((0, 0), np.int32), np.zeros((0, 0)), np.zeros(0))
+
+
+def _bits(array):
+    return array.view(np.uint64) if array.dtype == np.float64 else array
+
+
+@pytest.mark.parametrize("code", [Q_LEARNING, SARSA])
+@pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape, state_encoding", [
+    (0, 0.0, 1, 1, False, CELL_TIME),  # paper
+    (1, 0.0, 1, 1, False, CELL_TIME),  # lambdastar2016
+    (0, 0.2, 1, 3, False, CELL_TIME),  # held-out episodes, ε-greedy
+    (1, 0.3, 1, 2, True, CELL_TIME),  # a landscape
+    (0, 0.1, 1, 2, False, WINDOW_SIGNS),  # window states
+    (0, 0.0, 2, 1, False, CELL_TIME),  # a quorum one agent never makes
+])
+def test_lone_training_passes_are_play_pass_passes(code, bootstrap, epsilon, threshold, n_training, landscape,
+                                                   state_encoding):
+    rng = np.random.default_rng([code, bootstrap, n_training, state_encoding, threshold])
+    training = _training_set(rng, n_training, landscape)
+    codes, tables = _tables(code, rng, state_encoding)
+    rules = Rules(ROWS, COLS, T, 1, 1, threshold, 0.3, 0.7, epsilon, 10.0, 0, 0, bootstrap, 0, state_encoding,
+                  PER_EPISODE)
+    seed = np.uint64(rng.integers(2**63))
+    fast, twin = _copy(tables), _copy(tables)
+    _lone_training_passes(code, LEARNER, LEARNER, training.starts[:, LEARNER], rules, training, seed, PASSES,
+                          fast.q, fast.dirty, fast.written, fast.n_written)
+    _by_play_pass(code, codes, twin, training, rules, seed)
+    written = int(twin.n_written[0])
+    assert written > 9  # the passes wrote states
+    assert np.array_equal(_bits(fast.q), _bits(twin.q))
+    assert not np.array_equal(_bits(fast.q), _bits(tables.q))  # they learned
+    assert fast.n_written[0] == written
+    assert np.array_equal(fast.written[:written], twin.written[:written])
+    assert np.array_equal(fast.dirty, twin.dirty)
+
+
+@pytest.mark.parametrize("codes", [(Q_LEARNING,) * 3, (SARSA,) * 3, (SARSA, Q_LEARNING, SARSA)])
+@pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape, state_encoding", [
+    (0, 0.0, 1, 1, False, CELL_TIME),
+    (1, 0.0, 1, 2, False, CELL_TIME),
+    (0, 0.2, 1, 3, True, CELL_TIME),
+    (1, 0.1, 1, 1, False, WINDOW_SIGNS),
+    (0, 0.0, 2, 2, False, CELL_TIME),  # a quorum of two
+])
+def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, threshold, n_training, landscape,
+                                                     state_encoding):
+    rng = np.random.default_rng([*codes, bootstrap, n_training, state_encoding, threshold])
+    training = _training_set(rng, n_training, landscape)
+    codes = np.array(codes, np.int64)
+    tables = learner_workspace(codes, ROWS, COLS, T, PASSES, 2.0, False, state_encoding)  # one block
+    tables.q[:] = rng.choice(np.array([2.0, 1.5, 0.0, -0.0, -1.0]), tables.q.shape[0])
+    rules = Rules(ROWS, COLS, T, 1, 1, threshold, 0.3, 0.7, epsilon, 10.0, 0, 0, bootstrap, 0, state_encoding,
+                  PER_EPISODE)
+    seed = np.uint64(rng.integers(2**63))
+    ids = np.arange(AGENTS)
+    fast, twin = _copy(tables), _copy(tables)
+    fast_talk, talk = (talk_workspace(SHARED_Q, (0.0,) * 4, np.ones(AGENTS, bool), AGENTS, ROWS, COLS, 1, T, 1)
+                       for _ in range(2))
+    _shared_training_passes(codes, ids, training.starts, rules, training, seed, PASSES, fast.q, fast.dirty,
+                            fast.written, fast.n_written, fast_talk.comm)
+    scratch = Scratch(*(np.zeros(AGENTS, np.int64) for _ in range(4)), np.zeros(AGENTS + 1, np.int64),
+                      np.empty(max(9, ROWS * COLS), np.int64), *(np.zeros(AGENTS, np.int64) for _ in range(4)),
+                      np.zeros(AGENTS, np.float64), np.empty((AGENTS, 1), np.uint64))
+    for p in range(PASSES):
+        j = p % n_training
+        _play_pass(codes, ids, np.zeros(AGENTS, np.int64), training.starts[j], rules, training_paths(training, j), -1,
+                   seed, p + 1, True, twin, scratch, talk, False, np.zeros((0, 0), np.int32), np.zeros((0, 0)),
+                   np.zeros(0))
+    written = int(twin.n_written[0])
+    assert written > 9 and talk.comm.sum() > 0
+    assert np.array_equal(_bits(fast.q), _bits(twin.q))
+    assert not np.array_equal(_bits(fast.q), _bits(tables.q))
+    assert fast.n_written[0] == written
+    assert np.array_equal(fast.written[:written], twin.written[:written])
+    assert np.array_equal(fast.dirty, twin.dirty)
+    assert np.array_equal(_bits(fast_talk.comm), _bits(talk.comm))
+
+
+@njit
+def _both_greedy(values, states):
+    """(state', action) of both greedy choices for each row of values and each stream state."""
+    out = np.empty((values.shape[0], 4), np.uint64)
+    for k in range(values.shape[0]):
+        v = values[k]
+        row = (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8])
+        state, action = greedy_action(row, states[k])
+        out[k, 0], out[k, 1] = state, action
+        state, action = greedy_action_masked(row, states[k])
+        out[k, 2], out[k, 3] = state, action
+    return out
+
+
+def test_masked_greedy_action_is_greedy_action():
+    """Rows from small value sets (one to nine ties, -0.0 tying with 0.0, all equal), from wide ones (no
+    ties) and the C++ profile's table values; random stream states."""
+    rng = np.random.default_rng(25)
+    rows = [rng.choice(np.array(pool), (4000, 9)) for pool in
+            ([0.0, -0.0], [2.0, 1.0], [2.0, 1.0, 0.5, -0.0, 0.0], [-3.0, -3.0, -1.0], [5.0])]
+    rows.append(rng.normal(0.0, 1.0, (4000, 9)))
+    rows.append(np.round(rng.normal(2.0, 1.0, (4000, 9)), 1))
+    values = np.concatenate(rows)
+    states = rng.integers(0, 2**64 - 1, values.shape[0], dtype=np.uint64)
+    out = _both_greedy(values, states)
+    assert np.array_equal(out[:, :2], out[:, 2:])
+    assert len(np.unique(out[:, 1])) == 9  # every action was drawn
