@@ -20,17 +20,15 @@ import time
 from pathlib import Path
 
 from collective.cli import DEMO_BEHAVIOURS, build_parser, config_from_args
-from collective.evaluate import load_compiled, load_generator, load_stepping_core
+from collective.evaluate import load_compiled, load_stepping_core
 from collective.progress import announce_compilation, compilation_done
 from collective.sweeps.plan import prepare_process
 from collective.sweeps.spec import load_spec
 
 # The README's first `collective evaluate` commands (their variants; episodes do not matter) and
 # `collective demo`'s behaviours under the default profile, each with the share that compiles it:
-# share 0 the kernel (one specialisation for every group and both environment classes, with
-# `paper`'s generator and the ceiling), share 1 the default profile's generators (pooled draws, K on
-# the played paths: ~a third of the work, compiled there first so that share 0 finds them in the
-# cache) and the stepping core (plug-ins and the sham control).
+# share 0 the kernel (one specialisation for every group and both environment classes, with the
+# generator and the ceiling), share 1 the stepping core (plug-ins and the sham control).
 EVALUATIONS = (
     (0, "--behaviour local_search --group-size 10 --grid 10x10 --profile paper --observation-range 1 --complexity 2:23"),
     (0, "--mix local_search:8,q_learning:2 --protocol wisdom"),
@@ -38,7 +36,6 @@ EVALUATIONS = (
     (0, "--env landscape --peaks 5 --deception 0.8 --noise 0.3 --behaviour local_search"),
     *((0, f"--behaviour {behaviour} --group-size 5") for behaviour in DEMO_BEHAVIOURS),
 )
-GENERATORS = ((1, "--behaviour local_search"), (1, "--env landscape --peaks 5 --deception 0.8 --noise 0.3"))
 SPECS = ((0, "quickstart.toml"),)  # `make demo`'s sweep, from the repository's experiments/ when present
 ENVIRONMENTS = ((1, "lambda_star"), (1, "landscape"))  # plug-ins play on the stepping core in either
 SHARES = 2
@@ -47,9 +44,6 @@ SHARES = 2
 def compile_share(share: int) -> None:
     """Load (compiling when missing) the variants of one share."""
     parser = build_parser()
-    for _, options in (item for item in GENERATORS if item[0] == share):
-        args = parser.parse_args(["evaluate", *options.split(), "--episodes", "1"])
-        load_generator(config_from_args(args, args.behaviour))
     for _, options in (item for item in EVALUATIONS if item[0] == share):
         args = parser.parse_args(["evaluate", *options.split(), "--episodes", "1"])
         load_compiled(config_from_args(args, args.behaviour))

@@ -9,7 +9,7 @@ import numba.core.caching as caching
 import pytest
 from numba.core import config
 
-from collective.warm_up import ENVIRONMENTS, EVALUATIONS, GENERATORS, SHARES, SPECS, lock_cache_saves, main
+from collective.warm_up import EVALUATIONS, ENVIRONMENTS, SHARES, SPECS, lock_cache_saves, main
 
 
 def save_concurrently(folder) -> dict:
@@ -47,7 +47,7 @@ def test_locked_saves_keep_every_entry_with_its_own_data(tmp_path, monkeypatch):
 
 
 def test_every_share_has_work():
-    shares = {share for share, _ in (*EVALUATIONS, *GENERATORS, *ENVIRONMENTS, *SPECS)}
+    shares = {share for share, _ in (*EVALUATIONS, *ENVIRONMENTS, *SPECS)}
     assert shares == set(range(SHARES))
 
 
