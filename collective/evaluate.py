@@ -14,8 +14,9 @@ import contextlib
 import dataclasses
 import functools
 import math
-import time
+import sys
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -496,9 +497,12 @@ def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tu
     return play(config, generate_environments(config, episodes, seed_prefix), record, group, tables)
 
 
-def prepared_environments(config: EvaluationConfig, episodes: np.ndarray) -> EnvironmentBatch:
-    """A batch's environments with their ceilings (`with_ceiling`), ready to play and score."""
-    return with_ceiling(config, generate_environments(config, episodes))
+def prepared_environments(config: EvaluationConfig, episodes: np.ndarray,
+                          stopping: threading.Event | None = None) -> EnvironmentBatch | None:
+    """A batch's environments with their ceilings (`with_ceiling`), ready to play and score; None when
+    `stopping` is set once they are generated (nobody will play them: `batches_ahead`)."""
+    generated = generate_environments(config, episodes)
+    return None if stopping is not None and stopping.is_set() else with_ceiling(config, generated)
 
 
 FIRST_BATCH_SHARE = 8  # a ramped evaluation's first batch: 1/8 of a batch (`batch_indices`)
@@ -533,13 +537,16 @@ def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
     batches are prepared at once, on the core the kernel leaves idle while it waits; when playing costs
     more, one thread at a time refills what was played. Generation is pure, so the environments are the ones
     generated in turn. Closing the generator (the caller's error or Ctrl-C: use it in `contextlib.closing`)
-    waits for the threads still preparing: a thread still inside compiled code when the interpreter
-    finalises aborts the process (SIGABRT) as it comes back for the GIL."""
+    waits for the threads still preparing (`_join_preparing`), which skip their ceilings: a thread still
+    inside compiled code when the interpreter finalises can abort the process (SIGABRT) as it comes back
+    for the GIL."""
     indices = batch_indices(config.episodes, size, ramp)
+
+    stopping = threading.Event()  # the caller stopped early: nobody will play what is being prepared
 
     def prepare(episodes: np.ndarray, outcome: list) -> None:
         try:
-            outcome.append((True, prepared_environments(config, episodes)))
+            outcome.append((True, prepared_environments(config, episodes, stopping)))
         except BaseException as error:  # handed to the caller, raised there
             outcome.append((False, error))
 
@@ -566,8 +573,25 @@ def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
                 ahead.append(start(position + BATCHES_PREPARED_AHEAD))
             yield episodes, value, waited
     finally:
-        for thread, _ in ahead:  # at most a batch's preparation each
-            thread.join()
+        stopping.set()
+        _join_preparing([thread for thread, _ in ahead])
+
+
+STOP_NOTICE_SECONDS = 1.0  # a stop that waits longer for the threads preparing batches says so
+
+
+def _join_preparing(threads: list[threading.Thread]) -> None:
+    """Wait for `batches_ahead`'s threads still preparing: each is inside one compiled call, which cannot be
+    stopped (on a large grid with a long T a batch's generation can take seconds). A wait beyond
+    STOP_NOTICE_SECONDS says so on stderr; a second Ctrl-C ends the wait (the threads then run on)."""
+    started, told = time.perf_counter(), False
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.1)
+            if not told and time.perf_counter() - started > STOP_NOTICE_SECONDS:
+                print("collective: stopping: finishing the environments being prepared (Ctrl-C again to quit "
+                      "at once)", file=sys.stderr, flush=True)
+                told = True
 
 
 def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:

@@ -289,9 +289,9 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     assert size < config.episodes, "one batch: nothing to ramp"
     prepared = []
 
-    def recording(config, episodes):
+    def recording(config, episodes, *stopping):
         prepared.append(len(episodes))
-        return prepared_environments(config, episodes)
+        return prepared_environments(config, episodes, *stopping)
 
     monkeypatch.setattr("collective.evaluate.prepared_environments", recording)
     ramped = evaluate(config)
