@@ -37,22 +37,24 @@ RAY_STOP_SECONDS = 1.5  # the actors' exit and ray.shutdown: 1.2-1.6 s
 # `--executor auto` plays on Ray only when its workers win back its start-up. Each actor imports what
 # the driver imported and loads the kernels from the cache, all at once on the workers' CPUs:
 KERNEL_LOAD_SECONDS = 2.0  # an actor loads the cached kernels (2.5 s measured at load average 9)
-# A row's cost besides its agent-steps: its episode's generation (K measured on the paths under
-# `sound`, draws pooled), the ceiling, a kept table's training episodes, the row itself (the quickstart
-# sweep, 36,000 rows of 2.1e7 agent-steps: 3.5 s serially at load average 4, 2.1 s of it in the kernel,
-# i.e. ~40 µs a row; it was 0.6-1 ms before pooled draws, compiled ceilings and exact sums)
-ROW_OVERHEAD_SECONDS = 40e-6
+# An episode's environment (generated once per cell, shared by its groups): ~20 µs, plus its generation
+# and ceiling's share that grows with cells x T (Λ* 10x10 T = 100: 26 µs; 50x50 T = 500: 0.4 ms; landscapes
+# 50x50 T = 500: 0.9 ms; 80x80 T = 1000: 1.6-3.6 ms). With ROW_SECONDS a row, the quickstart sweep (36,000
+# rows, 2.1e7 agent-steps) comes to ~3.3 s serially: 3.5 s measured at load average 4 (2.1 s of it kernel).
+ENVIRONMENT_SECONDS = 20e-6
+ENVIRONMENT_CELL_STEP_SECONDS = 0.5e-9
 
 
-def choose_executor(agent_steps: int, rows: int, cpus: int, import_seconds: float,
-                    address: str | None) -> tuple[str, str]:
+def choose_executor(size: PlanSize, cpus: int, import_seconds: float, address: str | None) -> tuple[str, str]:
     """`--executor auto`: ("ray" or "serial", why, in a few words). Ray when a cluster is named;
-    else serial unless the work (AGENT_STEPS_PER_SECOND, ROW_OVERHEAD_SECONDS a row) done by `cpus`
-    workers saves more than Ray's start-up (RAY_INIT_SECONDS, every actor's imports and kernel
-    loading, RAY_STOP_SECONDS)."""
+    else serial unless the work (AGENT_STEPS_PER_SECOND, ROW_SECONDS a row, ENVIRONMENT_SECONDS and
+    ENVIRONMENT_CELL_STEP_SECONDS an environment) done by `cpus` workers saves more than Ray's start-up
+    (RAY_INIT_SECONDS, every actor's imports and kernel loading, RAY_STOP_SECONDS)."""
     if address:
         return "ray", f"the Ray cluster at {address} is named"
-    serial = agent_steps / AGENT_STEPS_PER_SECOND + rows * ROW_OVERHEAD_SECONDS
+    agent_steps, rows = size.agent_steps, size.rows
+    serial = (agent_steps / AGENT_STEPS_PER_SECOND + rows * ROW_SECONDS + size.environments * ENVIRONMENT_SECONDS
+              + size.environment_cell_steps * ENVIRONMENT_CELL_STEP_SECONDS)
     start_up = RAY_INIT_SECONDS + RAY_STOP_SECONDS + (import_seconds + KERNEL_LOAD_SECONDS) * (cpus + 1) / max(cpus, 1)
     saved = serial - serial / max(cpus, 1)
     work = f"~{duration(serial)} of work serially ({agent_steps:.2g} agent-steps, {rows:,} rows)"
@@ -276,7 +278,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     executor_name, choice = args.executor, ""
     if executor_name == "auto":
         cpus = min(args.workers or os.cpu_count() or 1, os.cpu_count() or 1)
-        executor_name, why = choose_executor(size.agent_steps, size.rows, cpus, import_seconds, address)
+        executor_name, why = choose_executor(size, cpus, import_seconds, address)
         choice = f"collective sweep: executor {executor_name} (auto: {why}; --executor ray or serial to choose)"
     if args.dry_run:
         if choice:

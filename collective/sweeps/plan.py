@@ -117,6 +117,8 @@ class PlanSize:
     units_exact: bool  # False: counted before `_taper` cuts the last units finer
     rows: int
     agent_steps: int
+    environments: int  # episodes generated: each cell's, shared by its groups
+    environment_cell_steps: int  # Σ over them of cells x T: what generating one and its ceiling scale with
 
 
 def plan_size(spec: SweepSpec) -> PlanSize:
@@ -127,14 +129,18 @@ def plan_size(spec: SweepSpec) -> PlanSize:
     blocks = sum(math.ceil(spec.episodes / size) for size in sizes)
     rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells)
     steps = spec.episodes * sum(episode_cost(cell.configs[g]) for cell in spec.cells for g in cell.playing)
+    environments = spec.episodes * len(spec.cells)
+    cell_steps = spec.episodes * sum(config.rows * config.cols * config.iterations
+                                     for config in (cell.configs[cell.playing[0]] for cell in spec.cells))
     if blocks <= SUMMARY_BLOCKS:
-        return PlanSize(blocks, sum(len(block.units) for block in plan(spec)), True, rows, steps)
+        return PlanSize(blocks, sum(len(block.units) for block in plan(spec)), True, rows, steps, environments,
+                        cell_steps)
     units = 0
     for c, (cell, size) in enumerate(zip(spec.cells, sizes)):
         full, rest = divmod(spec.episodes, size)
         units += full * len(_units(spec, c, 0, 0, size, cell.playing, TARGET_UNIT_AGENT_STEPS))
         units += len(_units(spec, c, 0, 0, rest, cell.playing, TARGET_UNIT_AGENT_STEPS)) if rest else 0
-    return PlanSize(blocks, units, False, rows, steps)
+    return PlanSize(blocks, units, False, rows, steps, environments, cell_steps)
 
 
 ROW_BYTES = 2 << 10  # a result row while a unit builds its table: ~0.5 KB of Python lists, twice ~0.46 KB of Arrow
