@@ -205,6 +205,11 @@ def test_landscape_fields_are_numpys_draws(normalisation):
         shifted, _ = landscape_fields(seeds + np.uint64(1), rows, cols, peaks, width, deception, noise, normalisation)
         compared += rows * cols > 1 and not np.array_equal(shifted, fields)
     assert compared > 100
+    with np.errstate(invalid="ignore"):  # optimum_one divides 0 by 0 on one cell: NaN
+        one_cell = [landscape_field(np.random.default_rng([7, FIELD_STREAM]), 1, 1, 1, 0, 0.5, noise=0.0,
+                                    normalisation=normalisation)[0]]
+    assert np.array_equal(landscape_fields(np.array([7], np.uint64), 1, 1, 1, 0, 0.5, 0.0, normalisation)[0], one_cell,
+                          equal_nan=True)
 
 
 def test_a_field_twin_that_parts_from_this_numpy_gives_way_to_numpy(monkeypatch):

@@ -185,7 +185,7 @@ def field_twin_agrees() -> bool:
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")  # a zero scale gives NaN as NumPy's division does
 def field_rows(seeds, rows, cols, peaks, peak_width, deception, noise, optimum_one, fields, optimum):
     """fields[e], optimum[e] ← `landscape_field` of default_rng([seeds[e], FIELD_STREAM]), step for step with
     NumPy's draws (`numpy_stream_twins`): choice among the free cells, uniform heights, a permutation of the
