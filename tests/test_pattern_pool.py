@@ -186,11 +186,9 @@ def test_a_profiles_pool_gives_way_where_its_draws_cannot_be_pooled():
     assert EvaluationConfig.from_profile("paper").pattern_pool == 0
 
 
-def test_one_episode_at_a_time_draws_each_block_once(monkeypatch):
-    """An adapter's resets ask for episodes one by one: the block is drawn once and kept, and what each call
-    gets is the batch's row (`test_an_episode_depends_on_its_block_alone`)."""
-    config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, pattern_pool=16)
-    whole = generate_environments(config, np.arange(32))
+def blocks_drawn(monkeypatch) -> list[int]:
+    """From now on in the test, the episodes of each pooled block drawn (its length), with no block kept
+    from before."""
     drawn = []
     real = patterns._pooled_block_patterns
 
@@ -200,6 +198,15 @@ def test_one_episode_at_a_time_draws_each_block_once(monkeypatch):
 
     monkeypatch.setattr(patterns, "_pooled_block_patterns", counted)
     monkeypatch.setattr(patterns, "_RECENT", patterns.OrderedDict())
+    return drawn
+
+
+def test_one_episode_at_a_time_draws_each_block_once(monkeypatch):
+    """An adapter's resets ask for episodes one by one: the block is drawn once and kept, and what each call
+    gets is the batch's row (`test_an_episode_depends_on_its_block_alone`)."""
+    config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, pattern_pool=16)
+    whole = generate_environments(config, np.arange(32))
+    drawn = blocks_drawn(monkeypatch)
     for episode in range(20):
         one = generate_environments(config, np.array([episode]))
         np.testing.assert_array_equal(one.good[0], whole.good[episode])
@@ -215,14 +222,6 @@ def test_an_evaluations_batches_hold_whole_blocks(monkeypatch):
     batches = batch_indices(config.episodes, batch_episodes(config), ramp=True)
     assert len(batches) > 4 and len(batches[0]) < len(batches[3]), "no ramp to check"
     assert all(batch[0] % config.pattern_pool == 0 for batch in batches)
-    drawn = []
-    real = patterns._pooled_block_patterns
-
-    def counted(*args, **kwargs):
-        drawn.append(len(args[1]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(patterns, "_pooled_block_patterns", counted)
-    monkeypatch.setattr(patterns, "_RECENT", patterns.OrderedDict())
+    drawn = blocks_drawn(monkeypatch)
     evaluate(config)
     assert sum(drawn) == -(-config.episodes // config.pattern_pool) * config.pattern_pool

@@ -179,6 +179,28 @@ def _state_base(rules, scene, t, row, r, c, n_cells):
     return _q_base(t, row, r * rules.cols + c, rules.iterations, n_cells)
 
 
+@njit(cache=True, inline="always")
+def quorum_pays(rows_at, columns_at, agents, scene, threshold):
+    """Whether this step pays the positive part of R (paper 003 §6.1's coordination variant): always at
+    threshold 1, else when at least `threshold` of the agents (at rows_at[i], columns_at[i]) stand within the
+    reward radius of ⊕."""
+    if threshold <= 1:
+        return True
+    near = 0
+    for i in range(agents):
+        if chebyshev(rows_at[i], columns_at[i], scene.good_r, scene.good_c, scene.rows, scene.cols) <= scene.radius:
+            near += 1
+    return near >= threshold
+
+
+@njit(cache=True, inline="always")
+def step_reward(scene, r, c, paid):
+    """R of the cell at (r, c): the scene's, or without its positive part when the quorum is not met (Λ* only)."""
+    if paid:
+        return scene_reward(scene, r, c)
+    return -proximity(chebyshev(r, c, scene.evil_r, scene.evil_c, scene.rows, scene.cols), scene.radius)
+
+
 @njit(cache=True)
 def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, episode_seed, pass_index,
                learning, tables, scratch, talk, record, rec_positions, rec_rewards, agent_totals):
@@ -303,20 +325,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
         after = Scene(good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1], landscape, shift_r[t + 1],
                       shift_c[t + 1], rows, cols, radius)
-        gr, gc, er, ec = after.good_r, after.good_c, after.evil_r, after.evil_c
-        paid = True
-        if threshold > 1:  # coordination variant (paper 003 §6.1)
-            near = 0
-            for i in range(agents):
-                if chebyshev(new_r[i], new_c[i], gr, gc, rows, cols) <= radius:
-                    near += 1
-            paid = near >= threshold
+        paid = quorum_pays(new_r, new_c, agents, after, threshold)
         for i in range(agents):
             r, c = new_r[i], new_c[i]
-            if paid:
-                reward = scene_reward(after, r, c)
-            else:  # Λ* only: the positive part is withheld
-                reward = -proximity(chebyshev(r, c, er, ec, rows, cols), radius)
+            reward = step_reward(after, r, c, paid)
             total += reward
             if keeps_totals:
                 agent_totals[agent_ids[i]] += reward
@@ -667,19 +679,10 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                 pos_c[i] = wrap(pos_c[i] + action % 3 - 1, cols)
             after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
                           shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
-            paid = True
-            if threshold > 1:  # coordination variant (paper 003 §6.1), as `_play_pass`
-                near = 0
-                for i in range(agents):
-                    if chebyshev(pos_r[i], pos_c[i], after.good_r, after.good_c, rows, cols) <= radius:
-                        near += 1
-                paid = near >= threshold
+            paid = quorum_pays(pos_r, pos_c, agents, after, threshold)
             for i in range(agents):
                 r, c = pos_r[i], pos_c[i]
-                if paid:
-                    reward = scene_reward(after, r, c)
-                else:
-                    reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+                reward = step_reward(after, r, c, paid)
                 scaled = reward * reward_scale
                 here = states[i] + actions[i]
                 sarsa = codes[i] == SARSA
