@@ -155,8 +155,8 @@ def landscape_fields(seeds: np.ndarray, rows: int, cols: int, peaks: int, peak_w
     n_cells = rows * cols
     fields, optimum = np.empty((len(seeds), n_cells)), np.empty(len(seeds), np.int64)
     if n_cells <= TWIN_MAX_CELLS and seeds.dtype == np.uint64 and field_twin_agrees():
-        unfit = field_rows(seeds, rows, cols, peaks, peak_width, deception, noise, normalisation == "optimum_one",
-                           fields, optimum)
+        unfit = field_rows(np.ascontiguousarray(seeds), int(rows), int(cols), int(peaks), int(peak_width),
+                           float(deception), float(noise), normalisation == "optimum_one", fields, optimum)  # one variant
         if unfit >= 0:
             raise peaks_do_not_fit_error(peaks, peak_width, rows, cols)
         return fields, optimum
@@ -176,7 +176,8 @@ def field_twin_agrees() -> bool:
             (10, 10, 8, 1, 0.5, 0.0, "optimum_one"), (7, 13, 3, 2, 0.0, 0.3, "centre"), (5, 5, 1, 1, 1.0, 1.0, "optimum_one"),
             (40, 40, 30, 2, 0.2, 0.05, "centre")):
         fields, optimum = np.empty((len(seeds), rows * cols)), np.empty(len(seeds), np.int64)
-        field_rows(seeds, rows, cols, peaks, width, deception, noise, normalisation == "optimum_one", fields, optimum)
+        field_rows(seeds, rows, cols, peaks, width, float(deception), float(noise), normalisation == "optimum_one",
+                   fields, optimum)
         for row, seed in enumerate(seeds):
             field, best = landscape_field(np.random.default_rng([int(seed), FIELD_STREAM]), rows, cols, peaks, width,
                                           deception, noise=noise, normalisation=normalisation)
