@@ -52,6 +52,7 @@ from numba import njit
 from collective.environments.complexity import lz76_normalised, lz76_phrase_count, search_space_entropy_bits
 from collective.environments.lambda_star import EnvironmentBatch, start_cell_table
 from collective.environments.patterns import PatternGenerator, pooled_patterns
+from collective.environments.torus import chebyshev
 from collective.simulation.numpy_stream_twins import (TWIN_MAX_CELLS, append_words, integer_at_most, next_double,
                                                       pairwise_sum, seed_pcg, shuffle_index)
 from collective.simulation.random_streams import AGENT_SEED, ENVIRONMENT_SEED
@@ -152,14 +153,27 @@ def landscape_fields(seeds: np.ndarray, rows: int, cols: int, peaks: int, peak_w
     """(episodes, cells) fields and (episodes,) global optima: row e is `landscape_field` of
     default_rng([seeds[e], FIELD_STREAM]), by its compiled twin in one call (`field_rows`, the same numbers)
     up to TWIN_MAX_CELLS and wherever the twin agrees with this NumPy, else by NumPy per episode."""
-    n_cells = rows * cols
-    fields, optimum = np.empty((len(seeds), n_cells)), np.empty(len(seeds), np.int64)
-    if n_cells <= TWIN_MAX_CELLS and seeds.dtype == np.uint64 and field_twin_agrees():
-        unfit = field_rows(np.ascontiguousarray(seeds), int(rows), int(cols), int(peaks), int(peak_width),
-                           float(deception), float(noise), normalisation == "optimum_one", fields, optimum)  # one variant
+    settings = (rows, cols, peaks, peak_width, deception, noise, normalisation)
+    if rows * cols <= TWIN_MAX_CELLS and seeds.dtype == np.uint64 and field_twin_agrees():
+        fields, optimum, unfit = _twin_fields(seeds, *settings)
         if unfit >= 0:
             raise peaks_do_not_fit_error(peaks, peak_width, rows, cols)
         return fields, optimum
+    return _numpy_fields(seeds, *settings)
+
+
+def _twin_fields(seeds, rows, cols, peaks, peak_width, deception, noise, normalisation):
+    """`field_rows` as every caller calls it (contiguous seeds, typed scalars: one compiled variant, loaded
+    before anything is timed): the fields, the optima, and the first row whose peaks do not fit, or -1."""
+    fields, optimum = np.empty((len(seeds), rows * cols)), np.empty(len(seeds), np.int64)
+    unfit = field_rows(np.ascontiguousarray(seeds), int(rows), int(cols), int(peaks), int(peak_width),
+                       float(deception), float(noise), normalisation == "optimum_one", fields, optimum)
+    return fields, optimum, unfit
+
+
+def _numpy_fields(seeds, rows, cols, peaks, peak_width, deception, noise, normalisation):
+    """The fields and optima by `landscape_field` with NumPy's own generator, episode by episode."""
+    fields, optimum = np.empty((len(seeds), rows * cols)), np.empty(len(seeds), np.int64)
     for e, seed in enumerate(seeds):
         fields[e], optimum[e] = landscape_field(np.random.default_rng([int(seed), FIELD_STREAM]), rows, cols, peaks,
                                                 peak_width, deception, noise=noise, normalisation=normalisation)
@@ -172,17 +186,12 @@ def field_twin_agrees() -> bool:
     both normalisations, one peak and many, one-word and two-word seeds): NumPy does not promise its
     Generator's streams across versions (NEP 19); where the twin would differ, NumPy draws the fields."""
     seeds = np.array([0, 1, 2**32 + 7, 2**63 + 5, 2**64 - 1], np.uint64)
-    for rows, cols, peaks, width, deception, noise, normalisation in (
-            (10, 10, 8, 1, 0.5, 0.0, "optimum_one"), (7, 13, 3, 2, 0.0, 0.3, "centre"), (5, 5, 1, 1, 1.0, 1.0, "optimum_one"),
-            (40, 40, 30, 2, 0.2, 0.05, "centre")):
-        fields, optimum = np.empty((len(seeds), rows * cols)), np.empty(len(seeds), np.int64)
-        field_rows(seeds, rows, cols, peaks, width, float(deception), float(noise), normalisation == "optimum_one",
-                   fields, optimum)
-        for row, seed in enumerate(seeds):
-            field, best = landscape_field(np.random.default_rng([int(seed), FIELD_STREAM]), rows, cols, peaks, width,
-                                          deception, noise=noise, normalisation=normalisation)
-            if best != optimum[row] or not np.array_equal(field, fields[row]):
-                return False
+    for settings in ((10, 10, 8, 1, 0.5, 0.0, "optimum_one"), (7, 13, 3, 2, 0.0, 0.3, "centre"),
+                     (5, 5, 1, 1, 1.0, 1.0, "optimum_one"), (40, 40, 30, 2, 0.2, 0.05, "centre")):
+        fields, optimum, _ = _twin_fields(seeds, *settings)
+        numpy_fields, numpy_optimum = _numpy_fields(seeds, *settings)
+        if not (np.array_equal(optimum, numpy_optimum) and np.array_equal(fields, numpy_fields)):
+            return False
     return True
 
 
@@ -219,7 +228,7 @@ def field_rows(seeds, rows, cols, peaks, peak_width, deception, noise, optimum_o
                 centres[placed] = centre
                 placed += 1
                 for cell in range(n_cells):
-                    if _cell_distance(cell, centre, rows, cols) < peak_width + 2:
+                    if chebyshev(cell // cols, cell % cols, centre // cols, centre % cols, rows, cols) < peak_width + 2:
                         free[cell] = False
             if placed == peaks:
                 break
@@ -233,7 +242,8 @@ def field_rows(seeds, rows, cols, peaks, peak_width, deception, noise, optimum_o
         for cell in range(n_cells):
             top = 0.0
             for p in range(peaks):
-                height = heights[p] * max(0.0, 1.0 - _cell_distance(cell, centres[p], rows, cols) / (peak_width + 1.0))
+                distance = chebyshev(cell // cols, cell % cols, centres[p] // cols, centres[p] % cols, rows, cols)
+                height = heights[p] * max(0.0, 1.0 - distance / (peak_width + 1.0))
                 if p == 0 or height > top:
                     top = height
             field[cell] = top
@@ -257,13 +267,6 @@ def field_rows(seeds, rows, cols, peaks, peak_width, deception, noise, optimum_o
                 field[cell] /= scale
         optimum[e] = best
     return -1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _cell_distance(a, b, rows, cols):
-    """The toroidal Chebyshev distance of two cells (`torus_chebyshev`)."""
-    dr, dc = abs(a // cols - b // cols), abs(a % cols - b % cols)
-    return max(min(dr, rows - dr), min(dc, cols - dc))
 
 
 def peaks_do_not_fit_error(peaks: int, peak_width: int, rows: int, cols: int) -> ValueError:

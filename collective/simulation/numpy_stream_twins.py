@@ -108,7 +108,7 @@ def _generate(pool, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _with_tail(entropy, start, tail):
+def append_words(entropy, start, tail):
     """Write `tail` (a non-negative int64 or uint64) as SeedSequence's words at entropy[start:]; returns the end."""
     value = np.uint64(tail)
     entropy[start] = np.uint32(value & _MASK32)
@@ -127,7 +127,7 @@ def seed_sequence_states(head, tails, rest, n_words):
     entropy = np.empty(len(head) + 2 + len(rest), np.uint32)
     entropy[:len(head)] = head
     for row in range(len(tails)):
-        end = _with_tail(entropy, len(head), tails[row])
+        end = append_words(entropy, len(head), tails[row])
         entropy[end:end + len(rest)] = rest
         _pool(entropy, end + len(rest), pool)
         _generate(pool, out[row])
@@ -205,9 +205,16 @@ def _bounded(pcg, bound):
     return np.int64(product >> _SHIFT32)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def integer_at_most(pcg, bound):
+    """`Generator.integers(0, bound + 1)`'s draw, 0 <= bound < 2**32 - 1 (Lemire; no draw when bound is 0)."""
+    return _bounded(pcg, np.uint64(bound)) if bound > 0 else np.int64(0)
+
+
 @njit(cache=True, nogil=True)
-def _interval(pcg, bound):
-    """Uniform in [0, bound] for bound < 2**32 by masked rejection (NumPy's `random_interval`, its shuffles)."""
+def shuffle_index(pcg, bound):
+    """The index `Generator.shuffle` swaps with position `bound`: uniform in [0, bound] for bound < 2**32 by
+    masked rejection (NumPy's `random_interval`)."""
     if bound == 0:
         return np.int64(0)
     mask = np.uint64(bound)
@@ -233,32 +240,32 @@ def start_cell_rows(seeds, n_cells, group_size, nested):
     taken = np.zeros(n_cells, np.bool_)
     chosen = np.empty(group_size, np.int64)
     for row in range(len(seeds)):
-        _pool(entropy, _with_tail(entropy, 0, seeds[row]), pool)  # SeedSequence(seed): no spawn key, no padding
+        _pool(entropy, append_words(entropy, 0, seeds[row]), pool)  # SeedSequence(seed): no spawn key, no padding
         _seed_pcg(pool, pcg)
         if nested and group_size <= n_cells:  # Fisher-Yates from the top, masked rejection
             for cell in range(n_cells):
                 cells[cell] = cell
             for top in range(n_cells - 1, 0, -1):
-                other = _interval(pcg, top)
+                other = shuffle_index(pcg, top)
                 cells[top], cells[other] = cells[other], cells[top]
             for agent in range(group_size):
                 out[row, agent] = cells[agent]
         elif group_size <= n_cells:  # Floyd's sample (a drawn value already taken gives way to j), then shuffled
             for j in range(n_cells - group_size, n_cells):
-                value = _bounded(pcg, np.uint64(j)) if j > 0 else np.int64(0)
+                value = integer_at_most(pcg, j)
                 if taken[value]:
                     value = j
                 taken[value] = True
                 chosen[j - n_cells + group_size] = value
             for top in range(group_size - 1, 0, -1):
-                other = _bounded(pcg, np.uint64(top))
+                other = integer_at_most(pcg, top)
                 chosen[top], chosen[other] = chosen[other], chosen[top]
             for agent in range(group_size):
                 taken[chosen[agent]] = False
                 out[row, agent] = chosen[agent]
         else:
             for agent in range(group_size):
-                out[row, agent] = _bounded(pcg, np.uint64(n_cells - 1)) if n_cells > 1 else 0
+                out[row, agent] = integer_at_most(pcg, n_cells - 1)
     return out
 
 
@@ -268,24 +275,6 @@ def seed_pcg(entropy, length, pool, pcg):
     (uint32 words, no spawn key); pool is scratch of SeedSequence's pool size."""
     _pool(entropy, length, pool)
     _seed_pcg(pool, pcg)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def append_words(entropy, start, value):
-    """Write a non-negative integer as SeedSequence's uint32 words at entropy[start:]; returns the end."""
-    return _with_tail(entropy, start, value)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def integer_at_most(pcg, bound):
-    """`Generator.integers(0, bound + 1)`'s draw, 0 <= bound < 2**32 - 1 (Lemire; no draw when bound is 0)."""
-    return _bounded(pcg, np.uint64(bound)) if bound > 0 else np.int64(0)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def shuffle_index(pcg, bound):
-    """The index `Generator.shuffle` swaps with position `bound` (masked rejection, `random_interval`)."""
-    return _interval(pcg, bound)
 
 
 @njit(cache=True, nogil=True, inline="always")
