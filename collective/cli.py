@@ -18,7 +18,7 @@ from pathlib import Path
 
 from collective.simulation.plugins import PluginError, ctrl_c_received, on_ctrl_c
 from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
-from collective.sweeps.options import add_sweep_parser
+from collective.sweeps.options import add_sweep_parser, positive_int
 from collective.version import DISTRIBUTION, VERSION
 from collective.dashboards.commands import COMMANDS as ANALYSIS_COMMANDS, add_analysis_commands, run_analysis_command
 
@@ -224,6 +224,12 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+def _add_threads_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                        help="kernel threads playing each batch's episodes at once (default: every CPU this process "
+                             "may use); no number depends on it")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collective", formatter_class=ExamplesFormatter, description=(
         "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."),
@@ -236,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    description="Score one agent group on Λ*: Υ (paper 003 Definition 3) "
                                                "with a 95% confidence interval.")
     _add_group_options(evaluate)
+    _add_threads_option(evaluate)
     add_yes_option(evaluate)
     demo = commands.add_parser("demo", help="compare the six behaviours on one grid",
                                description="Evaluate random, local search, oracle, Q-learning, SARSA and "
@@ -243,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                                            "otherwise, with the same environments and print a table "
                                            "(--behaviour or --mix: that group only).")
     _add_group_options(demo, group_size=5, episodes=300)
+    _add_threads_option(demo)
     add_yes_option(demo)
     commands.add_parser("behaviours", help="list the behaviours and what each does",
                         description="The built-in agent behaviours (spec §5), one line each, and how to name "
@@ -589,7 +597,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     check_work(parser, args, sum(map(agent_steps, configs)))
     from collective.evaluate import evaluate  # imported late: --help and bad input stay fast
 
-    records = [evaluate(config, progress=True).as_record() for config in configs]
+    records = [evaluate(config, progress=True, threads=args.threads).as_record() for config in configs]
     if args.json:
         print(strict_json(records[0] if len(records) == 1 else records))
     else:

@@ -5,7 +5,8 @@ plug-in behaviour or protocol plays on the stepping core (`collective.simulation
 plug-in objects made once per evaluation (`plugin_group`), so a persistent agent keeps what it
 learned from batch to batch, in episode order. Memory stays flat whatever the number of episodes:
 each batch is generated, simulated and folded into a `ScoreAccumulator`, then dropped. Episode e
-always gets the same seeds (see `random_streams`), so the result does not depend on the batch size.
+always gets the same seeds (see `random_streams`), so the result does not depend on the batch size,
+nor on the number of threads a batch is played in (`play`'s `threads`: episodes are independent).
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import contextlib
 import dataclasses
 import functools
 import math
+import os
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -48,9 +51,9 @@ class EvaluationResult:
     estimate: UpsilonEstimate
     entropy_bits: float
     wall_seconds: float
-    # The compiled kernel's: CPU seconds of the thread that played (`time.thread_time`; the kernel is one thread),
-    # its own work, not the minutes the threads preparing the next batches took from it on a busy machine. The
-    # stepping core's (plug-ins, the sham): wall seconds, since a plug-in may work in threads of its own.
+    # The compiled kernel's: CPU seconds of the threads that played (`time.thread_time`, summed over `threads`),
+    # their own work, not the minutes the threads preparing the next batches took from them on a busy machine.
+    # The stepping core's (plug-ins, the sham): wall seconds, since a plug-in may work in threads of its own.
     kernel_seconds: float
     agent_steps: int  # scored agent-steps
     training_steps: int  # learner agent-steps spent in training passes
@@ -74,6 +77,7 @@ class EvaluationResult:
     k_evil_mean: float | None = None  # mean K of ⊖'s played path (Λ* only)
     # of wall_seconds, the time spent waiting for environments and ceilings (`batches_ahead`); not recorded
     generation_wait_seconds: float = 0.0
+    threads: int = 1  # kernel threads a batch was played in (`play`); no number depends on it
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -91,7 +95,7 @@ class EvaluationResult:
             "k_evil_mean": self.k_evil_mean, "upsilon_best": self.upsilon_best,
             "entropy_bits": self.entropy_bits, "seed": self.config.seed,
             "wall_seconds": self.wall_seconds, "kernel_seconds": self.kernel_seconds,
-            "compile_seconds": self.compile_seconds,
+            "compile_seconds": self.compile_seconds, "kernel_threads": self.threads,
             "agent_steps": self.agent_steps, "training_steps": self.training_steps,
             "agent_steps_per_second": total_steps / self.kernel_seconds if self.kernel_seconds else None,
             "messages_per_iteration": self.messages / (e.episodes * self.config.iterations),
@@ -121,14 +125,18 @@ def batch_episodes(config: EvaluationConfig) -> int:
     a whole number of FIRST_BATCH_SHARE pool blocks (rounded down: never more than the memory check counts):
     no batch of `batch_indices`, ramped or not, then cuts a block, which both batches would draw whole
     (`pool_blocks`)."""
-    steps = config.group_size * config.iterations * (2 if config.sham else 1)  # a sham plays each episode's shadow
-    steps *= 1 + config.passes_per_episode
     declared = [plugin.batch_episodes for plugin in config.plugins if plugin.batch_episodes]
-    size = int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // steps] + declared)))
+    size = int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // episode_agent_steps(config)] + declared)))
     whole = config.pattern_pool * FIRST_BATCH_SHARE
     if config.pattern_pool and not declared and size >= whole and ramps(config):
         return size // whole * whole
     return size
+
+
+def episode_agent_steps(config: EvaluationConfig) -> int:
+    """Agent-steps the kernel plays per episode: its scored pass, training passes and a sham's shadow included."""
+    steps = config.group_size * config.iterations * (2 if config.sham else 1)  # a sham plays each episode's shadow
+    return steps * (1 + config.passes_per_episode)
 
 
 @dataclass(frozen=True)
@@ -233,13 +241,14 @@ def _equals_its_test(training: EnvironmentBatch, tests: EnvironmentBatch, count:
 
 
 def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
-         group: Group | None = None, tables: Tables | None = None) -> EpisodeRun:
+         group: Group | None = None, tables: Tables | None = None, threads: int = 1) -> EpisodeRun:
     """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
     A plug-in group plays on the stepping core with `group` (made once per evaluation by
     `plugin_group`, so that persistent plug-ins keep their state), or a fresh one; so does the sham
     control (`play_sham`). Learners that keep their tables (`learner_training`) play with `tables`
     (an online learner's, carried from batch to batch by `evaluate`), or with their pretrained
-    tables (`trained_tables`; an online learner's copied, so each call starts from them)."""
+    tables (`trained_tables`; an online learner's copied, so each call starts from them). On the
+    fused kernel, up to `threads` threads play runs of the batch's episodes at once (`_play_in_threads`)."""
     load_code(config)
     if config.on_stepping_core:
         group = group or plugin_group(config)
@@ -248,7 +257,56 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
         return _episode_run(play_group(group, environments, record), environments)
     if config.keeps_tables and tables is None:
         tables = starting_tables(config, environments.seed_prefix)
+    parts = min(threads, len(environments), len(environments) * episode_agent_steps(config) // MIN_STEPS_PER_THREAD)
+    parts = parts if plays_in_threads(config) else 1
+    if parts > 1 and not record:
+        return _play_in_threads(config, environments, parts, tables)
     return _play(config, environments, record, tables)
+
+
+def plays_in_threads(config: EvaluationConfig) -> bool:
+    """Whether `play` may cut a batch across threads: on the fused kernel, unless the learners learn online
+    (their one table is written episode after episode, in order)."""
+    return not (config.on_stepping_core or config.learns_online)
+
+
+MIN_STEPS_PER_THREAD = 200_000  # agent-steps (~5 ms of kernel): fewer would not win back starting a thread (~0.1 ms)
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on: `evaluate`'s default number of kernel threads."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _play_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, parts: int,
+                     tables: Tables | None) -> EpisodeRun:
+    """The batch cut into `parts` runs of consecutive episodes (`EnvironmentBatch.split`), played at once,
+    one per thread (the kernel releases the GIL), each with a protocol workspace and learner tables of its
+    own (pretrained `tables`: shared, only read while scoring; each thread its own count of written states,
+    which stays 0), and joined in episode order (`joined_runs`). Every number is the one a single call
+    gives: an episode's play depends on its own arrays only (tables reset per episode or read-only; the
+    batch's message counts are whole numbers, exact in any order)."""
+    def part_tables() -> Tables | None:
+        return None if tables is None else tables._replace(n_written=np.zeros(1, np.int64))
+
+    slices = environments.split(parts)
+    with ThreadPoolExecutor(parts - 1, thread_name_prefix="collective-kernel") as pool:
+        others = [pool.submit(_play, config, part, False, part_tables()) for part in slices[1:]]
+        runs = [_play(config, slices[0], False, part_tables())] + [future.result() for future in others]
+    return joined_runs(runs, environments)
+
+
+def joined_runs(runs: list[EpisodeRun], environments: EnvironmentBatch) -> EpisodeRun:
+    """Runs of consecutive parts of `environments` (without records) as one run of the whole batch: per-episode
+    arrays joined in order, counts and kernel seconds summed."""
+    def joined(name: str):
+        parts = [getattr(run, name) for run in runs]
+        return None if parts[0] is None else np.concatenate(parts)
+
+    return EpisodeRun(joined("mean_rewards"), environments, sum(run.kernel_seconds for run in runs),
+                      sum(run.messages for run in runs), sum(run.bits for run in runs), joined("agent_scores"),
+                      transfers=sum(run.transfers for run in runs), message_entropy=joined("message_entropy"),
+                      distinct_messages=joined("distinct_messages"))
 
 
 @dataclass(frozen=True)
@@ -594,12 +652,17 @@ def _join_preparing(threads: list[threading.Thread]) -> None:
                 told = True
 
 
-def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False) -> EvaluationResult:
+def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: bool = False,
+             threads: int | None = None) -> EvaluationResult:
     """Υ of the configured group over `config.episodes` episodes (paper 003 Definitions 2-3).
     `progress` shows progress on stderr (a bar on a terminal, else plain lines) and announces a
     compilation; compiling is timed apart (`compile_seconds`), outside `wall_seconds`. The next
     batch's environments are generated while the current one plays (`batches_ahead`); without a
-    `batch_size`, the first batches ramp up to a full one (`ramps`)."""
+    `batch_size`, the first batches ramp up to a full one (`ramps`). Each batch is played in up to
+    `threads` kernel threads (default: `usable_cores`), with the same numbers as in one."""
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be 1 or more (got {threads})")
+    threads = (threads or usable_cores()) if plays_in_threads(config) else 1
     compile_seconds = load_compiled(config, notify=progress)
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
@@ -618,7 +681,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
             contextlib.closing(batches_ahead(config, size, batch_size is None and ramps(config))) as batches:
         for episodes, environments, waited in batches:
             generation_wait += waited
-            run = play(config, environments, group=group, tables=tables)
+            run = play(config, environments, group=group, tables=tables, threads=threads)
             k_raw = run.environments.k_raw
             weights = legg_hutter_log2_weights(  # the patterns' probabilities only where the estimator reads them
                 config.legg_hutter_estimator, k_raw, config.rows * config.cols,
@@ -658,4 +721,4 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         correlation_length_mean=correlation.value / config.episodes if config.env == "landscape" else None,
         upsilon_best=best.value / config.episodes,
         k_evil_mean=k_evil.value / config.episodes if config.env != "landscape" else None,
-        generation_wait_seconds=generation_wait)
+        generation_wait_seconds=generation_wait, threads=threads)

@@ -168,6 +168,25 @@ class EnvironmentBatch:
 
         return EnvironmentBatch(**{field.name: taken(field.name, getattr(self, field.name)) for field in fields(self)})
 
+    def view(self, start: int, stop: int) -> "EnvironmentBatch":
+        """Rows [start, stop) with their training episodes, as views (`episodes` copies): a run of a
+        C-contiguous array's rows is C-contiguous, so the kernel takes them as they are."""
+        count = self.training_episodes
+
+        def viewed(name: str, values):
+            if values is None or name == "seed_prefix":
+                return values
+            if name == "training":
+                return values.view(start * count, stop * count)
+            return values[start:stop]
+
+        return EnvironmentBatch(**{field.name: viewed(field.name, getattr(self, field.name)) for field in fields(self)})
+
+    def split(self, parts: int) -> list["EnvironmentBatch"]:
+        """The batch as `parts` runs of consecutive episodes (`view`s), their sizes differing by at most one."""
+        edges = np.linspace(0, len(self), parts + 1).round().astype(np.int64)
+        return [self.view(start, stop) for start, stop in zip(edges[:-1], edges[1:])]
+
     @property
     def training_episodes(self) -> int:
         """Held-out training episodes per episode (0: none)."""

@@ -9,7 +9,8 @@ from collective.progress import add_yes_option
 EXECUTORS = ("auto", "ray", "serial")  # auto: serial or Ray from the dry-run's estimate (sweeps.command.choose_executor)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """A whole number >= 1 (an option's type)."""
     try:
         value = int(text)
     except ValueError:
@@ -29,7 +30,7 @@ def add_sweep_parser(commands) -> None:
     sweep.add_argument("--out", metavar="DIR", help="results directory (required unless --dry-run)")
     sweep.add_argument("--address", metavar="A", default=None,
                        help="join the Ray cluster at A (default: $RAY_ADDRESS, else an embedded local Ray when Ray runs)")
-    sweep.add_argument("--workers", type=_positive_int, metavar="N", default=None,
+    sweep.add_argument("--workers", type=positive_int, metavar="N", default=None,
                        help="at most N agent-group workers (default: every CPU)")
     sweep.add_argument("--executor", choices=EXECUTORS, default="auto",
                        help="auto (default): serial for a small sweep, whose work would not win back Ray's start-up, "

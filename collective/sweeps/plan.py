@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from collective.config import EvaluationConfig, memory_needs
-from collective.evaluate import (batch_episodes, generate_environments, load_code, load_generator, play, plugin_group,
-                                 with_ceiling)
+from collective.evaluate import (batch_episodes, generate_environments, joined_runs, load_code, load_generator, play,
+                                 plugin_group, with_ceiling)
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.environments.motion import pattern_motion, row_motion
 from collective.simulation.plugins import PluginError
@@ -348,12 +348,7 @@ def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
     size = batch_episodes(config)
     runs = [play(config, batch.episodes(first, min(first + size, len(batch))), group=group)
             for first in range(0, len(batch), size)]
-    return replace(runs[0], mean_rewards=np.concatenate([run.mean_rewards for run in runs]),
-                   agent_scores=np.concatenate([run.agent_scores for run in runs]),
-                   kernel_seconds=sum(run.kernel_seconds for run in runs), messages=sum(run.messages for run in runs),
-                   bits=sum(run.bits for run in runs), transfers=sum(run.transfers for run in runs),
-                   message_entropy=np.concatenate([run.message_entropy for run in runs]),
-                   distinct_messages=np.concatenate([run.distinct_messages for run in runs]))
+    return joined_runs(runs, batch)
 
 
 def scores_by_behaviour_json(config: EvaluationConfig, run) -> list[str]:

@@ -1,0 +1,140 @@
+"""A batch played in several kernel threads gives the numbers of one call (issue 25: end to end on every core).
+
+`play(threads=N)` cuts the batch into runs of consecutive episodes (`EnvironmentBatch.split`, views), plays
+them at once and joins them in episode order (`joined_runs`). Every group type on the fused kernel is played
+with 1 and 3 threads (3: parts of unequal size) and every output compared to the bit: R̄ per episode, each
+agent's score, message counts, entropies. The cases include the 2016 switches that single out episode 0 (here
+in the last part: the episodes are played in reverse order), pretrained tables (shared by the threads, only
+read), held-out training episodes, a coordination quorum and landscapes.
+"""
+import json
+import subprocess
+import sys
+import threading
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+import collective.evaluate as evaluate_module
+from collective.config import EvaluationConfig
+from collective.evaluate import evaluate, generate_environments, play, with_ceiling
+
+SMALL = dict(rows=6, cols=6, iterations=30, q_training_passes=12)
+CASES = [
+    ("sound", dict(behaviour="local_search")),
+    ("sound", dict(behaviour="oracle")),
+    ("sound", dict(behaviour="random")),
+    ("lambdastar2016", dict(behaviour="imitation")),
+    ("lambdastar2016", dict(behaviour="q_learning")),
+    ("lambdastar2016", dict(behaviour="local_search", protocol="stigmergy")),
+    ("paper", dict(behaviour="sarsa")),
+    ("paper", dict(behaviour="q_learning", protocol="shared_q")),
+    ("sound", dict(behaviour="q_learning")),  # a pretrained table, shared by the threads
+    ("sound", dict(behaviour="local_search", protocol="stigmergy")),
+    ("sound", dict(behaviour="local_search", protocol="broadcast")),
+    ("sound", dict(behaviour="local_search", protocol="wisdom")),
+    ("sound", dict(behaviour="local_search", protocol="auction")),
+    ("sound", dict(behaviour="local_search", protocol="dictatorship")),
+    ("sound", dict(behaviour="local_search", protocol="hierarchy")),
+    ("paper", dict(mix="q_learning:1,sarsa:1,local_search:2")),
+    ("paper", dict(behaviour="local_search", coordination_threshold=2)),
+    ("paper", dict(behaviour="q_learning", learning_protocol="held_out", training_episodes=3)),
+    ("sound", dict(behaviour="local_search", env="landscape", landscape_peaks=3)),
+]
+EPISODES = 20
+
+
+def _config(profile: str, settings: dict) -> EvaluationConfig:
+    group = {} if "mix" in settings else dict(group_size=4)
+    return EvaluationConfig.from_profile(profile, **{"episodes": EPISODES, **SMALL, **group, **settings})
+
+
+def _same(one, other) -> None:
+    for name in ("mean_rewards", "agent_scores", "message_entropy", "distinct_messages"):
+        a, b = getattr(one, name), getattr(other, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            assert a.tobytes() == b.tobytes(), name  # bits: NaN where nobody spoke, -0.0 apart from 0.0
+    for name in ("messages", "bits", "transfers"):
+        assert getattr(one, name) == getattr(other, name), name
+
+
+@pytest.mark.parametrize("profile, settings", CASES, ids=lambda case: str(case))
+def test_a_batch_played_in_threads_is_the_batch_played_in_one(monkeypatch, profile, settings):
+    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)  # small test batches are cut too
+    config = _config(profile, settings)
+    batch = with_ceiling(config, generate_environments(config, np.arange(EPISODES)[::-1].copy()))
+    evaluate_module.load_code(config)  # its warm-up plays a tiny batch: before the spy
+    tables = evaluate_module.starting_tables(config) if config.keeps_tables else None  # trained before the spy too
+    before = tables.q.copy() if tables is not None else None
+    played_in = []
+    kernel = evaluate_module._play
+
+    def spying(*args, **kwargs):
+        played_in.append((threading.current_thread().name, len(args[1])))
+        return kernel(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "_play", spying)
+    one = play(config, batch, threads=1, tables=tables)
+    assert played_in == [(threading.current_thread().name, EPISODES)]
+    played_in.clear()
+    three = play(config, batch, threads=3, tables=tables)
+    assert sorted(size for _, size in played_in) == [6, 7, 7] and len({name for name, _ in played_in}) > 1
+    _same(one, three)
+    if tables is not None:
+        assert tables.q.tobytes() == before.tobytes() and tables.n_written[0] == 0  # only read
+
+
+def test_episode_zero_is_found_in_whichever_part_holds_it(monkeypatch):
+    """Control for the reversed order above: the 2016 imitator's first episode is special (its hidden oracle
+    starts from the world stream), so playing the parts with the batch's own switches (episode 0's row of the
+    whole batch, not of each part) would change numbers."""
+    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    config = _config("lambdastar2016", dict(behaviour="imitation"))
+    batch = with_ceiling(config, generate_environments(config, np.arange(EPISODES)[::-1].copy()))
+    first_part = batch.split(3)[-1]
+    assert evaluate_module.kernel_switches(config, first_part).first_episode == len(first_part) - 1
+    unsplit = play(config, batch, threads=1).mean_rewards
+    alone = play(config, first_part, threads=1).mean_rewards
+    assert alone.tobytes() == unsplit[-len(first_part):].tobytes()
+
+
+def test_split_views_cover_the_batch_in_order_with_their_training_episodes():
+    config = _config("paper", dict(behaviour="q_learning", learning_protocol="held_out", training_episodes=3))
+    batch = generate_environments(config, np.arange(11))
+    parts = batch.split(3)
+    assert [len(part) for part in parts] == [4, 3, 4]
+    assert np.array_equal(np.concatenate([part.episode_index for part in parts]), batch.episode_index)
+    assert np.array_equal(np.concatenate([part.training.good for part in parts]), batch.training.good)
+    assert all(part.training_episodes == 3 and np.shares_memory(part.good, batch.good) for part in parts)
+    assert all(part.good.flags.c_contiguous and part.starts.flags.c_contiguous for part in parts)
+
+
+def test_an_evaluation_in_two_threads_reports_what_one_thread_does(monkeypatch):
+    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    config = _config("sound", dict(behaviour="local_search", protocol="wisdom", episodes=200))
+    one, two = evaluate(config, threads=1), evaluate(config, threads=2)
+    assert (one.threads, two.threads) == (1, 2)
+    timings = {"wall_seconds", "kernel_seconds", "compile_seconds", "generation_wait_seconds", "threads"}
+    for field in fields(one):
+        if field.name not in timings:
+            assert getattr(one, field.name) == getattr(two, field.name), field.name
+
+
+def test_online_learners_and_plugins_play_in_one_thread():
+    online = _config("sound", dict(behaviour="q_learning", learner_training="online"))
+    assert evaluate(online, threads=2).threads == 1
+    with pytest.raises(ValueError, match="threads must be 1 or more"):
+        evaluate(online, threads=0)
+
+
+def test_the_cli_takes_threads_and_refuses_zero():
+    base = [sys.executable, "-m", "collective", "evaluate", "--behaviour", "local_search", "--grid", "6x6",
+            "--iterations", "30", "--episodes", "40", "--group-size", "3", "--json"]
+    refused = subprocess.run(base + ["--threads", "0"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "argument --threads: expected a whole number >= 1 (got '0')" in refused.stderr
+    records = [json.loads(subprocess.run(base + ["--threads", n], capture_output=True, text=True, check=True).stdout)
+               for n in ("1", "2")]
+    assert [record["kernel_threads"] for record in records] == [1, 2]
+    assert records[0]["upsilon"] == records[1]["upsilon"] and records[0]["std"] == records[1]["std"]
