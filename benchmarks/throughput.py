@@ -17,7 +17,8 @@ the NumPy examples (`examples/`) on the stepping core the same way (group size 1
 End to end (the indented lines under each row): the same group evaluated by `collective.evaluate.evaluate`
 as a user waits for it, under the default profile and under "paper", about E2E_AGENT_STEPS agent-steps
 (training passes included): wall time (generation, ceilings and scoring included; compilation excluded, as
-`wall_seconds`), agent-steps per wall second and per kernel second, and the time split: kernel, the wait
+`wall_seconds`; each batch played in every usable core's kernel thread, `evaluate`'s default), agent-steps per
+wall second and per kernel CPU second, and the time split: kernel (its CPU over the threads), the wait
 for environments (`generation_wait_seconds`: generation and ceilings run one batch ahead in a
 background thread, only what play did not hide counts), other (scoring and bookkeeping); beside them the
 CPU work of generation and of the ceilings timed alone on the same batches, and the 1-minute load average.
@@ -172,15 +173,18 @@ class EndToEnd:
     generation_seconds: float  # generating the same batches alone
     ceiling_seconds: float  # their ceilings alone
     load: float  # 1-minute load average after the run
+    threads: int  # kernel threads each batch was played in (`evaluate`'s default: every usable core)
 
     def line(self) -> str:
-        other = self.wall_seconds - self.kernel_seconds - self.waited_seconds
+        # kernel_seconds is CPU summed over the threads: its wall share, as if they shared the work evenly
+        other = self.wall_seconds - self.kernel_seconds / self.threads - self.waited_seconds
 
         def share(seconds: float) -> str:
             return f"{seconds:6.2f} s {seconds / self.wall_seconds:4.0%}"
         return (f"   e2e {self.profile:<7}{self.episodes:>7,} ep  wall {self.wall_seconds:6.2f} s "
                 f"{self.steps / self.wall_seconds / 1e6:7.2f} M/s end to end, {self.steps / self.kernel_seconds / 1e6:6.2f}"
-                f" M/s kernel | kernel {share(self.kernel_seconds)}, waited {share(self.waited_seconds)}, other "
+                f" M/s kernel | kernel {share(self.kernel_seconds / self.threads)} x{self.threads} threads, waited "
+                f"{share(self.waited_seconds)}, other "
                 f"{share(other)} | alone: generation {self.generation_seconds:5.2f} s, ceilings "
                 f"{self.ceiling_seconds:5.2f} s | load {self.load:.1f}")
 
@@ -204,7 +208,8 @@ def end_to_end(profile: str, behaviour: str, group_size: int, steps_wanted: int,
         with_ceiling(config, batch)
         ceilings += time.perf_counter() - started
     return EndToEnd(profile, episodes, result.agent_steps + result.training_steps, result.wall_seconds,
-                    result.kernel_seconds, result.generation_wait_seconds, generation, ceilings, os.getloadavg()[0])
+                    result.kernel_seconds, result.generation_wait_seconds, generation, ceilings, os.getloadavg()[0],
+                    result.threads)
 
 
 def end_to_end_lines(behaviour: str, group_size: int, steps_wanted: int, protocol: str = "none") -> str:

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import threading
+import tomllib
 from dataclasses import fields
 
 import numpy as np
@@ -19,6 +20,10 @@ import pytest
 import collective.evaluate as evaluate_module
 from collective.config import EvaluationConfig
 from collective.evaluate import evaluate, generate_environments, play, with_ceiling
+from collective.simulation.kernel import simulate_batch
+from collective.sweeps.plan import generate_block, plan, play_unit
+from collective.sweeps.spec import parse_spec
+from sweep_support import TINY_SPEC
 
 SMALL = dict(rows=6, cols=6, iterations=30, q_training_passes=12)
 CASES = [
@@ -79,7 +84,9 @@ def test_a_batch_played_in_threads_is_the_batch_played_in_one(monkeypatch, profi
     one = play(config, batch, threads=1, tables=tables)
     assert played_in == [(threading.current_thread().name, EPISODES)]
     played_in.clear()
+    variants = len(simulate_batch.signatures)
     three = play(config, batch, threads=3, tables=tables)
+    assert len(simulate_batch.signatures) == variants  # the views are the arrays' types: nothing compiled again
     assert sorted(size for _, size in played_in) == [6, 7, 7] and len({name for name, _ in played_in}) > 1
     _same(one, three)
     if tables is not None:
@@ -138,3 +145,16 @@ def test_the_cli_takes_threads_and_refuses_zero():
                for n in ("1", "2")]
     assert [record["kernel_threads"] for record in records] == [1, 2]
     assert records[0]["upsilon"] == records[1]["upsilon"] and records[0]["std"] == records[1]["std"]
+
+
+def test_a_sweep_unit_played_in_threads_writes_the_rows_of_one_thread(monkeypatch):
+    """The serial executor plays units in every usable core's threads, a Ray worker in one: the same rows."""
+    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    spec = parse_spec(tomllib.loads(TINY_SPEC), "tiny")
+    timings = ["wall_seconds", "kernel_seconds"]
+    for block in plan(spec):
+        environments = generate_block(spec, block)
+        for unit in block.units:
+            one = play_unit(spec, unit, environments, threads=1).drop_columns(timings).to_pandas()
+            three = play_unit(spec, unit, environments, threads=3).drop_columns(timings).to_pandas()
+            assert one.equals(three)  # NaN where nobody spoke equals NaN here
