@@ -24,8 +24,8 @@ import numpy as np
 from numba import njit
 
 from collective.environments.scene import Scene, field_ref, reset_scene, scene_reward
-from collective.environments.torus import chebyshev, proximity, wrap
-from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches
+from collective.environments.torus import wrap
+from collective.simulation.kernel import NO_SWITCHES, SCORED_PASS, KernelSwitches, quorum_pays, step_reward
 from collective.simulation.plugins import Batch, Messages, Observation, PluginClass, PluginError, plugin_code
 from collective.simulation.random_streams import AgentStreams, derive_stream_seed
 from collective.protocols.kernel_support import READS_AND_WRITES, episode_distinct, episode_entropies, list_logs, log_deliveries
@@ -79,19 +79,10 @@ def advance(cells, actions, good, evil, landscapes, t, rows, cols, radius, thres
             c = wrap(cells[e, i] % cols + a % 3 - 1, cols)
             cells[e, i] = r * cols + c
         after = scene_at(good, evil, landscapes, e, t + 1, rows, cols, radius)
-        paid = True
-        if threshold > 1:
-            near = 0
-            for i in range(agents):
-                if chebyshev(cells[e, i] // cols, cells[e, i] % cols, after.good_r, after.good_c, rows, cols) <= radius:
-                    near += 1
-            paid = near >= threshold
+        # (the rows and columns are made only under a quorum)
+        paid = quorum_pays(cells[e] // cols, cells[e] % cols, agents, after, threshold) if threshold > 1 else True
         for i in range(agents):
-            r, c = cells[e, i] // cols, cells[e, i] % cols
-            if paid:
-                reward = scene_reward(after, r, c)
-            else:
-                reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+            reward = step_reward(after, cells[e, i] // cols, cells[e, i] % cols, paid)
             rewards[e, i] = reward
             totals[e] += reward
             agent_totals[e, i] += reward
