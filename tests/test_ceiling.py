@@ -109,3 +109,54 @@ def test_a_landscapes_ceiling_is_the_plain_dynamic_programme_to_the_bit(rows, co
             value = [value[cell] + pays(cell) for cell in range(rows * cols)]
             value = [max(value[world.moved(cell, dr, dc)] for dr, dc in ACTION_MOVES) for cell in range(rows * cols)]
         assert totals[e].tolist() == [value[s] for s in starts[e]]
+
+
+def _max3(a: float, b: float, c: float) -> float:
+    larger = a if a > b else b
+    return larger if larger > c else c
+
+
+def _separable_programme(world: ReferenceWorld, good, evil, iterations: int) -> list[float]:
+    """V_0 of every cell by the DP written plainly: each cell paid R of `ReferenceWorld`, then the 3x3 maximum as
+    a row pass (left, cell, right) then a column pass (above, cell, below), the order that decides which NaN
+    comes out where a field holds NaN."""
+    rows, cols = world.rows, world.cols
+    value = [0.0] * (rows * cols)
+    for t in range(iterations - 1, -1, -1):
+        pays = world.payoffs(list(good), list(evil), t + 1)
+        value = [value[cell] + pays(cell) for cell in range(rows * cols)]
+        across = [_max3(value[world.moved(cell, 0, -1)], value[cell], value[world.moved(cell, 0, 1)])
+                  for cell in range(rows * cols)]
+        value = [_max3(across[world.moved(cell, -1, 0)], across[cell], across[world.moved(cell, 1, 0)])
+                 for cell in range(rows * cols)]
+    return value
+
+
+@pytest.mark.parametrize("rows, cols, radius, field", [
+    (1, 1, 1, "none"), (1, 7, 1, "none"), (6, 1, 2, "none"), (2, 2, 1, "none"), (2, 3, 0, "none"), (3, 7, 1, "none"),
+    (8, 5, 2, "none"), (10, 10, 1, "none"), (9, 11, 3, "none"), (4, 4, 9, "none"), (5, 12, 6, "none"),
+    (7, 6, 1, "uniform"), (1, 5, 1, "uniform"), (6, 6, 1, "inf_nan"), (3, 8, 1, "inf_nan")])
+def test_the_ceiling_is_the_plain_separable_programme_to_the_bit(rows, cols, radius, field):
+    """`best_totals` (episodes side by side in lanes, reward zones from tables of f by axis distance, the king-move
+    maximum on a grid with a halo) against the DP written plainly, V_0 at every cell of every episode: the same
+    floats, Λ* over radii that cover a zone, wrap it onto itself or span the grid, landscapes with ±inf and NaN.
+    11 episodes: a whole group of lanes and a part of one."""
+    rng = np.random.default_rng(rows * 1000 + cols * 10 + radius)
+    episodes, iterations = 11, 9
+    good, evil = (random_walks(rng, episodes, rows, cols, iterations) for _ in range(2))
+    fields = None
+    if field != "none":
+        fields = rng.uniform(-1, 1, (episodes, rows * cols))
+        if field == "inf_nan":
+            fields[rng.random(fields.shape) < 0.06] = np.inf
+            fields[rng.random(fields.shape) < 0.06] = -np.inf
+            fields[rng.random(fields.shape) < 0.04] = np.nan
+        evil = good.copy()
+    starts = np.tile(np.arange(rows * cols, dtype=np.int32), (episodes, 1))  # every cell a start
+    totals = np.empty(starts.shape)
+    best_totals(good, evil, np.empty((episodes, 0)) if fields is None else fields, starts, rows, cols, iterations,
+                radius, totals)
+    for e in range(episodes):
+        world = ReferenceWorld(rows, cols, iterations, reward_radius=radius,
+                               landscape=None if fields is None else tuple(map(float, fields[e])))
+        np.testing.assert_array_equal(totals[e], _separable_programme(world, good[e], evil[e], iterations))

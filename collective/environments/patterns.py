@@ -104,7 +104,8 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, lazy, out, 
     stream's state is held in local variables while drawing (`advance_uniform_int`). `work`: the
     caller's `DrawWorkspace`, reused from draw to draw.
     """
-    moves, seen, neighbour, order, placed = work.moves, work.seen, work.neighbour, work.order, work.placed
+    moves, seen, neighbour, order, placed, draws = (work.moves, work.seen, work.neighbour, work.order, work.placed,
+                                                    work.draws)
     n_cells = rows * cols
     stamp = seen[n_cells] + 1  # this draw's mark in `seen` and `placed`; no reset between draws
     seen[n_cells] = stamp
@@ -118,15 +119,21 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, lazy, out, 
         state = skipped(state, segment)
     elif lazy:  # the closed segment's draws: ⌊s/2⌋ moves, then s - 1 for the shuffle (`_closed_move`)
         state = skipped(state, segment // 2 + segment - 1)
-    else:
-        for i in range(0, segment - 1, 2):
-            state, move = advance_uniform_int(state, 9)
-            moves[i] = move
-            moves[i + 1] = 8 - move  # the opposite king move
+    else:  # ⌊s/2⌋ moves each followed by its opposite, then a Fisher-Yates shuffle from the end
+        pairs = segment // 2
+        for p in range(pairs):  # each draw from its own counter, independent of the others (vectorised)
+            _, draws[p] = advance_uniform_int(skipped(state, p), 9)
+        for p in range(pairs):
+            moves[2 * p] = draws[p]
+            moves[2 * p + 1] = 8 - draws[p]  # the opposite king move
         if segment % 2 == 1:
             moves[segment - 1] = 4  # stay
-        for i in range(segment - 1, 0, -1):  # Fisher-Yates shuffle
-            state, j = advance_uniform_int(state, i + 1)
+        state = skipped(state, pairs)
+        for p in range(segment - 1):  # draw p picks the entry that goes to position segment - 1 - p
+            _, draws[p] = advance_uniform_int(skipped(state, p), segment - p)
+        state = skipped(state, segment - 1)
+        for p in range(segment - 1):
+            i, j = segment - 1 - p, draws[p]
             moves[i], moves[j] = moves[j], moves[i]
     state, cell = advance_uniform_int(state, n_cells)
     stream[0] = state
@@ -148,11 +155,11 @@ def _draw_cyclic(stream, rows, cols, iterations, max_segment, limit, lazy, out, 
             move_state, moves[t] = advance_uniform_int(move_state, 9)
         elif lazy and t < segment:
             moves[t] = _closed_move(move_state, segment, t, order, placed, stamp)
-        cell = neighbour[cell, moves[step]]
+        cell = neighbour[np.uint64(cell), np.uint64(moves[step])]  # unsigned: no negative-index test in the chain
         step = step + 1 if step + 1 < segment else 0
         out[t + 1] = cell
-        distinct += seen[cell] != stamp  # without a branch: whether a cell is new is hard to predict
-        seen[cell] = stamp
+        distinct += seen[np.uint64(cell)] != stamp  # without a branch: whether a cell is new is hard to predict
+        seen[np.uint64(cell)] = stamp
         if distinct > limit and t + 1 < iterations:  # K is measured on out[:T]
             return limit + 1
     return lz76_phrase_count_at_most(out[:iterations], limit)
@@ -181,7 +188,7 @@ def _closed_move(first, segment, t, order, placed, stamp):
     return move if entry % 2 == 0 else 8 - move
 
 
-DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour", "order", "placed", "path"))
+DrawWorkspace = namedtuple("DrawWorkspace", ("moves", "seen", "neighbour", "order", "placed", "path", "draws"))
 
 
 @njit(cache=True)
@@ -189,7 +196,8 @@ def draw_workspace(rows, cols, iterations):
     """`_draw_cyclic`'s buffers: a segment's moves (room for ⌊T/2⌋), a mark per cell plus the latest
     draw's mark (zeros at first), the torus as a table (neighbour[cell, a] is the cell king move a
     leads to, `torus`: a load per step instead of wrap-around branches), a lazily shuffled
-    segment's entries with their marks (`_closed_move`), and a played path's T cells (`_played_keeps_k`)."""
+    segment's entries with their marks (`_closed_move`), a played path's T cells (`_played_keeps_k`), and a
+    closed segment's draws (room for ⌊T/2⌋)."""
     neighbour = np.empty((rows * cols, 9), np.int64)
     for cell in range(rows * cols):
         for action in range(9):
@@ -197,7 +205,8 @@ def draw_workspace(rows, cols, iterations):
                 wrap(cell % cols + action % 3 - 1, cols)
     segment = max(1, iterations // 2)
     return DrawWorkspace(np.empty(segment, np.int64), np.zeros(rows * cols + 1, np.int64), neighbour,
-                         np.empty(segment, np.int64), np.zeros(segment, np.int64), np.empty(iterations, np.int64))
+                         np.empty(segment, np.int64), np.zeros(segment, np.int64), np.empty(iterations, np.int64),
+                         np.empty(segment, np.int64))
 
 
 @njit(cache=True)
