@@ -453,7 +453,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     train_shift_r, train_shift_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
     train_hidden = np.full(n_training, -1, np.int64)
     moves = cell_moves(rows, cols)
-    # the lone learners' rewards by (t, cell) (`lone_rewards`), when each entry is read often enough to repay its
+    # the lone learners' rewards by (t, cell) (`training_rewards`), when each entry is read often enough to repay its
     # making: one training episode (the replayed one), read in every pass of every learner
     tabled = n_training == 1 and passes * learner_ids.shape[0] >= LONE_REWARD_READS * rows * cols
     rewards = np.empty((n_training, steps, rows * cols) if tabled else (0, 0, 0), np.float64)
@@ -490,13 +490,14 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
                                no_positions, no_rewards, agent_totals[e])
             elif shared:  # the learners train together on their one table
+                training_rewards(rules, training, rewards)
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
                                         training, seeds[e], passes, tables.q, tables.dirty, tables.written,
-                                        tables.n_written, talk.comm)
+                                        tables.n_written, talk.comm, rewards)
             else:  # each learner trains alone on its own table. The loops are called from here, not through a
                 # compiled wrapper: numba generates a callee's code again in every caller's library, and a wrapper
                 # made the install's warm-up compile ~20% longer (docs/speed.md)
-                lone_rewards(rules, training, rewards)
+                training_rewards(rules, training, rewards)
                 for i in learner_ids:
                     _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
                                           passes, tables.q, tables.dirty, tables.written, tables.n_written, moves,
@@ -511,7 +512,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
-            lone_rewards(rules, training, rewards)
+            training_rewards(rules, training, rewards)
             for i in learner_ids:
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
@@ -597,11 +598,12 @@ def _lone_reward(scene, r, c, threshold):
 
 
 @njit(cache=True)
-def lone_rewards(rules, training, out):
-    """The scaled reward a lone learner receives on arriving at each cell at each iteration t >= 1 of each
-    training episode j, into out (n, T+1, cells) at [j, t, cell] (row t = 0 unused): what
-    `_lone_training_passes` computes at every step, the same operations, so the same float64 values; every pass
-    of every learner reads it (`simulate_batch` makes it when they are many enough, else out is (0, 0, 0))."""
+def training_rewards(rules, training, out):
+    """The scaled reward a learner training alone receives on arriving at each cell at each iteration t >= 1 of
+    each training episode j, into out (n, T+1, cells) at [j, t, cell] (row t = 0 unused): what
+    `_lone_training_passes` computes at every step, the same operations, so the same float64 values, and what
+    `_shared_training_passes` computes at threshold 1 (every step pays); every pass of every learner reads it
+    (`simulate_batch` makes it when they are many enough, else out is (0, 0, 0))."""
     rows, cols, radius, threshold = rules.rows, rules.cols, rules.radius, rules.threshold
     for j in range(out.shape[0]):
         landscape = field_ref(training.landscapes[j])
@@ -631,7 +633,7 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
     arrays). Pass p plays training episode p mod n of the `TrainingSet`; starts (n,) the learner's start cell in
     each. The agent moves by the grid's `cell_moves` table (one read instead of a division and two wraps on
     the path from one step's choice to the next's), and reads its rewards from `rewards` ((n, T+1, cells),
-    `lone_rewards`) unless that is empty ((0, 0, 0)), then computes them."""
+    `training_rewards`) unless that is empty ((0, 0, 0)), then computes them."""
     iterations, threshold = rules.iterations, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
@@ -695,18 +697,20 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
 
 @njit(cache=True)
 def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, q, dirty, written,
-                            n_written, comm):
+                            n_written, comm, rewards):
     """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
     table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
     with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
     then every agent is paid and updates), so the same table, traffic and streams to the bit; its own loop for
     the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).
-    starts (n, agents) their start cells in each training episode."""
+    starts (n, agents) their start cells in each training episode. At threshold 1 (every step pays) the rewards
+    are read from `rewards` ((n, T+1, cells), `training_rewards`) unless that is empty ((0, 0, 0))."""
     rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
     n_cells = rows * cols
     agents = codes.shape[0]
+    tabled = rewards.shape[0] > 0 and threshold <= 1
     address_bits = np.ceil(np.log2(max(2, q.shape[0])))
     good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
     shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
@@ -746,8 +750,10 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
             paid = quorum_pays(pos_r, pos_c, agents, after, threshold)
             for i in range(agents):
                 r, c = pos_r[i], pos_c[i]
-                reward = step_reward(after, r, c, paid)
-                scaled = reward * reward_scale
+                if tabled:
+                    scaled = rewards[j, t + 1, r * cols + c]
+                else:
+                    scaled = step_reward(after, r, c, paid) * reward_scale
                 here = states[i] + actions[i]
                 sarsa = codes[i] == SARSA
                 if not sarsa and bootstrap:
