@@ -15,7 +15,8 @@ playing them together (the reference's order; the lock-step tests check it):
   everyone); the learners together when they share a table; else each learner alone, its table
   hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
   learners of a shared table train in loops of their own (`_lone_training_passes`, `_shared_training_passes`:
-  `_play_pass`'s steps for them, without its per-pass and per-step generality).
+  `_play_pass`'s steps for them, without its per-pass and per-step generality), reading the episode's rewards
+  from a table made once for all their passes when that pays (`training_rewards`).
 
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
