@@ -17,7 +17,7 @@ from collective.behaviours.decisions import greedy_action, greedy_action_masked
 from collective.protocols import NONE, SHARED_Q
 from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, WINDOW_SIGNS, Rules, Scratch, TrainingSet,
                                           _cells_to_coordinates, _lone_training_passes, _play_pass, _shared_training_passes,
-                                          learner_workspace,
+                                          cell_moves, learner_workspace, training_rewards,
                                           talk_workspace, training_paths)
 
 ROWS, COLS, T = 6, 5, 12
@@ -77,6 +77,7 @@ def _bits(array):
     return array.view(np.uint64) if array.dtype == np.float64 else array
 
 
+@pytest.mark.parametrize("tabled", [False, True])  # rewards computed at each step, or read from `training_rewards`
 @pytest.mark.parametrize("code", [Q_LEARNING, SARSA])
 @pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape, state_encoding", [
     (0, 0.0, 1, 1, False, CELL_TIME),  # paper
@@ -87,7 +88,7 @@ def _bits(array):
     (0, 0.0, 2, 1, False, CELL_TIME),  # a quorum one agent never makes
 ])
 def test_lone_training_passes_are_play_pass_passes(code, bootstrap, epsilon, threshold, n_training, landscape,
-                                                   state_encoding):
+                                                   state_encoding, tabled):
     rng = np.random.default_rng([code, bootstrap, n_training, state_encoding, threshold])
     training = _training_set(rng, n_training, landscape)
     codes, tables = _tables(code, rng, state_encoding)
@@ -95,8 +96,10 @@ def test_lone_training_passes_are_play_pass_passes(code, bootstrap, epsilon, thr
                   PER_EPISODE)
     seed = np.uint64(rng.integers(2**63))
     fast, twin = _copy(tables), _copy(tables)
+    rewards = np.empty((n_training, T + 1, ROWS * COLS) if tabled else (0, 0, 0))
+    training_rewards(rules, training, rewards)
     _lone_training_passes(code, LEARNER, LEARNER, training.starts[:, LEARNER], rules, training, seed, PASSES,
-                          fast.q, fast.dirty, fast.written, fast.n_written)
+                          fast.q, fast.dirty, fast.written, fast.n_written, cell_moves(ROWS, COLS), rewards)
     _by_play_pass(code, codes, twin, training, rules, seed)
     written = int(twin.n_written[0])
     assert written > 9  # the passes wrote states
@@ -107,6 +110,7 @@ def test_lone_training_passes_are_play_pass_passes(code, bootstrap, epsilon, thr
     assert np.array_equal(fast.dirty, twin.dirty)
 
 
+@pytest.mark.parametrize("tabled", [False, True])  # rewards computed at each step, or read from `training_rewards`
 @pytest.mark.parametrize("codes", [(Q_LEARNING,) * 3, (SARSA,) * 3, (SARSA, Q_LEARNING, SARSA)])
 @pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape, state_encoding", [
     (0, 0.0, 1, 1, False, CELL_TIME),
@@ -116,7 +120,7 @@ def test_lone_training_passes_are_play_pass_passes(code, bootstrap, epsilon, thr
     (0, 0.0, 2, 2, False, CELL_TIME),  # a quorum of two
 ])
 def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, threshold, n_training, landscape,
-                                                     state_encoding):
+                                                     state_encoding, tabled):
     rng = np.random.default_rng([*codes, bootstrap, n_training, state_encoding, threshold])
     training = _training_set(rng, n_training, landscape)
     codes = np.array(codes, np.int64)
@@ -129,8 +133,10 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
     fast, twin = _copy(tables), _copy(tables)
     fast_talk, talk = (talk_workspace(SHARED_Q, (0.0,) * 4, np.ones(AGENTS, bool), AGENTS, ROWS, COLS, 1, T, 1)
                        for _ in range(2))
+    rewards = np.empty((n_training, T + 1, ROWS * COLS) if tabled else (0, 0, 0))
+    training_rewards(rules, training, rewards)
     _shared_training_passes(codes, ids, training.starts, rules, training, seed, PASSES, fast.q, fast.dirty,
-                            fast.written, fast.n_written, fast_talk.comm)
+                            fast.written, fast.n_written, fast_talk.comm, rewards)
     scratch = Scratch(*(np.zeros(AGENTS, np.int64) for _ in range(4)), np.zeros(AGENTS + 1, np.int64),
                       np.empty(max(9, ROWS * COLS), np.int64), *(np.zeros(AGENTS, np.int64) for _ in range(4)),
                       np.zeros(AGENTS, np.float64), np.empty((AGENTS, 1), np.uint64))

@@ -15,7 +15,8 @@ playing them together (the reference's order; the lock-step tests check it):
   everyone); the learners together when they share a table; else each learner alone, its table
   hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
   learners of a shared table train in loops of their own (`_lone_training_passes`, `_shared_training_passes`:
-  `_play_pass`'s steps for them, without its per-pass and per-step generality).
+  `_play_pass`'s steps for them, without its per-pass and per-step generality), reading the episode's rewards
+  from a table made once for all their passes when that pays (`training_rewards`).
 
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
@@ -56,6 +57,7 @@ BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window th
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
 _U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-up)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
+LONE_REWARD_READS = 2  # the fewest reads per entry, on average, for which the lone learners' rewards are tabled
 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (max(side², cells),) the rules'
 # tie lists.
@@ -90,6 +92,9 @@ Talk = namedtuple("Talk", "code values members targets choice observed field sta
 # dirty (blocks, states); written/n_written list the states written this episode so that only those
 # are reset (PER_EPISODE only: the other modes keep their tables).
 Tables = namedtuple("Tables", "q dirty written n_written")
+# The grid's king moves by cell (`cell_moves`): to (cells * 9,), the cell that action a takes cell k to at
+# [9k + a]; row, col (cells,), each cell's row and column.
+CellMoves = namedtuple("CellMoves", "to row col")
 
 
 @dataclass(frozen=True)
@@ -448,6 +453,11 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     train_evil_r, train_evil_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
     train_shift_r, train_shift_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
     train_hidden = np.full(n_training, -1, np.int64)
+    moves = cell_moves(rows, cols)
+    # the lone learners' rewards by (t, cell) (`training_rewards`), when each entry is read often enough to repay its
+    # making: one training episode (the replayed one), read in every pass of every learner
+    tabled = n_training == 1 and passes * learner_ids.shape[0] >= LONE_REWARD_READS * rows * cols
+    rewards = np.empty((n_training, steps, rows * cols) if tabled else (0, 0, 0), np.float64)
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
@@ -481,15 +491,18 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
                                no_positions, no_rewards, agent_totals[e])
             elif shared:  # the learners train together on their one table
+                training_rewards(rules, training, rewards)
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
                                         training, seeds[e], passes, tables.q, tables.dirty, tables.written,
-                                        tables.n_written, talk.comm)
+                                        tables.n_written, talk.comm, rewards)
             else:  # each learner trains alone on its own table. The loops are called from here, not through a
                 # compiled wrapper: numba generates a callee's code again in every caller's library, and a wrapper
                 # made the install's warm-up compile ~20% longer (docs/speed.md)
+                training_rewards(rules, training, rewards)
                 for i in learner_ids:
                     _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
-                                          passes, tables.q, tables.dirty, tables.written, tables.n_written)
+                                          passes, tables.q, tables.dirty, tables.written, tables.n_written, moves,
+                                          rewards)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
@@ -500,12 +513,13 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
+            training_rewards(rules, training, rewards)
             for i in learner_ids:
                 one = slice(i, i + 1)
                 agent_positions = positions_out[one] if record else no_positions
                 agent_rewards = rewards_out[one] if record else no_rewards
                 _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
-                                      passes, tables.q, tables.dirty, tables.written, tables.n_written)
+                                      passes, tables.q, tables.dirty, tables.written, tables.n_written, moves, rewards)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, agent_totals[e])
@@ -564,34 +578,84 @@ def _window_state_base_called(scene, r, c, row):
 
 
 @njit(cache=True)
+def cell_moves(rows, cols):
+    """The grid's king moves by cell (`CellMoves`): where action a (row step a // 3 - 1, column step a % 3 - 1,
+    wrapped, as `_play_pass` moves) takes each cell, and each cell's row and column."""
+    to = np.empty(rows * cols * 9, np.int64)
+    row, col = np.empty(rows * cols, np.int64), np.empty(rows * cols, np.int64)
+    for r in range(rows):
+        for c in range(cols):
+            row[r * cols + c], col[r * cols + c] = r, c
+            for a in range(9):
+                to[(r * cols + c) * 9 + a] = wrap(r + a // 3 - 1, rows) * cols + wrap(c + a % 3 - 1, cols)
+    return CellMoves(to, row, col)
+
+
+@njit(cache=True, inline="always")
+def _lone_reward(scene, r, c, threshold):
+    """R of the cell at (r, c) for a learner training alone: one agent never makes a quorum, so above threshold
+    1 the positive part is withheld (Λ* only; `step_reward`)."""
+    return step_reward(scene, r, c, threshold <= 1)
+
+
+@njit(cache=True)
+def training_rewards(rules, training, out):
+    """The scaled reward a learner training alone receives on arriving at each cell at each iteration t >= 1 of
+    each training episode j, into out (n, T+1, cells) at [j, t, cell] (row t = 0 unused): what
+    `_lone_training_passes` computes at every step, the same operations, so the same float64 values, and what
+    `_shared_training_passes` computes at threshold 1 (every step pays); every pass of every learner reads it
+    (`simulate_batch` makes it when they are many enough, else out is (0, 0, 0))."""
+    rows, cols, radius, threshold = rules.rows, rules.cols, rules.radius, rules.threshold
+    for j in range(out.shape[0]):
+        landscape = field_ref(training.landscapes[j])
+        for t in range(1, out.shape[1]):
+            scene = Scene(training.good_r[j, t], training.good_c[j, t], training.evil_r[j, t], training.evil_c[j, t],
+                          landscape, training.shift_r[j, t], training.shift_c[j, t], rows, cols, radius)
+            for r in range(rows):
+                for c in range(cols):
+                    out[j, t, r * cols + c] = _lone_reward(scene, r, c, threshold) * rules.reward_scale
+
+
+@njit(cache=True, inline="always")
+def _training_scene(rules, training, landscape, j, t):
+    """The scene of training episode j at iteration t (`landscape` its field's `field_ref`)."""
+    return Scene(training.good_r[j, t], training.good_c[j, t], training.evil_r[j, t], training.evil_c[j, t],
+                 landscape, training.shift_r[j, t], training.shift_c[j, t], rules.rows, rules.cols, rules.radius)
+
+
+@njit(cache=True)
 def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_seed, passes, q, dirty, written,
-                          n_written):
+                          n_written, moves, rewards):
     """`passes` training passes of one learner (`code` Q_LEARNING or SARSA, global id `agent_id`, table row
     `row`) alone: `_play_pass`'s steps for one learning agent with a silent protocol, nothing recorded and no
     hidden oracle, the same operations in the same order, so the same tables and streams to the bit. Its own
     loop, with the agent's cell, stream, state and action in locals and every array taken once for all the
     passes (`_play_pass` takes ~40 per pass, each an atomic reference count, and walks its agents through
     arrays). Pass p plays training episode p mod n of the `TrainingSet`; starts (n,) the learner's start cell in
-    each."""
-    rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
+    each. The agent moves by the grid's `cell_moves` table (one read instead of a division and two wraps on
+    the path from one step's choice to the next's), and reads its rewards from `rewards` ((n, T+1, cells),
+    `training_rewards`) unless that is empty ((0, 0, 0)), then computes them."""
+    iterations, threshold = rules.iterations, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
+    windows, tabled = rules.state_encoding == WINDOW_SIGNS, rewards.shape[0] > 0
     sarsa = code == SARSA
-    n_cells = rows * cols
-    good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
-    shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
-    n_training = good_r.shape[0]
+    n_cells = rules.rows * rules.cols
+    to, cell_row, cell_col = moves.to, moves.row, moves.col
+    n_training = training.good_r.shape[0]
     prev_state, prev_action, prev_reward = 0, 0, 0.0
     n = n_written[0]
     for p in range(passes):
         j = p % n_training
-        landscape = field_ref(landscapes[j])
-        r, c = starts[j] // cols, starts[j] % cols
+        landscape = field_ref(training.landscapes[j])
+        cell = starts[j]
         stream = derive_stream_seed(episode_seed, agent_id + 1, p + 1)
         for t in range(iterations):
-            scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
-                          shift_c[j, t], rows, cols, radius)
-            base = _training_state_base(rules, scene, t, row, r, c, n_cells)
+            if windows:
+                base = _window_state_base_called(_training_scene(rules, training, landscape, j, t), cell_row[cell],
+                                                 cell_col[cell], row)
+            else:
+                base = _q_base(t, row, cell, iterations, n_cells)
             if per_episode:  # without a branch: `written` has room for one more state than the table holds
                 state = np.uint64(base) // _U9
                 written[n] = base
@@ -601,26 +665,29 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
             if sarsa and t > 0 and not bootstrap:
                 old = prev_state + prev_action
                 q[old] += alpha * (prev_reward + gamma * q[base + action] - q[old])
-            r, c = wrap(r + action // 3 - 1, rows), wrap(c + action % 3 - 1, cols)
-            after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
-                          shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
-            if threshold > 1:  # one agent never makes a quorum: the positive part is withheld (Λ* only)
-                reward = -proximity(chebyshev(r, c, after.evil_r, after.evil_c, rows, cols), radius)
+            cell = to[np.uint64(cell) * _U9 + np.uint64(action)]
+            if tabled:
+                scaled = rewards[j, t + 1, cell]
             else:
-                reward = scene_reward(after, r, c)
-            scaled = reward * reward_scale
+                scaled = _lone_reward(_training_scene(rules, training, landscape, j, t + 1), cell_row[cell],
+                                      cell_col[cell], threshold) * reward_scale
             here = base + action
             if not sarsa and bootstrap:
-                target = scaled + gamma * max_q(q, _q_base(0, row, r * cols + c, iterations, n_cells))
+                target = scaled + gamma * max_q(q, _q_base(0, row, cell, iterations, n_cells))
                 q[here] += alpha * (target - q[here])
             elif sarsa and bootstrap:
-                following = _q_base(t, row, r * cols + c, iterations, n_cells)
+                following = _q_base(t, row, cell, iterations, n_cells)
                 stream, next_action = learner_action(action_values(q, following), epsilon, stream)
                 q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
             elif not sarsa:
                 target = scaled
                 if t + 1 < iterations:
-                    target += gamma * max_q(q, _training_state_base(rules, after, t + 1, row, r, c, n_cells))
+                    if windows:
+                        following = _window_state_base_called(_training_scene(rules, training, landscape, j, t + 1),
+                                                              cell_row[cell], cell_col[cell], row)
+                    else:
+                        following = _q_base(t + 1, row, cell, iterations, n_cells)
+                    target += gamma * max_q(q, following)
                 q[here] += alpha * (target - q[here])
             else:
                 prev_state, prev_action, prev_reward = base, action, scaled
@@ -631,18 +698,20 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
 
 @njit(cache=True)
 def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, q, dirty, written,
-                            n_written, comm):
+                            n_written, comm, rewards):
     """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
     table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
     with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
     then every agent is paid and updates), so the same table, traffic and streams to the bit; its own loop for
     the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).
-    starts (n, agents) their start cells in each training episode."""
+    starts (n, agents) their start cells in each training episode. At threshold 1 (every step pays) the rewards
+    are read from `rewards` ((n, T+1, cells), `training_rewards`) unless that is empty ((0, 0, 0))."""
     rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
     n_cells = rows * cols
     agents = codes.shape[0]
+    tabled = rewards.shape[0] > 0 and threshold <= 1
     address_bits = np.ceil(np.log2(max(2, q.shape[0])))
     good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
     shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
@@ -682,8 +751,10 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
             paid = quorum_pays(pos_r, pos_c, agents, after, threshold)
             for i in range(agents):
                 r, c = pos_r[i], pos_c[i]
-                reward = step_reward(after, r, c, paid)
-                scaled = reward * reward_scale
+                if tabled:
+                    scaled = rewards[j, t + 1, r * cols + c]
+                else:
+                    scaled = step_reward(after, r, c, paid) * reward_scale
                 here = states[i] + actions[i]
                 sarsa = codes[i] == SARSA
                 if not sarsa and bootstrap:
