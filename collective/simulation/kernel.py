@@ -57,7 +57,7 @@ BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window th
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
 _U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-up)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
-LONE_REWARD_READS = 2  # the fewest reads per entry, on average, for which the lone learners' rewards are tabled
+TABLED_REWARD_READS = 2  # the fewest reads per entry, on average, for which the learners' training rewards are tabled
 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (max(side², cells),) the rules'
 # tie lists.
@@ -454,9 +454,9 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     train_shift_r, train_shift_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
     train_hidden = np.full(n_training, -1, np.int64)
     moves = cell_moves(rows, cols)
-    # the lone learners' rewards by (t, cell) (`training_rewards`), when each entry is read often enough to repay its
-    # making: one training episode (the replayed one), read in every pass of every learner
-    tabled = n_training == 1 and passes * learner_ids.shape[0] >= LONE_REWARD_READS * rows * cols
+    # the learners' training rewards by (t, cell) (`training_rewards`), when each entry is read often enough to repay
+    # its making: one training episode (the replayed one), read in every pass of every learner
+    tabled = n_training == 1 and passes * learner_ids.shape[0] >= TABLED_REWARD_READS * rows * cols
     rewards = np.empty((n_training, steps, rows * cols) if tabled else (0, 0, 0), np.float64)
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
@@ -598,6 +598,13 @@ def _lone_reward(scene, r, c, threshold):
     return step_reward(scene, r, c, threshold <= 1)
 
 
+@njit(cache=True, inline="always")
+def _training_scene(rules, training, landscape, j, t):
+    """The scene of training episode j at iteration t (`landscape` its field's `field_ref`)."""
+    return Scene(training.good_r[j, t], training.good_c[j, t], training.evil_r[j, t], training.evil_c[j, t],
+                 landscape, training.shift_r[j, t], training.shift_c[j, t], rules.rows, rules.cols, rules.radius)
+
+
 @njit(cache=True)
 def training_rewards(rules, training, out):
     """The scaled reward a learner training alone receives on arriving at each cell at each iteration t >= 1 of
@@ -605,22 +612,13 @@ def training_rewards(rules, training, out):
     `_lone_training_passes` computes at every step, the same operations, so the same float64 values, and what
     `_shared_training_passes` computes at threshold 1 (every step pays); every pass of every learner reads it
     (`simulate_batch` makes it when they are many enough, else out is (0, 0, 0))."""
-    rows, cols, radius, threshold = rules.rows, rules.cols, rules.radius, rules.threshold
     for j in range(out.shape[0]):
         landscape = field_ref(training.landscapes[j])
         for t in range(1, out.shape[1]):
-            scene = Scene(training.good_r[j, t], training.good_c[j, t], training.evil_r[j, t], training.evil_c[j, t],
-                          landscape, training.shift_r[j, t], training.shift_c[j, t], rows, cols, radius)
-            for r in range(rows):
-                for c in range(cols):
-                    out[j, t, r * cols + c] = _lone_reward(scene, r, c, threshold) * rules.reward_scale
-
-
-@njit(cache=True, inline="always")
-def _training_scene(rules, training, landscape, j, t):
-    """The scene of training episode j at iteration t (`landscape` its field's `field_ref`)."""
-    return Scene(training.good_r[j, t], training.good_c[j, t], training.evil_r[j, t], training.evil_c[j, t],
-                 landscape, training.shift_r[j, t], training.shift_c[j, t], rules.rows, rules.cols, rules.radius)
+            scene = _training_scene(rules, training, landscape, j, t)
+            for r in range(rules.rows):
+                for c in range(rules.cols):
+                    out[j, t, r * rules.cols + c] = _lone_reward(scene, r, c, rules.threshold) * rules.reward_scale
 
 
 @njit(cache=True)
