@@ -6,7 +6,9 @@ observation range 1 and 2; every behaviour, a mix of all of them, every protocol
 coordination threshold, ε > 0, window-sign states, pretrained and online tables, the sham control) is
 played with `collective.evaluate.play(record=True)` and its outputs hashed: mean rewards, positions,
 rewards, per-agent scores, message entropy, distinct messages, and the messages, bits and transfers
-themselves. Configurations the config refuses are listed as refused. Run it on the code before and
+themselves. Configurations the config refuses are listed as refused. Each played configuration is also played
+without records in 3 kernel threads (`play(threads=3)`), and any whose outputs differ from the recorded
+run's are listed (a check within the one version, not part of the file). Run it on the code before and
 after a change (e.g. `git stash`), then compare:
 
     .venv/bin/python benchmarks/kernel_fingerprint.py before.json
@@ -24,6 +26,7 @@ import json
 
 import numpy as np
 
+import collective.evaluate as evaluate_module
 from collective.config import ConfigError, EvaluationConfig
 from collective.evaluate import generate_environments, play
 
@@ -77,7 +80,8 @@ def digest(value):
 
 def fingerprints() -> dict:
     """Each configuration's output hashes (or why it was refused), keyed by its settings."""
-    results = {}
+    results, threads_differ = {}, []
+    evaluate_module.MIN_STEPS_PER_THREAD = 1  # these small batches are cut into threads too
     for case in configurations():
         overrides = dict(case)
         profile = overrides.pop("profile")
@@ -90,7 +94,8 @@ def fingerprints() -> dict:
             overrides.update(learning_protocol="held_out", training_episodes=2)
         try:
             config = EvaluationConfig.from_profile(profile, **BASE, **overrides, episodes=7)
-            run = play(config, generate_environments(config, np.arange(7)), record=True)
+            batch = generate_environments(config, np.arange(7))
+            run = play(config, batch, record=True)
         except ConfigError as error:  # a combination the config refuses
             results[key] = f"refused: {str(error)[:80]}"
             continue
@@ -98,7 +103,17 @@ def fingerprints() -> dict:
                         ("mean_rewards", "positions", "rewards", "agent_scores", "message_entropy",
                          "distinct_messages")}
         results[key].update(messages=float(run.messages), bits=float(run.bits), transfers=float(run.transfers))
+        if not _same_unrecorded(run, play(config, batch, threads=3)):
+            threads_differ.append(key)
+    print(f"played again in 3 threads (7 runs of one episode): {len(threads_differ)} differ", *threads_differ)
     return results
+
+
+def _same_unrecorded(run, other) -> bool:
+    """Whether two plays of a batch agree on everything but the records."""
+    return all(digest(getattr(run, name)) == digest(getattr(other, name))
+               for name in ("mean_rewards", "agent_scores", "message_entropy", "distinct_messages")) and \
+        (run.messages, run.bits, run.transfers) == (other.messages, other.bits, other.transfers)
 
 
 def compare(before: dict, after: dict) -> int:

@@ -5,11 +5,9 @@ The sweep, `experiments/scaling.toml`, is learner-heavy like the factor study: 4
 writes a fresh results store in a temporary directory. "sweep s" is the time from the first
 unit submitted to the last chunk written; "total s" adds starting (and stopping) the embedded
 Ray and its actors. Ratios: Ray overhead = 1 Ray worker / serial, scaling = 1 worker / 2 workers.
-"serial" plays in one kernel thread, as a Ray worker does; "serial, threads" as `collective sweep
---executor serial` does, each batch in every usable core's kernel thread.
 
 Timings depend on what else the machine runs, and a shared VM's speed drifts by 20% or more from
-minute to minute, so the executors run in interleaved rounds (`--rounds`, default 3) and
+minute to minute, so the three executors run in interleaved rounds (`--rounds`, default 3) and
 the ratios use each executor's fastest sweep, the usual estimate of its undisturbed time.
 
     .venv/bin/python benchmarks/sweep_scaling.py [--rounds N]
@@ -21,7 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from collective.evaluate import usable_cores
 from collective.sweeps.runtime import RayExecutor, SerialExecutor
 from collective.sweeps.command import run_spec
 from collective.sweeps.spec import load_spec
@@ -61,18 +58,16 @@ def measure(label: str, executor) -> tuple[float, float]:
 
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the executors (default 3)")
+parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the three executors (default 3)")
 rounds = parser.parse_args().rounds
 spec = load_spec(SPEC)
-executors = {"serial": lambda: SerialExecutor(spec, threads=1), "ray, 1 worker": lambda: RayExecutor(spec, workers=1),
-             "ray, 2 workers": lambda: RayExecutor(spec, workers=2),
-             "serial, threads": lambda: SerialExecutor(spec)}
+executors = {"serial": lambda: SerialExecutor(spec), "ray, 1 worker": lambda: RayExecutor(spec, workers=1),
+             "ray, 2 workers": lambda: RayExecutor(spec, workers=2)}
 print(f"{'executor':<16}{'sweep s':>10}{'total s':>10}{'rows':>10}")
 fastest = {label: float("inf") for label in executors}
 for _ in range(rounds):
     for label, make in executors.items():
         fastest[label] = min(fastest[label], measure(label, make())[0])
-serial, one, two, threaded = fastest.values()
-print(f"fastest sweeps: serial {serial:.1f} s, 1 worker {one:.1f} s, 2 workers {two:.1f} s, serial in "
-      f"{usable_cores()} kernel threads {threaded:.1f} s")
+serial, one, two = fastest.values()
+print(f"fastest sweeps: serial {serial:.1f} s, 1 worker {one:.1f} s, 2 workers {two:.1f} s")
 print(f"Ray overhead (1 worker / serial): {one / serial:.3f}; scaling (1 worker / 2 workers): {one / two:.2f}x")

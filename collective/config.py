@@ -678,6 +678,12 @@ def physical_memory_limit() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
+def learner_table_bytes(c: EvaluationConfig) -> int:
+    """Bytes of the group's learner tables: per learner, its states (cells·T, or 3^9 window signs) x 9
+    float64 values and a flag."""
+    return c.learner_count * table_states(LEARNER_STATES.index(c.learner_state), c.rows, c.cols, c.iterations) * (9 * 8 + 1)
+
+
 def memory_needs(c: EvaluationConfig, batch: int | None = None, batches: int = 1) -> dict[str, int]:
     """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
     shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
@@ -694,7 +700,7 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None, batches: int = 1
     cells, agents = c.rows * c.cols, c.group_size
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
     window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.on_stepping_core else 0
-    tables = learners * table_states(LEARNER_STATES.index(c.learner_state), c.rows, c.cols, c.iterations) * (9 * 8 + 1)
+    tables = learner_table_bytes(c)
     if c.keeps_tables:  # a pretrained table's training passes, one chunk of episodes at a time
         tables += training_chunk(c) * (2 * (c.iterations + 1) + c.group_size) * 8
     logs = batch * c.iterations * (2 * agents + 1) * 8 if c.on_stepping_core and c.protocol != "none" else 0

@@ -27,7 +27,8 @@ import numpy as np
 
 from collective.behaviours import load_behaviour
 from collective.config import (BATCHES_PREPARED_AHEAD, LEARNER_STATES, LEARNER_TRAININGS, TARGET_AGENT_STEPS_PER_BATCH,
-                               EvaluationConfig, training_chunk)
+                               EvaluationConfig, learner_table_bytes, memory_needs, physical_memory_limit,
+                               training_chunk)
 from collective.environments.ceiling import upsilon_best
 from collective.environments.complexity import alphabet_normalised
 from collective.progress import Progress, announce_compilation, compilation_done
@@ -77,7 +78,7 @@ class EvaluationResult:
     k_evil_mean: float | None = None  # mean K of ⊖'s played path (Λ* only)
     # of wall_seconds, the time spent waiting for environments and ceilings (`batches_ahead`); not recorded
     generation_wait_seconds: float = 0.0
-    threads: int = 1  # kernel threads a batch was played in (`play`); no number depends on it
+    threads: int = 1  # the most kernel threads a batch was played in (`play`); no number depends on it
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -156,6 +157,7 @@ class EpisodeRun:
     transfers: float = 0.0  # messages under the reads_and_writes accounting (protocols/__init__.py)
     message_entropy: np.ndarray | None = None  # (episodes,) bits per message, NaN without messages
     distinct_messages: np.ndarray | None = None  # (episodes,) distinct messages of the scored pass, NaN without
+    threads: int = 1  # kernel threads that played the batch (`play`)
 
 
 def generate_environments(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
@@ -257,10 +259,11 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
         return _episode_run(play_group(group, environments, record), environments)
     if config.keeps_tables and tables is None:
         tables = starting_tables(config, environments.seed_prefix)
-    parts = min(threads, len(environments), len(environments) * episode_agent_steps(config) // MIN_STEPS_PER_THREAD)
-    parts = parts if plays_in_threads(config) else 1
-    if parts > 1 and not record:
-        return _play_in_threads(config, environments, parts, tables)
+    if plays_in_threads(config) and not record:
+        threads = min(threads, len(environments) * episode_agent_steps(config) // MIN_STEPS_PER_THREAD,
+                      threads_with_room(config))
+        if threads > 1:
+            return _play_in_threads(config, environments, threads, tables)
     return _play(config, environments, record, tables)
 
 
@@ -271,34 +274,52 @@ def plays_in_threads(config: EvaluationConfig) -> bool:
 
 
 MIN_STEPS_PER_THREAD = 200_000  # agent-steps (~5 ms of kernel): fewer would not win back starting a thread (~0.1 ms)
+CHUNKS_PER_THREAD = 4  # a batch is cut finer than its threads, so that a thread slowed by other work takes fewer
 
 
 def usable_cores() -> int:
-    """The CPUs this process may run on: `evaluate`'s default number of kernel threads."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The CPUs this process may run on (its affinity, within a cgroup's CPU quota): `evaluate`'s default
+    number of kernel threads."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:  # a container's quota, "max" or "<quota> <period>" (cgroup v2)
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        return min(cores, max(1, math.ceil(int(quota) / int(period)))) if quota != "max" else cores
+    except (OSError, ValueError):
+        return cores
 
 
-def _play_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, parts: int,
+@functools.lru_cache(maxsize=256)
+def threads_with_room(config: EvaluationConfig) -> int:
+    """The most kernel threads whose learner tables fit in memory beside the run's arrays: the memory check
+    (`config.memory_needs`) counts one set of per-episode tables, and each further thread makes its own (at
+    most 2 x `learner_table_bytes` with its written-state list and reward table). Pretrained tables are shared."""
+    if config.keeps_tables or not config.learner_count:
+        return sys.maxsize
+    needs = sum(memory_needs(config, batches=1 + BATCHES_PREPARED_AHEAD).values())
+    return 1 + max(0, (physical_memory_limit() - needs) // (2 * learner_table_bytes(config)))
+
+
+def _play_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, threads: int,
                      tables: Tables | None) -> EpisodeRun:
-    """The batch cut into `parts` runs of consecutive episodes (`EnvironmentBatch.split`), played at once,
-    one per thread (the kernel releases the GIL), each with a protocol workspace and learner tables of its
-    own (pretrained `tables`: shared, only read while scoring; each thread its own count of written states,
-    which stays 0), and joined in episode order (`joined_runs`). Every number is the one a single call
-    gives: an episode's play depends on its own arrays only (tables reset per episode or read-only; the
-    batch's message counts are whole numbers, exact in any order)."""
-    def part_tables() -> Tables | None:
-        return None if tables is None else tables._replace(n_written=np.zeros(1, np.int64))
+    """The batch cut into CHUNKS_PER_THREAD x `threads` runs of consecutive episodes (`EnvironmentBatch.split`),
+    played by `threads` threads at once (the kernel releases the GIL), each run with a protocol workspace and
+    learner tables of its own (pretrained `tables`: shared, only read while scoring; each run its own count of
+    written states, which stays 0), and joined in episode order (`joined_runs`). Every number is the one a
+    single call gives: an episode's play depends on its own arrays only (tables reset per episode or
+    read-only; the batch's message counts are whole numbers, exact in any order)."""
+    def played(chunk: EnvironmentBatch) -> EpisodeRun:
+        own = None if tables is None else tables._replace(n_written=np.zeros(1, np.int64))
+        return _play(config, chunk, False, own)
 
-    slices = environments.split(parts)
-    with ThreadPoolExecutor(parts - 1, thread_name_prefix="collective-kernel") as pool:
-        others = [pool.submit(_play, config, part, False, part_tables()) for part in slices[1:]]
-        runs = [_play(config, slices[0], False, part_tables())] + [future.result() for future in others]
-    return joined_runs(runs, environments)
+    chunks = environments.split(min(len(environments), CHUNKS_PER_THREAD * threads))
+    with ThreadPoolExecutor(threads, thread_name_prefix="collective-kernel") as pool:
+        runs = list(pool.map(played, chunks))
+    return joined_runs(runs, environments, threads)
 
 
-def joined_runs(runs: list[EpisodeRun], environments: EnvironmentBatch) -> EpisodeRun:
-    """Runs of consecutive parts of `environments` (without records) as one run of the whole batch: per-episode
-    arrays joined in order, counts and kernel seconds summed."""
+def joined_runs(runs: list[EpisodeRun], environments: EnvironmentBatch, threads: int = 1) -> EpisodeRun:
+    """Runs of consecutive parts of `environments` (without records), played in `threads` threads, as one run
+    of the whole batch: per-episode arrays joined in order, counts and kernel seconds summed."""
     def joined(name: str):
         parts = [getattr(run, name) for run in runs]
         return None if parts[0] is None else np.concatenate(parts)
@@ -306,7 +327,7 @@ def joined_runs(runs: list[EpisodeRun], environments: EnvironmentBatch) -> Episo
     return EpisodeRun(joined("mean_rewards"), environments, sum(run.kernel_seconds for run in runs),
                       sum(run.messages for run in runs), sum(run.bits for run in runs), joined("agent_scores"),
                       transfers=sum(run.transfers for run in runs), message_entropy=joined("message_entropy"),
-                      distinct_messages=joined("distinct_messages"))
+                      distinct_messages=joined("distinct_messages"), threads=threads)
 
 
 @dataclass(frozen=True)
@@ -662,7 +683,8 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     `threads` kernel threads (default: `usable_cores`), with the same numbers as in one."""
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be 1 or more (got {threads})")
-    threads = (threads or usable_cores()) if plays_in_threads(config) else 1
+    threads = threads or usable_cores()
+    used_threads = 1
     compile_seconds = load_compiled(config, notify=progress)
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
@@ -682,6 +704,7 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         for episodes, environments, waited in batches:
             generation_wait += waited
             run = play(config, environments, group=group, tables=tables, threads=threads)
+            used_threads = max(used_threads, run.threads)
             k_raw = run.environments.k_raw
             weights = legg_hutter_log2_weights(  # the patterns' probabilities only where the estimator reads them
                 config.legg_hutter_estimator, k_raw, config.rows * config.cols,
@@ -721,4 +744,4 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
         correlation_length_mean=correlation.value / config.episodes if config.env == "landscape" else None,
         upsilon_best=best.value / config.episodes,
         k_evil_mean=k_evil.value / config.episodes if config.env != "landscape" else None,
-        generation_wait_seconds=generation_wait, threads=threads)
+        generation_wait_seconds=generation_wait, threads=used_threads)

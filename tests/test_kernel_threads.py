@@ -2,7 +2,7 @@
 
 `play(threads=N)` cuts the batch into runs of consecutive episodes (`EnvironmentBatch.split`, views), plays
 them at once and joins them in episode order (`joined_runs`). Every group type on the fused kernel is played
-with 1 and 3 threads (3: parts of unequal size) and every output compared to the bit: R̄ per episode, each
+with 1 and 3 threads (12 runs of unequal size) and every output compared to the bit: R̄ per episode, each
 agent's score, message counts, entropies. The cases include the 2016 switches that single out episode 0 (here
 in the last part: the episodes are played in reverse order), pretrained tables (shared by the threads, only
 read), held-out training episodes, a coordination quorum and landscapes.
@@ -11,19 +11,15 @@ import json
 import subprocess
 import sys
 import threading
-import tomllib
 from dataclasses import fields
 
 import numpy as np
 import pytest
 
 import collective.evaluate as evaluate_module
-from collective.config import EvaluationConfig
+from collective.config import BATCHES_PREPARED_AHEAD, EvaluationConfig, learner_table_bytes, memory_needs
 from collective.evaluate import evaluate, generate_environments, play, with_ceiling
 from collective.simulation.kernel import simulate_batch
-from collective.sweeps.plan import generate_block, plan, play_unit
-from collective.sweeps.spec import parse_spec
-from sweep_support import TINY_SPEC
 
 SMALL = dict(rows=6, cols=6, iterations=30, q_training_passes=12)
 CASES = [
@@ -87,7 +83,8 @@ def test_a_batch_played_in_threads_is_the_batch_played_in_one(monkeypatch, profi
     variants = len(simulate_batch.signatures)
     three = play(config, batch, threads=3, tables=tables)
     assert len(simulate_batch.signatures) == variants  # the views are the arrays' types: nothing compiled again
-    assert sorted(size for _, size in played_in) == [6, 7, 7] and len({name for name, _ in played_in}) > 1
+    assert sorted(size for _, size in played_in) == [1] * 4 + [2] * 8  # 4 runs a thread
+    assert len({name for name, _ in played_in}) > 1 and three.threads == 3
     _same(one, three)
     if tables is not None:
         assert tables.q.tobytes() == before.tobytes() and tables.n_written[0] == 0  # only read
@@ -129,16 +126,33 @@ def test_an_evaluation_in_two_threads_reports_what_one_thread_does(monkeypatch):
             assert getattr(one, field.name) == getattr(two, field.name), field.name
 
 
-def test_online_learners_and_plugins_play_in_one_thread():
+def test_online_learners_and_the_stepping_core_play_in_one_thread(monkeypatch):
+    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
     online = _config("sound", dict(behaviour="q_learning", learner_training="online"))
-    assert evaluate(online, threads=2).threads == 1
+    sham = _config("sound", dict(behaviour="local_search", protocol="broadcast", communication_control="sham"))
+    real = _config("sound", dict(behaviour="local_search", protocol="broadcast"))
+    assert [evaluate(config, threads=2).threads for config in (online, sham, real)] == [1, 1, 2]
     with pytest.raises(ValueError, match="threads must be 1 or more"):
         evaluate(online, threads=0)
 
 
+def test_threads_stop_where_their_learner_tables_would_not_fit(monkeypatch):
+    """Each thread past the first makes its own per-episode tables, which the memory check counts once."""
+    config = _config("paper", dict(behaviour="q_learning"))
+    needs = sum(memory_needs(config, batches=1 + BATCHES_PREPARED_AHEAD).values())
+    own = 2 * learner_table_bytes(config)
+    for spare, room in ((0, 1), (own - 1, 1), (3 * own, 4)):
+        monkeypatch.setattr(evaluate_module, "physical_memory_limit", lambda: needs + spare)
+        evaluate_module.threads_with_room.cache_clear()
+        assert evaluate_module.threads_with_room(config) == room
+    evaluate_module.threads_with_room.cache_clear()
+    pretrained = _config("sound", dict(behaviour="q_learning"))  # one shared table, only read
+    assert evaluate_module.threads_with_room(pretrained) == sys.maxsize
+
+
 def test_the_cli_takes_threads_and_refuses_zero():
     base = [sys.executable, "-m", "collective", "evaluate", "--behaviour", "local_search", "--grid", "6x6",
-            "--iterations", "30", "--episodes", "40", "--group-size", "3", "--json"]
+            "--iterations", "30", "--episodes", "20000", "--group-size", "3", "--json"]
     refused = subprocess.run(base + ["--threads", "0"], capture_output=True, text=True)
     assert refused.returncode == 2 and "argument --threads: expected a whole number >= 1 (got '0')" in refused.stderr
     records = [json.loads(subprocess.run(base + ["--threads", n], capture_output=True, text=True, check=True).stdout)
@@ -146,15 +160,3 @@ def test_the_cli_takes_threads_and_refuses_zero():
     assert [record["kernel_threads"] for record in records] == [1, 2]
     assert records[0]["upsilon"] == records[1]["upsilon"] and records[0]["std"] == records[1]["std"]
 
-
-def test_a_sweep_unit_played_in_threads_writes_the_rows_of_one_thread(monkeypatch):
-    """The serial executor plays units in every usable core's threads, a Ray worker in one: the same rows."""
-    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
-    spec = parse_spec(tomllib.loads(TINY_SPEC), "tiny")
-    timings = ["wall_seconds", "kernel_seconds"]
-    for block in plan(spec):
-        environments = generate_block(spec, block)
-        for unit in block.units:
-            one = play_unit(spec, unit, environments, threads=1).drop_columns(timings).to_pandas()
-            three = play_unit(spec, unit, environments, threads=3).drop_columns(timings).to_pandas()
-            assert one.equals(three)  # NaN where nobody spoke equals NaN here

@@ -274,10 +274,9 @@ def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key:
     return keyed_seed_states([seed], (cell_key,), episodes, 1, (group_key,))[:, 0]
 
 
-def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch, threads: int = 1) -> pa.Table:
-    """Play each of the unit's groups on its episodes of the block, in up to `threads` kernel threads (no
-    number depends on them); one row per (episode, group). A plug-in's error names the cell, the group and
-    the episodes it was playing."""
+def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
+    """Play each of the unit's groups on its episodes of the block; one row per (episode, group).
+    A plug-in's error names the cell, the group and the episodes it was playing."""
     cell = spec.cells[unit.cell]
     batch = environments.episodes(unit.first - unit.block_first, unit.stop - unit.block_first)
     episodes = np.arange(unit.first, unit.stop)
@@ -295,7 +294,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch, t
         seeds = group_agent_seeds(spec.seed, cell.seed_key, episodes, group.key)
         started = time.perf_counter()
         try:
-            run = _play_in_order(config, replace(batch, agent_seeds=seeds), threads)
+            run = _play_in_order(config, replace(batch, agent_seeds=seeds))
         except PluginError as error:
             factors = ", ".join(f"{name}={value}" for name, value in cell.factors)
             raise PluginError(error.plugin, error.method, f"{error.message} (cell {factors}; group {group.label}; "
@@ -338,13 +337,13 @@ def information_per_iteration(run, episodes: int, iterations: int) -> np.ndarray
     return run.message_entropy * per_iteration if per_iteration else np.zeros(episodes)
 
 
-def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch, threads: int = 1):
-    """One `play` of the unit's episodes on the fused kernel (in up to `threads` threads). On the stepping core, the episodes in
+def _play_in_order(config: EvaluationConfig, batch: EnvironmentBatch):
+    """One `play` of the unit's episodes on the fused kernel. On the stepping core, the episodes in
     order, in `collective evaluate`'s batches, with one group object: a persistent plug-in keeps what it
     learns (the plan never splits such a group's block, so the order is the same for any worker count),
     and the core's per-episode message logs stay the size of one batch."""
     if not config.on_stepping_core:
-        return play(config, batch, threads=threads)
+        return play(config, batch)
     group = plugin_group(config)
     size = batch_episodes(config)
     runs = [play(config, batch.episodes(first, min(first + size, len(batch))), group=group)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from collective.evaluate import load_kernel, usable_cores
+from collective.evaluate import load_kernel
 from collective.progress import LOADING_KERNELS, STARTING_RAY
 from collective.simulation.plugins import SHIPPED_FILES_VARIABLE, PluginError, is_import_path
 from collective.sweeps.spec import SweepSpec
@@ -155,11 +155,9 @@ class SerialExecutor:
 
     name = "serial"
 
-    def __init__(self, spec: SweepSpec, threads: int | None = None):
-        """Units played in up to `threads` kernel threads each (default: every CPU this process may use)."""
+    def __init__(self, spec: SweepSpec):
         self.spec = spec
         self.workers = 1
-        self.threads = threads or usable_cores()
         self.report_phase = _silent
 
     def __enter__(self) -> "SerialExecutor":
@@ -174,7 +172,7 @@ class SerialExecutor:
         for block in blocks:
             environments = generate_block(self.spec, block)
             for unit in block.units:
-                yield unit, play_unit(self.spec, unit, environments, self.threads)
+                yield unit, play_unit(self.spec, unit, environments)
 
 
 class _Actor:
