@@ -3,9 +3,8 @@
 Each protocol row of `benchmarks/throughput.py` (group size 10 of local searchers, 10x10 torus, T=200,
 profile "paper") is timed on two builds of the same sources, each in a fresh interpreter: the project as
 installed, and a copy in a temporary folder whose `log_copies` (protocols/kernel_support.py) returns at
-once and whose rules stage nothing (`staging_start`), so that no rule logs a symbol and the count table
-stays empty (the hashing that only feeds the log is then dead code, removed by the compiler). Logging's
-share is 1 - (rate with logging) / (rate without).
+once, so that no rule logs a symbol and the count table stays empty (the hashing that only feeds the log
+is then dead code, removed by the compiler). Logging's share is 1 - (rate with logging) / (rate without).
 The copy lives in one folder under the system's temporary directory, its files rewritten only when they
 change, so that it compiles its kernels once per version of the sources (a few minutes on 2 cores). The
 two builds then alternate, ROUNDS rounds, the best rate of each counting; a rate is agent-steps per second
@@ -28,13 +27,9 @@ from pathlib import Path
 PROTOCOLS = ("stigmergy", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy")
 ROUNDS = 3
 TARGET_SECONDS = 0.5  # kernel time per timing
-# The body `log_copies` starts with, and what the copy without logging puts first in it; and the line of
-# `staging_start` that stages the rules' symbols in a count table, which the copy replaces so that they go to
-# `log_copies` one by one.
+# The body `log_copies` starts with, and what the copy without logging puts first in it.
 LOG_BODY = "    n, slots = np.int64(log[MESSAGES]), np.int64(log[SLOTS])\n"
 NO_LOG = "    return\n"
-STAGING = "    return HEADER + 3 * slots if slots else np.int64(-1)\n"
-NO_STAGING = "    return np.int64(-1)\n"
 
 # Runs in a child: kernel agent-steps per second of each protocol named in argv, best of 3 timings.
 _TIMER = """
@@ -77,9 +72,7 @@ def sources() -> dict[Path, bytes]:
     text = files[support].decode()
     if text.count(LOG_BODY) != 1 or text.index(LOG_BODY) < text.index("def log_copies("):
         sys.exit(f"{support}: log_copies no longer starts with {LOG_BODY.strip()!r}; update LOG_BODY")
-    if text.count(STAGING) != 1:
-        sys.exit(f"{support}: staging_start no longer ends with {STAGING.strip()!r}; update STAGING")
-    files[support] = text.replace(LOG_BODY, NO_LOG + LOG_BODY).replace(STAGING, NO_STAGING).encode()
+    files[support] = text.replace(LOG_BODY, NO_LOG + LOG_BODY).encode()
     return files
 
 

@@ -31,8 +31,7 @@ from collective.behaviours.decisions import local_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
-                                      count_staged, stage_message, staging_start, symbol_add_cell, symbol_add_value,
-                                      symbol_start)
+                                      log_message, symbol_add_cell, symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
@@ -46,12 +45,9 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
         # arrays would count a reference to each per iteration)
         streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = local_best(pos_r[i], pos_c[i], member_scene(scene, i),
                                                                               view, streams[i, 0])
-    staging, staged = staging_start(log), 0  # the bids' symbols, counted after the loop (`stage_message`)
     for i in members:
         cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
-        staged = stage_message(log, staging, staged, symbol_add_value(symbol_add_cell(symbol_start(BID), cell),
-                                                                      choice[i, 2]))
-    count_staged(log, staging, staged)
+        log_message(log, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]))
     if values[SWITCH_SLOT] > 0.5:  # cpp_auction: bids in index order, `>=` moves the target
         rows, cols = scene.rows, scene.cols
         for i in members:

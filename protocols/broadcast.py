@@ -37,10 +37,9 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
-                                      READS_AND_WRITES, best_cells, cell_bits, count, count_all, count_staged,
-                                      float_bits, log_copies, observe_window, stage_message, staging_start, symbol_add,
-                                      symbol_add_cell, symbol_add_value, symbol_start, toggle_entry, window_column,
-                                      window_fits, window_row)
+                                      READS_AND_WRITES, best_cells, cell_bits, count, count_all, float_bits, log_copies,
+                                      log_message, observe_window, symbol_add, symbol_add_cell, symbol_add_value,
+                                      symbol_start, toggle_entry, window_column, window_fits, window_row)
 
 MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each pass with -1.0 there)
 
@@ -63,7 +62,6 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         raise ValueError("broadcast_rule: the window scratch must hold at least one entry per cell")
     m = members.shape[0]
     bits = cell_bits(rows, cols)
-    staging, staged = staging_start(log), 0  # the symbols, counted after the loop (`stage_message`)
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
             r, c = pos_r[i], pos_c[i]  # in locals: the compiler cannot prove the field's stores leave them unchanged
@@ -88,8 +86,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                         wrote += 1
             if wrote:
                 count_all(comm, 1, wrote * (bits + FLOAT_BITS))
-                staged = stage_message(log, staging, staged, symbol)
-        count_staged(log, staging, staged)
+                log_message(log, symbol)
         read = symbol_add(symbol_start(MAP_READ), float_bits(state[MAP_HASH]))
         log_copies(log, read, m)  # every searcher reads the map to find its best cell
         count(comm, READS_AND_WRITES, m, m * n_cells * FLOAT_BITS)
@@ -110,8 +107,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                     k += np.uintp(1)
                     field[np.uintp(row + window_column(c, dc, cols, fits))] = reward
                     symbol = symbol_add_value(symbol, reward)
-            staged = stage_message(log, staging, staged, symbol)
-        count_staged(log, staging, staged)
+            log_message(log, symbol)
     ties = best_cells(field, n_cells, window)
     for i in members:
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)

@@ -23,8 +23,7 @@ from numba import njit  # noqa: E402
 from collective.behaviours.decisions import local_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
-                                      count_staged, stage_message, staging_start, symbol_add_cell, symbol_add_value,
-                                      symbol_start)
+                                      log_message, symbol_add_cell, symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
@@ -37,7 +36,6 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                                                                               view, streams[i, 0])
     m = members.shape[0]
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
-    staging, staged = staging_start(log), 0  # the reports' symbols, counted after the loop (`stage_message`)
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1
         best = members[rank - 1]
         for child_rank in (2 * rank, 2 * rank + 1):
@@ -48,6 +46,5 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             i = members[rank - 1]
             report = symbol_add_cell(symbol_start(CHOICE_REPORT), chosen_cell(i, pos_r, pos_c, choice, scene.rows,
                                                                               scene.cols))
-            staged = stage_message(log, staging, staged, symbol_add_value(report, choice[i, 2]))
-    count_staged(log, staging, staged)
+            log_message(log, symbol_add_value(report, choice[i, 2]))
     count_all(comm, m - 1, (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols)))

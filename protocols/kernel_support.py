@@ -27,7 +27,6 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
 from collective.environments.scene import (is_landscape, is_reset, moore_rewards, scene_reward, window_reach,
@@ -43,9 +42,8 @@ WRITES, READS_AND_WRITES = 0, 2  # offsets of an accounting's (messages, bits) i
 OBSERVATION_REPORT, MAP_WRITE, MAP_READ, BID, ORDER, CHOICE_REPORT, DEPOSIT, FIELD_READ, DELIVERY = range(1, 10)
 # A log of one pass's message symbols is one uint64 array (one argument for the rules), headed by
 # [messages, distinct symbols, C] and laid out as either a *count table* (the fused kernel, C > 0 a power
-# of two): C symbols (open addressing), C counts (0: an empty slot), the slots in use in order, then room
-# for one iteration's symbols, staged there by a rule and counted at the end of its call (`stage_message`);
-# or a *list* (the stepping core, one per episode, C = 0): the symbols in order.
+# of two): C symbols (open addressing), C counts (0: an empty slot), then the slots in use in order; or
+# a *list* (the stepping core, one per episode, C = 0): the symbols in order.
 MESSAGES, DISTINCT, SLOTS, HEADER = 0, 1, 2, 3
 
 
@@ -55,10 +53,9 @@ def log_capacity(iterations: int, members: int) -> int:
 
 
 def table_log(iterations: int, members: int) -> np.ndarray:
-    """An empty count table of C slots, C a power of two at least twice `log_capacity` (load <= 1/2), with
-    room for one iteration's staged symbols."""
+    """An empty count table of C slots, C a power of two at least twice `log_capacity` (load <= 1/2)."""
     slots = 1 << (2 * log_capacity(iterations, members) - 1).bit_length()
-    log = np.zeros(HEADER + 3 * slots + log_capacity(1, members), np.uint64)
+    log = np.zeros(HEADER + 3 * slots, np.uint64)
     log[SLOTS] = slots
     return log
 
@@ -159,90 +156,19 @@ def log_copies(log, symbol, copies):
     if slots:
         if 2 * (n + copies) > slots:
             return
-        log[DISTINCT] = count_symbol(log, symbol, copies, slots, np.int64(log[DISTINCT]))
+        slot = np.int64((symbol ^ (symbol >> np.uint64(32))) & np.uint64(slots - 1))
+        while log[HEADER + slots + slot] and log[HEADER + slot] != symbol:  # linear probing
+            slot = (slot + 1) & (slots - 1)
+        if not log[HEADER + slots + slot]:
+            log[HEADER + slot] = symbol
+            log[HEADER + 2 * slots + np.int64(log[DISTINCT])] = slot
+            log[DISTINCT] += np.uint64(1)
+        log[HEADER + slots + slot] += np.uint64(copies)
         log[MESSAGES] = n + copies
     else:
         for _ in range(min(copies, log.shape[0] - HEADER - n)):
             log[HEADER + np.int64(log[MESSAGES])] = symbol
             log[MESSAGES] += np.uint64(1)
-
-
-@njit(cache=True, inline="always")
-def count_symbol(log, symbol, copies, slots, distinct):
-    """Add `copies` to the count of `symbol` in a count table of `slots` slots holding `distinct` symbols (open
-    addressing, linear probing); returns the distinct symbols after (the header is the caller's). Without a
-    branch on whether the symbol is new (a coin toss to the branch predictor, which would also hold up the
-    next insert's read of the table, issue 25): the symbol is stored in its slot and the slot at the end of
-    the order of first use either way, and `distinct` grows only when the slot was empty, so an entry past
-    the order's end is never read. The table's slots, counts and order come out as the branching insert
-    left them (tests/test_message_log.py). Unsigned indices: no negative-index fix-up."""
-    mask, symbols = np.uint64(slots - 1), np.uint64(HEADER)
-    counts = symbols + np.uint64(slots)
-    slot = (symbol ^ (symbol >> np.uint64(32))) & mask
-    held = log[counts + slot]
-    while (held != np.uint64(0)) & (log[symbols + slot] != symbol):  # both read: one branch, rarely taken
-        slot = (slot + np.uint64(1)) & mask
-        held = log[counts + slot]
-    log[symbols + slot] = symbol
-    log[counts + np.uint64(slots) + np.uint64(distinct)] = slot
-    log[counts + slot] = held + np.uint64(copies)
-    return distinct + np.int64(held == np.uint64(0))
-
-
-@njit(cache=True, inline="always")
-def staging_start(log):
-    """Where a rule stages its symbols in a count table (after the table, `table_log`), or -1 for a list,
-    which takes each at once. A rule's call counts its staged symbols at its end (`count_staged`): the
-    count-table inserts (a probe whose address and branches depend on the symbol) then run in a loop of
-    their own, after the rule's work rather than inside its loops (issue 25: message logging < 5%)."""
-    slots = np.int64(log[SLOTS])
-    return HEADER + 3 * slots if slots else np.int64(-1)
-
-
-@njit(cache=True, inline="always")
-def stage_message(log, staging, staged, symbol):
-    """Log one message's symbol: staged at log[staging + staged] in a count table (`staging_start`), its slot's
-    symbol and count asked of memory ahead of `count_staged` (`prefetch`), or appended at once to a list;
-    returns the symbols staged so far. A call stages at most `log_capacity(1, m)`."""
-    if staging < 0:
-        log_message(log, symbol)
-        return staged
-    log[staging + staged] = symbol
-    slots = log[SLOTS]
-    home = np.uint64(HEADER) + ((symbol ^ (symbol >> np.uint64(32))) & (slots - np.uint64(1)))
-    prefetch(log, home)
-    prefetch(log, home + slots)
-    return staged + 1
-
-
-@intrinsic
-def prefetch(typingctx, array, index):
-    """Ask for the cache line of array[index] (LLVM's `llvm.prefetch`: a read, kept in every cache level);
-    it changes no value, and an index out of range is harmless (a prefetch never faults)."""
-    def codegen(context, builder, signature, args):
-        address = builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]])
-        i32 = ir.IntType(32)
-        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [address.type, i32,
-                                                                                                 i32, i32]),
-                                                  "llvm.prefetch.p0")
-        builder.call(function, [address, i32(0), i32(3), i32(1)])
-        return context.get_dummy_value()
-    return types.none(array, index), codegen
-
-
-@njit(cache=True, inline="always")
-def count_staged(log, staging, staged):
-    """Count the `staged` symbols of a count table in the order they were staged, as `log_message` would have
-    counted each (none once the table holds C/2 messages); nothing for a list."""
-    if staging < 0:
-        return
-    n, slots, distinct = np.int64(log[MESSAGES]), np.int64(log[SLOTS]), np.int64(log[DISTINCT])
-    for k in range(staged):
-        if 2 * (n + 1) > slots:
-            break
-        distinct = count_symbol(log, log[staging + k], 1, slots, distinct)
-        n += 1
-    log[MESSAGES], log[DISTINCT] = n, distinct
 
 
 @njit(cache=True)

@@ -33,8 +33,8 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.scene import member_scene, scene_blind  # noqa: E402
 from collective.protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
-                                      count, count_staged, observe_window, stage_message, staging_start,
-                                      symbol_add_value, symbol_start, window_column, window_fits, window_row)
+                                      count, log_message, observe_window, symbol_add_value, symbol_start, window_column,
+                                      window_fits, window_row)
 
 PAPER, REFERENCE = 0, 1
 
@@ -45,10 +45,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     """choice[i, 0] marks searchers that observe a non-zero reward somewhere (see
     `collective.environments.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
     nothing to the fake field. Positions are read into locals before each window loop: the
-    compiler cannot prove the field's stores leave them unchanged. The window loops are written once
-    (`_deposit`, `_read`) and taken with a literal range 1 for the usual window: with its size known, the
-    compiler lays out its nine cells (A/B under `lambdastar2016`: +15%, docs/communication-speed.md). The
-    symbols are staged and counted after the loops (`stage_message`).
+    compiler cannot prove the field's stores leave them unchanged.
 
     Traffic (protocols/__init__.py): a deposit writes its window's (2k+1)² values (the paper form's r̂
     on each cell, the reference form's new F); reads_and_writes counts the deposits of something and
@@ -60,7 +57,6 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     window_bits = side * side * FLOAT_BITS
     rows, cols = scene.rows, scene.cols
     deposited = False
-    staging, staged = staging_start(log), 0
     for i in members:  # deposits, all before any agent chooses
         r, c = pos_r[i], pos_c[i]
         seen = member_scene(scene, i)
@@ -76,69 +72,47 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             continue  # a deposit of nothing changes no cell
         count(comm, READS_AND_WRITES, 1, window_bits)
         deposited = True
-        if view == 1:
-            symbol = _deposit(field, observed, i, r, c, 1, rows, cols, form, fake, divisor)
-        else:
-            symbol = _deposit(field, observed, i, r, c, view, rows, cols, form, fake, divisor)
-        staged = stage_message(log, staging, staged, symbol)
+        symbol = symbol_start(DEPOSIT)
+        if form == PAPER:  # r̂ on each of the window's side² cells (side fixed for the run): r̂ names it
+            symbol = symbol_add_value(symbol, fake)
+        fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
+        for dr in range(-view, view + 1):
+            row = window_row(r, dr, rows, cols, fits)
+            for dc in range(-view, view + 1):
+                cell = np.uintp(row + window_column(c, dc, cols, fits))
+                if form == PAPER:
+                    field[cell] += fake
+                else:
+                    field[cell] = (field[cell] + observed[np.uintp(i), k] + fake) / divisor
+                    symbol = symbol_add_value(symbol, field[cell])
+                k += np.uintp(1)
+        log_message(log, symbol)
     for i in members:  # each searcher reads its window of the field and heads for the best fake reward
         r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
-        if view == 1:
-            read, ties = _read(field, observed, window, i, r, c, 1, rows, cols, sees)
-        else:
-            read, ties = _read(field, observed, window, i, r, c, view, rows, cols, sees)
-        staged = stage_message(log, staging, staged, read)
+        best = -np.inf
+        ties = 0
+        read = symbol_start(FIELD_READ)
+        fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
+        for dr in range(-view, view + 1):
+            row = window_row(r, dr, rows, cols, fits)
+            for dc in range(-view, view + 1):
+                cell = row + window_column(c, dc, cols, fits)
+                value = field[np.uintp(cell)]
+                read = symbol_add_value(read, value)
+                if sees:
+                    value += observed[np.uintp(i), k]
+                k += np.uintp(1)
+                # without branches, as `best_cells`: each cell is stored, kept only when it ties the best
+                above = value > best
+                ties = 0 if above else ties
+                best = value if above else best
+                window[np.uintp(ties)] = cell
+                ties += value == best
+        log_message(log, read)
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
         targets[i] = window[pick]
-    count_staged(log, staging, staged)
     m = members.shape[0]
     count(comm, READS_AND_WRITES, m, m * window_bits)
     if form == PAPER and deposited:  # the paper's field lives one iteration (Algorithm 2, line 2): zero
         for cell in range(rows * cols):  # again, whole (a plain loop the compiler vectorises)
             field[cell] = 0.0
-
-
-@njit(cache=True, inline="always")
-def _deposit(field, observed, i, r, c, view, rows, cols, form, fake, divisor):
-    """Searcher i's deposit of `fake` on its window around (r, c); returns the message's symbol."""
-    symbol = symbol_start(DEPOSIT)
-    if form == PAPER:  # r̂ on each of the window's side² cells (side fixed for the run): r̂ names it
-        symbol = symbol_add_value(symbol, fake)
-    fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
-    for dr in range(-view, view + 1):
-        row = window_row(r, dr, rows, cols, fits)
-        for dc in range(-view, view + 1):
-            cell = np.uintp(row + window_column(c, dc, cols, fits))
-            if form == PAPER:
-                field[cell] += fake
-            else:
-                field[cell] = (field[cell] + observed[np.uintp(i), k] + fake) / divisor
-                symbol = symbol_add_value(symbol, field[cell])
-            k += np.uintp(1)
-    return symbol
-
-
-@njit(cache=True, inline="always")
-def _read(field, observed, window, i, r, c, view, rows, cols, sees):
-    """Searcher i's read of the field's window around (r, c) (plus its own observation when it `sees`, the
-    paper form): returns the read's symbol and the number of best cells, listed in window[:ties]."""
-    best = -np.inf
-    ties = 0
-    read = symbol_start(FIELD_READ)
-    fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
-    for dr in range(-view, view + 1):
-        row = window_row(r, dr, rows, cols, fits)
-        for dc in range(-view, view + 1):
-            cell = row + window_column(c, dc, cols, fits)
-            value = field[np.uintp(cell)]
-            read = symbol_add_value(read, value)
-            if sees:
-                value += observed[np.uintp(i), k]
-            k += np.uintp(1)
-            # without branches, as `best_cells`: each cell is stored, kept only when it ties the best
-            above = value > best
-            ties = 0 if above else ties
-            best = value if above else best
-            window[np.uintp(ties)] = cell
-            ties += value == best
-    return read, ties
