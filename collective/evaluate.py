@@ -260,8 +260,8 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     if config.keeps_tables and tables is None:
         tables = starting_tables(config, environments.seed_prefix)
     if plays_in_threads(config) and not record:
-        threads = min(threads, len(environments) * episode_agent_steps(config) // MIN_STEPS_PER_THREAD,
-                      threads_with_room(config))
+        steps = len(environments) * episode_agent_steps(config)
+        threads = min(threads, len(environments), steps // MIN_STEPS_PER_THREAD, threads_with_room(config))
         if threads > 1:
             return _play_in_threads(config, environments, threads, tables)
     return _play(config, environments, record, tables)

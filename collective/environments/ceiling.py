@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.environments.torus import axis_distance, proximity, wrap
+from collective.environments.torus import axis_distance, cell_coordinates, proximity, wrap
 
 
 LANES = 8  # Λ* episodes solved side by side (`_zone_totals`): the values of one cell lie next to each other
@@ -35,9 +35,7 @@ def best_totals(good, evil, landscapes, starts, rows, cols, iterations, radius, 
     """out (episodes, agents) ← V_0(starts[e, i]): the best total reward over the episode from each
     start cell. good, evil (episodes, T+1) cells; landscapes (episodes, cells) base fields, (episodes, 0)
     for Λ*; starts (episodes, agents)."""
-    row_of, column_of = np.empty(rows * cols, np.int64), np.empty(rows * cols, np.int64)  # a load, not a division
-    for cell in range(rows * cols):
-        row_of[cell], column_of[cell] = cell // cols, cell % cols
+    row_of, column_of = cell_coordinates(rows, cols)
     if landscapes.shape[1] > 0:
         _field_totals(good, landscapes, starts, rows, cols, iterations, row_of, column_of, out)
     else:

@@ -20,7 +20,7 @@ from numba import njit
 from collective.environments.complexity import lz76_periodic_at_most, lz76_phrase_count_at_most, lz76_rows
 from collective.simulation.array_copies import copy_into
 from collective.simulation.random_streams import advance_uniform_int, derive_stream_seed, skipped, uniform_int
-from collective.environments.torus import wrap
+from collective.environments.torus import king_moves, wrap
 
 MAX_TRIES = 200_000  # rejection-sampling budget per episode before a K range counts as unreachable
 # With `lazy_shuffle`, closed segments longer than this are shuffled move by move as the walk reaches them
@@ -198,13 +198,8 @@ def draw_workspace(rows, cols, iterations):
     leads to, `torus`: a load per step instead of wrap-around branches), a lazily shuffled
     segment's entries with their marks (`_closed_move`), a played path's T cells (`_played_keeps_k`), and a
     closed segment's draws (room for ⌊T/2⌋)."""
-    neighbour = np.empty((rows * cols, 9), np.int64)
-    for cell in range(rows * cols):
-        for action in range(9):
-            neighbour[cell, action] = wrap(cell // cols + action // 3 - 1, rows) * cols + \
-                wrap(cell % cols + action % 3 - 1, cols)
     segment = max(1, iterations // 2)
-    return DrawWorkspace(np.empty(segment, np.int64), np.zeros(rows * cols + 1, np.int64), neighbour,
+    return DrawWorkspace(np.empty(segment, np.int64), np.zeros(rows * cols + 1, np.int64), king_moves(rows, cols),
                          np.empty(segment, np.int64), np.zeros(segment, np.int64), np.empty(iterations, np.int64),
                          np.empty(segment, np.int64))
 

@@ -6,6 +6,7 @@ up-left, up, up-right, left, stay, right, down-left, down, down-right: action a 
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 
@@ -17,6 +18,27 @@ def wrap(x, size):
     if x >= size:
         return x - size
     return x
+
+
+@njit(cache=True)
+def king_moves(rows, cols):
+    """The torus as a table, (cells, 9): [cell, a] is the cell action a leads to from `cell` (wrapped), a load
+    instead of a division and two wraps per move."""
+    moves = np.empty((rows * cols, 9), np.int64)
+    for cell in range(rows * cols):
+        for action in range(9):
+            moves[cell, action] = wrap(cell // cols + action // 3 - 1, rows) * cols + wrap(cell % cols + action % 3 - 1,
+                                                                                         cols)
+    return moves
+
+
+@njit(cache=True)
+def cell_coordinates(rows, cols):
+    """Each cell's row and column, (cells,) each: a load instead of a division."""
+    row, column = np.empty(rows * cols, np.int64), np.empty(rows * cols, np.int64)
+    for cell in range(rows * cols):
+        row[cell], column[cell] = cell // cols, cell % cols
+    return row, column
 
 
 @njit(cache=True)

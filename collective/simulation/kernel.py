@@ -40,7 +40,8 @@ from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
-from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
+from collective.environments.torus import (axis_step_toward, cell_coordinates, chebyshev, king_moves, proximity,
+                                          wrap)
 from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from collective.protocols.auction import auction_rule
 from collective.protocols.broadcast import broadcast_rule
@@ -580,15 +581,9 @@ def _window_state_base_called(scene, r, c, row):
 @njit(cache=True)
 def cell_moves(rows, cols):
     """The grid's king moves by cell (`CellMoves`): where action a (row step a // 3 - 1, column step a % 3 - 1,
-    wrapped, as `_play_pass` moves) takes each cell, and each cell's row and column."""
-    to = np.empty(rows * cols * 9, np.int64)
-    row, col = np.empty(rows * cols, np.int64), np.empty(rows * cols, np.int64)
-    for r in range(rows):
-        for c in range(cols):
-            row[r * cols + c], col[r * cols + c] = r, c
-            for a in range(9):
-                to[(r * cols + c) * 9 + a] = wrap(r + a // 3 - 1, rows) * cols + wrap(c + a % 3 - 1, cols)
-    return CellMoves(to, row, col)
+    wrapped, as `_play_pass` moves) takes each cell (`torus.king_moves`, flat), and each cell's row and column."""
+    row, col = cell_coordinates(rows, cols)
+    return CellMoves(king_moves(rows, cols).ravel(), row, col)
 
 
 @njit(cache=True, inline="always")
@@ -621,6 +616,16 @@ def training_rewards(rules, training, out):
                     out[j, t, r * rules.cols + c] = _lone_reward(scene, r, c, rules.threshold) * rules.reward_scale
 
 
+@njit(cache=True, inline="always")
+def _lone_state_base(rules, training, landscape, j, t, row, cell, cell_row, cell_col, windows):
+    """`_training_state_base` for `_lone_training_passes`, which follows the learner's cell: the scene of
+    training episode j at t is built only for `windows` (window-sign states)."""
+    if windows:
+        return _window_state_base_called(_training_scene(rules, training, landscape, j, t), cell_row[cell],
+                                         cell_col[cell], row)
+    return _q_base(t, row, cell, rules.iterations, rules.rows * rules.cols)
+
+
 @njit(cache=True)
 def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_seed, passes, q, dirty, written,
                           n_written, moves, rewards):
@@ -649,11 +654,7 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
         cell = starts[j]
         stream = derive_stream_seed(episode_seed, agent_id + 1, p + 1)
         for t in range(iterations):
-            if windows:
-                base = _window_state_base_called(_training_scene(rules, training, landscape, j, t), cell_row[cell],
-                                                 cell_col[cell], row)
-            else:
-                base = _q_base(t, row, cell, iterations, n_cells)
+            base = _lone_state_base(rules, training, landscape, j, t, row, cell, cell_row, cell_col, windows)
             if per_episode:  # without a branch: `written` has room for one more state than the table holds
                 state = np.uint64(base) // _U9
                 written[n] = base
@@ -680,11 +681,8 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
             elif not sarsa:
                 target = scaled
                 if t + 1 < iterations:
-                    if windows:
-                        following = _window_state_base_called(_training_scene(rules, training, landscape, j, t + 1),
-                                                              cell_row[cell], cell_col[cell], row)
-                    else:
-                        following = _q_base(t + 1, row, cell, iterations, n_cells)
+                    following = _lone_state_base(rules, training, landscape, j, t + 1, row, cell, cell_row, cell_col,
+                                                 windows)
                     target += gamma * max_q(q, following)
                 q[here] += alpha * (target - q[here])
             else:
