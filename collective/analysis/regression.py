@@ -93,18 +93,24 @@ class ClusteredFit:
         return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
 
 
-def _cluster_rows(clusters: np.ndarray) -> list[np.ndarray]:
-    codes = np.unique(clusters, return_inverse=True)[1]
+def _cluster_blocks(clusters: np.ndarray) -> list[np.ndarray]:
+    """The clusters' rows, clusters of one size stacked: one (clusters of that size, size) array of row indices
+    per size, each cluster's rows in order, so that the per-cluster algebra runs as stacked array operations
+    rather than a Python loop over clusters."""
+    codes = np.unique(clusters, return_inverse=True)[1].ravel()
     order = np.argsort(codes, kind="stable")
-    return np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+    sizes = np.bincount(codes)
+    starts = np.cumsum(sizes) - sizes
+    return [order[starts[sizes == size][:, None] + np.arange(size)] for size in np.unique(sizes)]
 
 
 def _adjust(x: np.ndarray, root: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """A_c v for the columns v of `vectors`, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c' = (X_c R)(X_c R)' with
-    B = R R'. H_cc has rank <= terms, so A_c is applied through the thin SVD of X_c R."""
+    """A_c v for the columns v of `vectors` (..., rows of c, k), x (..., rows of c, terms) (leading axes: a stack
+    of clusters), A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c' = (X_c R)(X_c R)' with B = R R'. H_cc has rank <=
+    terms, so A_c is applied through the thin SVD of X_c R."""
     u, singular, _ = np.linalg.svd(x @ root, full_matrices=False)
     scale = 1 / np.sqrt(np.maximum(1 - singular ** 2, 1e-12)) - 1  # eigenvalues of H_cc are singular²
-    return vectors + u @ (scale[:, None] * (u.T @ vectors))
+    return vectors + u @ (scale[..., None] * (np.swapaxes(u, -1, -2) @ vectors))
 
 
 def clustered_ols(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, names: list[str]) -> ClusteredFit:
@@ -115,39 +121,44 @@ def clustered_ols(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, names
     residuals = y - design @ params
     root = np.linalg.cholesky(bread)
     meat = np.zeros_like(bread)
-    groups = _cluster_rows(clusters)
-    for rows in groups:
-        x = design[rows]
-        score = x.T @ _adjust(x, root, residuals[rows][:, None])[:, 0]
-        meat += np.outer(score, score)
+    count = 0
+    for rows in _cluster_blocks(clusters):
+        x = design[rows]  # (clusters, rows of each, terms)
+        scores = (np.swapaxes(x, -1, -2) @ _adjust(x, root, residuals[rows][..., None]))[..., 0]  # (clusters, terms)
+        meat += scores.T @ scores
+        count += len(rows)
     n, terms = design.shape
     total = float(np.sum((y - y.mean()) ** 2))
     r_squared = 1 - float(residuals @ residuals) / total if total > 0 else math.nan
     adj = 1 - (1 - r_squared) * (n - 1) / (n - terms) if n > terms else math.nan
-    return ClusteredFit(names, params, bread @ meat @ bread, len(groups), r_squared, adj)
+    return ClusteredFit(names, params, bread @ meat @ bread, count, r_squared, adj)
 
 
 def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:
     """(terms,) degrees of freedom of each coefficient's CR2 variance (Bell & McCaffrey 2002 §4; Pustejovsky &
     Tipton 2018 eq. 11, working model σ²I): for the contrast c = e_j, c'Vc = y' G G' y with the columns
     g_c = (I - H) S_c' w_c, w_c = A_c X_c B c (S_c' embeds cluster c's rows), so df = tr(G'G)² / tr((G'G)²).
-    As (I - H) is idempotent and X'(I - H) = 0, G'G = diag(w_c'w_c) - M' B M, M = [X_c' w_c]_c."""
+    As (I - H) is idempotent and X'(I - H) = 0, G'G = D - P, D = diag(w_c'w_c), P = M' B M, M = [X_c' w_c]_c.
+    P has rank <= terms, so both traces come from terms x terms products, never the clusters x clusters G'G
+    (which grows with the square of the clusters: gigabytes at a few ten thousand environments):
+    tr(G'G) = Σ_c (d_c - p_c) and tr((G'G)²) = Σ_c (d_c - p_c)² + tr(B S B S) - Σ_c p_c², with p_c = P_cc =
+    m_c' B m_c and S = M M'."""
     bread = np.linalg.inv(design.T @ design)
     root = np.linalg.cholesky(bread)
-    groups = _cluster_rows(clusters)
-    terms = design.shape[1]
-    norms = np.empty((len(groups), terms))  # w_c'w_c for every j
-    moments = np.empty((len(groups), terms, terms))  # X_c' w_c, one column per j
-    for index, rows in enumerate(groups):
-        x = design[rows]
-        weights = _adjust(x, root, x @ bread)  # (rows of c, terms): w_c for every j
-        norms[index] = np.sum(weights * weights, axis=0)
-        moments[index] = x.T @ weights
-    df = np.empty(terms)
-    for j in range(terms):
-        m = moments[:, :, j].T  # (terms, clusters)
-        gram = np.diag(norms[:, j]) - m.T @ bread @ m
-        df[j] = np.trace(gram) ** 2 / np.sum(gram * gram)
+    norms, moments = [], []  # per cluster: w_c'w_c for every j (terms,); X_c' w_c, one column per j (terms, terms)
+    for rows in _cluster_blocks(clusters):
+        x = design[rows]  # (clusters, rows of each, terms)
+        weights = _adjust(x, root, x @ bread)  # w_c for every j
+        norms.append(np.sum(weights * weights, axis=-2))
+        moments.append(np.swapaxes(x, -1, -2) @ weights)
+    norms, moments = np.concatenate(norms), np.concatenate(moments)
+    df = np.empty(design.shape[1])
+    for j in range(design.shape[1]):
+        m = moments[:, :, j]  # (clusters, terms): the m_c
+        d = norms[:, j]
+        p = np.einsum("ct,ct->c", m @ bread, m)
+        spread = bread @ (m.T @ m)
+        df[j] = np.sum(d - p) ** 2 / (np.sum((d - p) ** 2) + np.sum(spread * spread.T) - np.sum(p * p))
     return df
 
 
