@@ -203,3 +203,22 @@ def test_ceiling_accuracy_interval_covers_the_true_ratio():
         covered += low <= 0.5 <= high
     assert 0.92 <= covered / 400 <= 0.98
     assert ceiling_accuracy(np.array([0.5, 0.5]), np.ones(2), np.zeros(2))[0] == 0.5
+
+
+def test_per_distinct_calls_once_per_combination_and_keeps_missing_values_apart():
+    """`per_distinct` gives each row function(*its values), calling it once per distinct combination; a missing
+    value is one of its own, passed as the row has it (a mix column is empty or missing for homogeneous groups)."""
+    from collective.analysis.tables import per_distinct
+
+    behaviours = pd.Series(["a", "b", "a", "a", "b", "c"])
+    mixes = pd.Series(["", "x", "", None, "x", None], dtype=object)
+    calls = []
+
+    def label(behaviour, mix):
+        calls.append((behaviour, mix))
+        return f"{behaviour}|{mix}"
+
+    expected = [f"{b}|{m}" for b, m in zip(behaviours, mixes)]
+    assert list(per_distinct(label, behaviours, mixes)) == expected
+    assert len(calls) == len(set(expected)) == 4 and ("a", None) in calls
+    assert len(per_distinct(label, behaviours[:0], mixes[:0])) == 0

@@ -23,8 +23,8 @@ import pandas as pd
 from scipy import stats
 
 from collective.analysis.tables import (CONFIDENCE, Analysis, Table, _is_reference, ceiling_accuracy, cell_ids,
-                                        clustered_mean_ci, environment_ids, learns, mean_ci, random_references,
-                                        reference_keys, reference_upsilon, training_experience)
+                                        clustered_mean_ci, environment_ids, learns, mean_ci, per_distinct,
+                                        random_references, reference_keys, reference_upsilon, training_experience)
 
 HELD_OUT = "held_out"
 # A curve: one group type at one number of passes on one kind of task (grid, class, T when recorded)
@@ -187,7 +187,7 @@ SHARING_NOTE = (
 
 def _curve_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Held-out learner rows with their novel training episodes (0 untrained) and replays per episode."""
-    learner = pd.Series([learns(b, m) for b, m in zip(rows["behaviour"], rows["mix"])], index=rows.index, dtype=bool)
+    learner = pd.Series(per_distinct(learns, rows["behaviour"], rows["mix"]), index=rows.index, dtype=bool)
     learners = rows[learner.to_numpy() & (_learning_protocol(rows) == HELD_OUT).to_numpy()]
     if learners.empty:  # datasets from before held-out learning may lack its columns
         return learners.assign(learner_training="per_episode", novel=0, replays_per_episode=math.nan)

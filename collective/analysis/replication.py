@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from collective.analysis.tables import _paired_statistics, mean_ci
+from collective.analysis.tables import _paired_statistics, mean_ci, per_distinct
 from collective.config import CPP_SWITCHES
 
 # The 13 group types of main.cpp, as the labels of csvResults.csv name them -> (behaviour, protocol)
@@ -66,7 +66,8 @@ LABELS = {types: label for label, types in CPP_GROUP_TYPES.items()}
 
 def _with_keys(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows of the 13 C++ group types (`group` set to their C++ labels), with variant and environment."""
-    labels = pd.Series([LABELS.get(pair) for pair in zip(rows["behaviour"], rows["protocol"])], index=rows.index)
+    labels = pd.Series(per_distinct(lambda behaviour, protocol: LABELS.get((behaviour, protocol)), rows["behaviour"],
+                                    rows["protocol"]), index=rows.index, dtype=object)
     rows = rows[labels.notna()].assign(group=labels[labels.notna()])
     rows["variant"], rows["environment"] = variants(rows), _environment(rows)
     return rows
