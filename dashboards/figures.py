@@ -275,12 +275,13 @@ def _series_figure(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
     figure, axes, columns = _grid(len(panels), options.width)
     for ax, (grid, protocol) in zip(axes, panels):
         local = rows if grid is None else rows[rows["grid"] == grid]
-        labels = [label for label in series.index[series["protocol"] == protocol] if label in set(local["group"])]
+        present = set(local["group"].unique())  # once (a comprehension's condition runs per element), distinct first
+        labels = [label for label in series.index[series["protocol"] == protocol] if label in present]
         part = local[local["group"].isin(labels)]
         for label in labels:
             _plot_curve(ax, _curve(part[part["group"] == label], x), types.loc[label, "display"],
                         **_style(types, label))
-        cells = set(part["cell"]) if len(labels) else set(local["cell"])
+        cells = set((part if len(labels) else local)["cell"].unique())
         _references(ax, local, types, cells, x)
         shown = "isolated agents" if protocol == "none" else _short(protocol)
         _panel_title(ax, shown if grid is None else f"{grid}: {shown}", columns)
@@ -377,13 +378,14 @@ def _structures(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions)
     figure, axes, columns = _grid(len(panels), options.width)
     for ax, (grid, size) in zip(axes, panels):
         part = rows[(rows["grid"] == grid) & (rows["group_size"] == size)]
-        labels = [g for g in types.index if types.loc[g, "reference"] == "" and g in set(part["group"])]
+        present = set(part["group"].unique())
+        labels = [g for g in types.index if types.loc[g, "reference"] == "" and g in present]
         for position, label in enumerate(labels):
             n, mean, low, high = mean_ci(part.loc[part["group"] == label, "score"].to_numpy())
             error = [[mean - low], [high - mean]] if n > 1 else None
             ax.errorbar([position], [mean], yerr=error, fmt=types.loc[label, "marker"], capsize=2,
                         color=types.loc[label, "colour"], label=types.loc[label, "display"])
-        _references(ax, part, types, set(part["cell"]), None)
+        _references(ax, part, types, set(part["cell"].unique()), None)
         ax.set_xticks([])
         ax.set_xlim(-0.6, max(len(labels), 1) - 0.4)
         _panel_title(ax, f"{grid}: $G = {size}$", columns)
@@ -399,15 +401,16 @@ def _gains(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> F
     gains = collective_gains(rows, ["grid"])
     if gains.empty:
         return None
-    grids = [grid for grid in _grids(rows) if grid in set(gains["grid"])]
-    collectives = [label for label in types.index if label in set(gains["collective"])]
+    gain_grids, gain_collectives = set(gains["grid"]), set(gains["collective"])
+    grids = [grid for grid in _grids(rows) if grid in gain_grids]
+    collectives = [label for label in types.index if label in gain_collectives]
     protocols = list(dict.fromkeys(types.loc[collectives, "protocol"]))
     figure, axes, columns = _grid(len(grids), options.width)
     for ax, grid in zip(axes, grids):
         part = gains[gains["grid"] == grid]
         for p, protocol in enumerate(protocols):
-            members = [label for label in collectives if types.loc[label, "protocol"] == protocol
-                       and label in set(part["collective"])]
+            shown = set(part["collective"])
+            members = [label for label in collectives if types.loc[label, "protocol"] == protocol and label in shown]
             for m, label in enumerate(members):
                 row = part[part["collective"] == label].iloc[0]
                 x = p + (m - (len(members) - 1) / 2) * min(0.7 / max(len(members), 1), 0.2)
@@ -440,7 +443,8 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -
         replay_curves(rows).rename(columns={"training_steps": "x"}).assign(q_training_passes=None)
     if curves.empty:
         return None
-    grids = [grid for grid in _grids(rows) if grid in set(curves["grid"])]
+    curve_grids = set(curves["grid"])
+    grids = [grid for grid in _grids(rows) if grid in curve_grids]
     figure, axes, columns = _grid(len(grids), options.width)
     keys = ["group", "group_size", "q_training_passes"] + [key for key in ("iterations",) if key in curves]
     for ax, grid in zip(axes, grids):
@@ -450,7 +454,7 @@ def _learning(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -
             task = ", ".join(f"{key} {value}" for key, value in zip(keys[3:], values[3:]))
             name = f"{types.loc[label, 'display']}, $G = {size}$" + (f", {passes} passes, {task}" if held_out else "")
             _plot_curve(ax, curve, name, **_style(types, label))
-        learner_cells = set(rows.loc[rows["group"].isin(curves["group"]) & (rows["grid"] == grid), "cell"])
+        learner_cells = set(rows.loc[rows["group"].isin(curves["group"]) & (rows["grid"] == grid), "cell"].unique())
         _references(ax, rows, types, learner_cells, None)
         ax.set_xscale("log")
         ax.set_xlabel("novel training episodes per test episode" if held_out
@@ -554,13 +558,15 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
         return None
     sham = set(measured.loc[measured.get("communication_control", pd.Series("real", index=measured.index))
                             == "sham", "group"])
-    grids = [grid for grid in _grids(rows) if grid in set(measured["grid"])]
+    measured_grids = set(measured["grid"].unique())
+    grids = [grid for grid in _grids(rows) if grid in measured_grids]
     figure, axes, columns = _grid(len(grids), options.width)
     tags = []
     for ax, grid in zip(axes, grids):
         local = measured[measured["grid"] == grid]
         cell_names = _cell_tags(local)
-        for label in [label for label in types.index if label in set(local["group"])]:
+        present = set(local["group"].unique())
+        for label in [label for label in types.index if label in present]:
             points = []
             for cell, part in local[local["group"] == label].groupby("cell", sort=True):
                 n, mean, low, high = mean_ci(part["score"].to_numpy())
