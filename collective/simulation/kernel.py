@@ -497,7 +497,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 training_rewards(rules, training, rewards)
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
                                         training, seeds[e], passes, tables.q, tables.dirty, tables.written,
-                                        tables.n_written, talk.comm, rewards)
+                                        tables.n_written, talk.comm, moves, rewards)
             else:  # each learner trains alone on its own table. The loops are called from here, not through a
                 # compiled wrapper: numba generates a callee's code again in every caller's library, and a wrapper
                 # made the install's warm-up compile ~20% longer (docs/speed.md)
@@ -732,14 +732,15 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
 
 @njit(cache=True)
 def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, q, dirty, written,
-                            n_written, comm, rewards):
+                            n_written, comm, moves, rewards):
     """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
     table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
     with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
     then every agent is paid and updates), so the same table, traffic and streams to the bit; its own loop for
     the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).
-    starts (n, agents) their start cells in each training episode. At threshold 1 (every step pays) the rewards
-    are read from `rewards` ((n, T+1, cells), `training_rewards`) unless that is empty ((0, 0, 0))."""
+    starts (n, agents) their start cells in each training episode. The agents move by `cell_moves`, as in
+    `_lone_training_passes`. At threshold 1 (every step pays) the rewards are read from `rewards` ((n, T+1, cells),
+    `training_rewards`) unless that is empty ((0, 0, 0))."""
     rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
@@ -751,7 +752,8 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
     good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
     shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
     n_training = good_r.shape[0]
-    pos_r, pos_c = np.empty(agents, np.int64), np.empty(agents, np.int64)
+    to, cell_row, cell_col = moves.to, moves.row, moves.col
+    cells, pos_r, pos_c = np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64)
     streams, states, actions = np.empty(agents, np.uint64), np.empty(agents, np.int64), np.empty(agents, np.int64)
     prev_states, prev_actions, prev_rewards = np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents)
     start_maxima = _start_row_maxima(q, 0, iterations, n_cells, bootstrap and cell_time)
@@ -763,14 +765,18 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
         j = p % n_training
         landscape = field_ref(landscapes[j])
         for i in range(agents):
-            pos_r[i], pos_c[i] = starts[j, i] // cols, starts[j, i] % cols
+            cells[i] = starts[j, i]
             streams[i] = derive_stream_seed(episode_seed, agent_ids[i] + 1, p + 1)
         for t in range(iterations):
             scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
                           shift_c[j, t], rows, cols, radius)
             for i in range(agents):
                 sarsa = codes[i] == SARSA
-                base = _training_state_base(rules, scene, t, 0, pos_r[i], pos_c[i], n_cells)
+                cell = cells[i]
+                if cell_time:
+                    base = _q_base(t, 0, cell, iterations, n_cells)
+                else:
+                    base = _window_state_base_called(scene, cell_row[cell], cell_col[cell], 0)
                 states[i] = base
                 if per_episode:  # as in `_lone_training_passes`
                     state = np.uint64(base) // _U9
@@ -782,36 +788,40 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                 if sarsa and t > 0 and not bootstrap:
                     old = prev_states[i] + prev_actions[i]
                     q[old] += alpha * (prev_rewards[i] + gamma * q[base + action] - q[old])
-                pos_r[i] = wrap(pos_r[i] + action // 3 - 1, rows)  # every agent decided from its old cell
-                pos_c[i] = wrap(pos_c[i] + action % 3 - 1, cols)
+                cell = to[np.uint64(cell) * _U9 + np.uint64(action)]  # every agent decided from its old cell
+                cells[i] = cell
                 if cell_time and t + 1 < iterations:  # the row of its next decision, read after all the updates
-                    following = _q_base(t + 1, 0, pos_r[i] * cols + pos_c[i], iterations, n_cells)
+                    following = _q_base(t + 1, 0, cell, iterations, n_cells)
                     prefetch(q, following)
                     prefetch(q, following + 8)
             after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
                           shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
+            if threshold > 1:
+                for i in range(agents):
+                    pos_r[i], pos_c[i] = cell_row[cells[i]], cell_col[cells[i]]
             paid = quorum_pays(pos_r, pos_c, agents, after, threshold)
             for i in range(agents):
-                r, c = pos_r[i], pos_c[i]
+                cell = cells[i]
                 if tabled:
-                    scaled = rewards[j, t + 1, r * cols + c]
+                    scaled = rewards[j, t + 1, cell]
                 else:
-                    scaled = step_reward(after, r, c, paid) * reward_scale
+                    scaled = step_reward(after, cell_row[cell], cell_col[cell], paid) * reward_scale
                 here = states[i] + actions[i]
                 sarsa = codes[i] == SARSA
                 if not sarsa and bootstrap and cell_time:  # as in `_lone_training_passes`
-                    q[here] += alpha * (scaled + gamma * start_maxima[r * cols + c] - q[here])
+                    q[here] += alpha * (scaled + gamma * start_maxima[cell] - q[here])
                 elif not sarsa and bootstrap:
-                    target = scaled + gamma * max_q(q, _q_base(0, 0, r * cols + c, iterations, n_cells))
+                    target = scaled + gamma * max_q(q, _q_base(0, 0, cell, iterations, n_cells))
                     q[here] += alpha * (target - q[here])
                 elif sarsa and bootstrap:
-                    following = _q_base(t, 0, r * cols + c, iterations, n_cells)
+                    following = _q_base(t, 0, cell, iterations, n_cells)
                     streams[i], next_action = learner_action(action_values(q, following), epsilon, streams[i])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif not sarsa:
                     target = scaled
                     if t + 1 < iterations:
-                        target += gamma * max_q(q, _training_state_base(rules, after, t + 1, 0, r, c, n_cells))
+                        target += gamma * max_q(q, _training_state_base(rules, after, t + 1, 0, cell_row[cell],
+                                                                        cell_col[cell], n_cells))
                     q[here] += alpha * (target - q[here])
                 else:
                     prev_states[i], prev_actions[i], prev_rewards[i] = states[i], actions[i], scaled
