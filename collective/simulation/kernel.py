@@ -691,8 +691,6 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
                 dirty[state] = True
             if not windows and t + 1 < iterations:  # the rows the next decision may read
                 _prefetch_rows(q, to, cell, _q_base(t + 1, row, 0, iterations, n_cells))
-            if sarsa and bootstrap and not windows:  # and those of this step's on-policy next action
-                _prefetch_rows(q, to, cell, _q_base(t, row, 0, iterations, n_cells))
             stream, action = learner_action(action_values(q, base), epsilon, stream)
             if sarsa and t > 0 and not bootstrap:
                 old = prev_state + prev_action
