@@ -136,7 +136,7 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
     rewards = np.empty((n_training, T + 1, ROWS * COLS) if tabled else (0, 0, 0))
     training_rewards(rules, training, rewards)
     _shared_training_passes(codes, ids, training.starts, rules, training, seed, PASSES, fast.q, fast.dirty,
-                            fast.written, fast.n_written, fast_talk.comm, rewards)
+                            fast.written, fast.n_written, fast_talk.comm, cell_moves(ROWS, COLS), rewards)
     scratch = Scratch(*(np.zeros(AGENTS, np.int64) for _ in range(4)), np.zeros(AGENTS + 1, np.int64),
                       np.empty(max(9, ROWS * COLS), np.int64), *(np.zeros(AGENTS, np.int64) for _ in range(4)),
                       np.zeros(AGENTS, np.float64), np.empty((AGENTS, 1), np.uint64))

@@ -38,6 +38,7 @@ from collective.behaviours.decisions import (action_values, greedy_action_masked
                                              local_search_step, max_q, oracle_step, random_step)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
+from collective.simulation.prefetch import prefetch
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import (axis_step_toward, cell_coordinates, chebyshev, king_moves, proximity,
@@ -47,8 +48,9 @@ from collective.protocols.auction import auction_rule
 from collective.protocols.broadcast import broadcast_rule
 from collective.protocols.dictatorship import dictatorship_rule
 from collective.protocols.hierarchy import hierarchy_rule
-from collective.protocols.kernel_support import COMM_SLOTS, empty_log, table_distinct, table_entropy_bits, table_log
-from collective.protocols.shared_q import count_table_accesses
+from collective.protocols.kernel_support import (COMM_SLOTS, FLOAT_BITS, READS_AND_WRITES, WRITES, count, empty_log,
+                                                 table_distinct, table_entropy_bits, table_log)
+from collective.protocols.shared_q import ACTIONS, count_table_accesses
 from collective.protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
@@ -495,7 +497,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 training_rewards(rules, training, rewards)
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
                                         training, seeds[e], passes, tables.q, tables.dirty, tables.written,
-                                        tables.n_written, talk.comm, rewards)
+                                        tables.n_written, talk.comm, moves, rewards)
             else:  # each learner trains alone on its own table. The loops are called from here, not through a
                 # compiled wrapper: numba generates a callee's code again in every caller's library, and a wrapper
                 # made the install's warm-up compile ~20% longer (docs/speed.md)
@@ -587,6 +589,32 @@ def cell_moves(rows, cols):
 
 
 @njit(cache=True, inline="always")
+def _prefetch_rows(q, to, cell, first):
+    """Ask the processor for the Q(s, ·) rows of the nine cells one move from `cell` (`cell_moves`' `to`), the
+    rows of one time step starting at offset `first` (that of cell 0): a learner's next row is one of them, and
+    its read waits on the decision before it, so without this the read starts only then (each row 72 bytes,
+    at most two cache lines: its first and its last value)."""
+    moved = np.uint64(cell) * _U9
+    for a in range(9):
+        b = first + to[moved + np.uint64(a)] * 9
+        prefetch(q, b)
+        prefetch(q, b + 8)
+
+
+@njit(cache=True)
+def _start_row_maxima(q, row, iterations, n_cells, kept):
+    """max_a Q((c, t = 0), a) of learner `row` for each cell c (`max_q`), which the 2016 program's Q-learning
+    bootstraps from at every step (`learner_bootstrap`), when `kept`, else an empty array. The training loops
+    keep it by writing an entry again, with the same `max_q`, after each write of its row (only steps at t = 0
+    write those rows: nine reads once per pass instead of at every step), so every read is the value
+    `max_q` returns there, to the bit (-0.0 beside 0.0 included)."""
+    maxima = np.empty(n_cells if kept else 0)
+    for cell in range(maxima.shape[0]):
+        maxima[cell] = max_q(q, _q_base(0, row, cell, iterations, n_cells))
+    return maxima
+
+
+@njit(cache=True, inline="always")
 def _lone_reward(scene, r, c, threshold):
     """R of the cell at (r, c) for a learner training alone: one agent never makes a quorum, so above threshold
     1 the positive part is withheld (Λ* only; `step_reward`)."""
@@ -647,6 +675,7 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
     to, cell_row, cell_col = moves.to, moves.row, moves.col
     n_training = training.good_r.shape[0]
     prev_state, prev_action, prev_reward = 0, 0, 0.0
+    start_maxima = _start_row_maxima(q, row, iterations, n_cells, not sarsa and bootstrap and not windows)
     n = n_written[0]
     for p in range(passes):
         j = p % n_training
@@ -660,10 +689,13 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
                 written[n] = base
                 n += not dirty[state]
                 dirty[state] = True
+            if not windows and t + 1 < iterations:  # the rows the next decision may read
+                _prefetch_rows(q, to, cell, _q_base(t + 1, row, 0, iterations, n_cells))
             stream, action = learner_action(action_values(q, base), epsilon, stream)
             if sarsa and t > 0 and not bootstrap:
                 old = prev_state + prev_action
                 q[old] += alpha * (prev_reward + gamma * q[base + action] - q[old])
+            left = cell
             cell = to[np.uint64(cell) * _U9 + np.uint64(action)]
             if tabled:
                 scaled = rewards[j, t + 1, cell]
@@ -671,7 +703,11 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
                 scaled = _lone_reward(_training_scene(rules, training, landscape, j, t + 1), cell_row[cell],
                                       cell_col[cell], threshold) * reward_scale
             here = base + action
-            if not sarsa and bootstrap:
+            if not sarsa and bootstrap and not windows:  # max Q(s' = (c', 0), ·) kept by start row
+                q[here] += alpha * (scaled + gamma * start_maxima[cell] - q[here])
+                if t == 0:  # it wrote a start row
+                    start_maxima[left] = max_q(q, base)
+            elif not sarsa and bootstrap:
                 target = scaled + gamma * max_q(q, _q_base(0, row, cell, iterations, n_cells))
                 q[here] += alpha * (target - q[here])
             elif sarsa and bootstrap:
@@ -694,42 +730,52 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
 
 @njit(cache=True)
 def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, q, dirty, written,
-                            n_written, comm, rewards):
+                            n_written, comm, moves, rewards):
     """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
     table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
     with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
     then every agent is paid and updates), so the same table, traffic and streams to the bit; its own loop for
     the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).
-    starts (n, agents) their start cells in each training episode. At threshold 1 (every step pays) the rewards
-    are read from `rewards` ((n, T+1, cells), `training_rewards`) unless that is empty ((0, 0, 0))."""
+    starts (n, agents) their start cells in each training episode. The agents move by `cell_moves`, as in
+    `_lone_training_passes`. At threshold 1 (every step pays) the rewards are read from `rewards` ((n, T+1, cells),
+    `training_rewards`) unless that is empty ((0, 0, 0))."""
     rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
     n_cells = rows * cols
     agents = codes.shape[0]
     tabled = rewards.shape[0] > 0 and threshold <= 1
+    cell_time = rules.state_encoding != WINDOW_SIGNS
     address_bits = np.ceil(np.log2(max(2, q.shape[0])))
     good_r, good_c, evil_r, evil_c = training.good_r, training.good_c, training.evil_r, training.evil_c
     shift_r, shift_c, landscapes = training.shift_r, training.shift_c, training.landscapes
     n_training = good_r.shape[0]
-    pos_r, pos_c = np.empty(agents, np.int64), np.empty(agents, np.int64)
+    to, cell_row, cell_col = moves.to, moves.row, moves.col
+    cells, pos_r, pos_c = np.empty(agents, np.int64), np.empty(agents, np.int64), np.empty(agents, np.int64)
     streams, states, actions = np.empty(agents, np.uint64), np.empty(agents, np.int64), np.empty(agents, np.int64)
     prev_states, prev_actions, prev_rewards = np.zeros(agents, np.int64), np.zeros(agents, np.int64), np.zeros(agents)
+    start_maxima = _start_row_maxima(q, 0, iterations, n_cells, bootstrap and cell_time)
+    bootstrapping = 0  # the Q-learners, whose updates read the next state's row
+    for i in range(agents):
+        bootstrapping += codes[i] != SARSA
     n = n_written[0]
     for p in range(passes):
         j = p % n_training
         landscape = field_ref(landscapes[j])
         for i in range(agents):
-            pos_r[i], pos_c[i] = starts[j, i] // cols, starts[j, i] % cols
+            cells[i] = starts[j, i]
             streams[i] = derive_stream_seed(episode_seed, agent_ids[i] + 1, p + 1)
         for t in range(iterations):
             scene = Scene(good_r[j, t], good_c[j, t], evil_r[j, t], evil_c[j, t], landscape, shift_r[j, t],
                           shift_c[j, t], rows, cols, radius)
             for i in range(agents):
                 sarsa = codes[i] == SARSA
-                base = _training_state_base(rules, scene, t, 0, pos_r[i], pos_c[i], n_cells)
+                cell = cells[i]
+                if cell_time:
+                    base = _q_base(t, 0, cell, iterations, n_cells)
+                else:
+                    base = _window_state_base_called(scene, cell_row[cell], cell_col[cell], 0)
                 states[i] = base
-                count_table_accesses(comm, True, not sarsa and t + 1 < iterations, address_bits)
                 if per_episode:  # as in `_lone_training_passes`
                     state = np.uint64(base) // _U9
                     written[n] = base
@@ -740,36 +786,62 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                 if sarsa and t > 0 and not bootstrap:
                     old = prev_states[i] + prev_actions[i]
                     q[old] += alpha * (prev_rewards[i] + gamma * q[base + action] - q[old])
-                pos_r[i] = wrap(pos_r[i] + action // 3 - 1, rows)  # every agent decided from its old cell
-                pos_c[i] = wrap(pos_c[i] + action % 3 - 1, cols)
+                cell = to[np.uint64(cell) * _U9 + np.uint64(action)]  # every agent decided from its old cell
+                cells[i] = cell
+                if cell_time and t + 1 < iterations:  # the row of its next decision, read after all the updates
+                    following = _q_base(t + 1, 0, cell, iterations, n_cells)
+                    prefetch(q, following)
+                    prefetch(q, following + 8)
             after = Scene(good_r[j, t + 1], good_c[j, t + 1], evil_r[j, t + 1], evil_c[j, t + 1], landscape,
                           shift_r[j, t + 1], shift_c[j, t + 1], rows, cols, radius)
+            if threshold > 1:
+                for i in range(agents):
+                    pos_r[i], pos_c[i] = cell_row[cells[i]], cell_col[cells[i]]
             paid = quorum_pays(pos_r, pos_c, agents, after, threshold)
             for i in range(agents):
-                r, c = pos_r[i], pos_c[i]
+                cell = cells[i]
                 if tabled:
-                    scaled = rewards[j, t + 1, r * cols + c]
+                    scaled = rewards[j, t + 1, cell]
                 else:
-                    scaled = step_reward(after, r, c, paid) * reward_scale
+                    scaled = step_reward(after, cell_row[cell], cell_col[cell], paid) * reward_scale
                 here = states[i] + actions[i]
                 sarsa = codes[i] == SARSA
-                if not sarsa and bootstrap:
-                    target = scaled + gamma * max_q(q, _q_base(0, 0, r * cols + c, iterations, n_cells))
+                if not sarsa and bootstrap and cell_time:  # as in `_lone_training_passes`
+                    q[here] += alpha * (scaled + gamma * start_maxima[cell] - q[here])
+                elif not sarsa and bootstrap:
+                    target = scaled + gamma * max_q(q, _q_base(0, 0, cell, iterations, n_cells))
                     q[here] += alpha * (target - q[here])
                 elif sarsa and bootstrap:
-                    following = _q_base(t, 0, r * cols + c, iterations, n_cells)
+                    following = _q_base(t, 0, cell, iterations, n_cells)
                     streams[i], next_action = learner_action(action_values(q, following), epsilon, streams[i])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif not sarsa:
                     target = scaled
                     if t + 1 < iterations:
-                        target += gamma * max_q(q, _training_state_base(rules, after, t + 1, 0, r, c, n_cells))
+                        target += gamma * max_q(q, _training_state_base(rules, after, t + 1, 0, cell_row[cell],
+                                                                        cell_col[cell], n_cells))
                     q[here] += alpha * (target - q[here])
                 else:
                     prev_states[i], prev_actions[i], prev_rewards[i] = states[i], actions[i], scaled
                     if t + 1 == iterations:
                         q[here] += alpha * (scaled - q[here])
+                if t == 0 and start_maxima.shape[0] > 0:  # it wrote a start row (row 0: its base is cell * 9)
+                    start_maxima[states[i] // 9] = max_q(q, states[i])
+        _count_pass_table_accesses(comm, agents * iterations, bootstrapping * (iterations - 1), address_bits)
     n_written[0] = n
+
+
+@njit(cache=True, inline="always")
+def _count_pass_table_accesses(comm, steps, bootstrapping_steps, address_bits):
+    """`count_table_accesses` for a whole training pass at once: `steps` learning agent-steps, of which
+    `bootstrapping_steps` read the next state's row (a Q-learner's, t + 1 < T). Every count and bit count is a
+    whole number, so each float64 sum is exact (below 2^53, beyond 10^13 agent-steps) in any order: the same
+    values as counting step by step (tests/test_training_loops.py), without six additions through memory per
+    agent-step."""
+    count(comm, WRITES, steps, steps * (FLOAT_BITS + address_bits))
+    count(comm, READS_AND_WRITES, steps, steps * (FLOAT_BITS + address_bits))
+    reads = steps + bootstrapping_steps
+    count(comm, READS_AND_WRITES, reads, reads * (ACTIONS * FLOAT_BITS + address_bits))
 
 
 @njit(cache=True)
