@@ -9,7 +9,7 @@ rewards, per-agent scores, message entropy, distinct messages, and the messages,
 themselves. Configurations the config refuses are listed as refused. Each played configuration is also played
 without records in 3 kernel threads (`play(threads=3)`), and any whose outputs differ from the recorded
 run's are listed (a check within the one version, not part of the file). Run it on the code before and
-after a change (e.g. `git stash`), then compare:
+after a change (e.g. the commit before in a second `git worktree`), then compare:
 
     .venv/bin/python benchmarks/kernel_fingerprint.py before.json
     .venv/bin/python benchmarks/kernel_fingerprint.py after.json
