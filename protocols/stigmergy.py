@@ -87,8 +87,15 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                     symbol = symbol_add_value(symbol, field[cell])
                 k += np.uintp(1)
         log_message(log, symbol)
+    last_r, last_c, ties, read = -1, -1, 0, symbol_start(FIELD_READ)
     for i in members:  # each searcher reads its window of the field and heads for the best fake reward
         r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
+        if not sees and r == last_r and c == last_c:  # the last reader's cell, a field and tie list
+            log_message(log, read)  # unchanged since: its read and its ties
+            streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
+            targets[i] = window[pick]
+            continue
+        last_r, last_c = (-1, -1) if sees else (r, c)
         best = -np.inf
         ties = 0
         read = symbol_start(FIELD_READ)

@@ -174,6 +174,16 @@ def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
     assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
 
 
+@pytest.mark.parametrize("form, side", [("paper", 9), ("reference", 5)])
+def test_crowded_stigmergy_matches_reference(form, side):
+    """Eight searchers on a small torus share cells: a reader on the last reader's cell, adding no rewards of
+    its own, takes that reader's read and ties in the kernel (protocols/stigmergy.py); the reference reads
+    every window."""
+    config = EvaluationConfig.from_profile("paper", mix="local_search:8", protocol="stigmergy",
+                                           protocol_params=(("form", form),), **{**SMALL, "rows": side, "cols": side})
+    assert_lockstep(config)
+
+
 @pytest.mark.parametrize("protocol, mix", [("shared_q", "sarsa:2,q_learning:1,local_search:1"),
                                            ("wisdom", "local_search:3,q_learning:2,imitation:1")])
 @pytest.mark.parametrize("threshold", [1, 2])
