@@ -7,11 +7,9 @@ import numba
 import numpy as np
 import pytest
 
-from collective.behaviours.decisions import local_best, local_search_step
+from collective.behaviours.decisions import local_best
 from collective.environments.scene import (RESET_RADIUS, FieldRef, Scene, moore_rewards, scene_blind, scene_reward,
-                                           tabled_moore_rewards, tabled_reward, window_reach, window_reward)
-from collective.environments.torus import proximity_table
-from collective.simulation.kernel import step_reward
+                                           window_reach, window_reward)
 from collective.simulation.random_streams import SplitMix64
 
 SIZES = range(1, 13)
@@ -117,47 +115,3 @@ def test_local_best_matches_its_slow_twin(kind):
                     assert int(state) == stream.state  # exactly one draw
                     cases += 1
     assert cases > 1000
-
-
-@numba.njit
-def _table_mismatches(rows, cols, radius, positions, seeds):
-    """Where the kernel's loads from `proximity_table` differ from the divisions they replace, bit for bit,
-    over scenes (r, c, ⊕ row, ⊕ column, ⊖ row, ⊖ column): `tabled_reward` against `step_reward` (paid and
-    unpaid), `tabled_moore_rewards` against `moore_rewards`, and the kernel's `local_search_step` against
-    `local_best`'s steps and draw, views 1 to 3."""
-    fractions = proximity_table(radius, max(rows, cols))
-    bad = 0
-    for k in range(positions.shape[0]):
-        r, c, gr, gc, er, ec = positions[k]
-        scene = Scene(gr, gc, er, ec, FieldRef(np.uintp(0), 0), 0, 0, rows, cols, radius)
-        for paid in (True, False):
-            slow, fast = step_reward(scene, r, c, paid), tabled_reward(scene, r, c, paid, fractions)
-            bad += fast != slow or np.signbit(fast) != np.signbit(slow)
-        for good_reaches in (True, False):
-            for evil_reaches in (True, False):
-                slow_ring = moore_rewards(scene, r, c, good_reaches, evil_reaches)
-                fast_ring = tabled_moore_rewards(scene, r, c, good_reaches, evil_reaches, fractions)
-                for a in range(9):
-                    bad += fast_ring[a] != slow_ring[a] or np.signbit(fast_ring[a]) != np.signbit(slow_ring[a])
-        for view in (1, 2, 3):
-            if view > min(rows, cols):
-                continue
-            for seen in (scene, Scene(0, 0, 0, 0, FieldRef(np.uintp(0), 0), 0, 0, rows, cols, RESET_RADIUS)):
-                state, dr, dc, _ = local_best(r, c, seen, view, seeds[k])
-                fast_state, fast_dr, fast_dc = local_search_step(r, c, seen, view, seeds[k], fractions)
-                bad += fast_state != state or fast_dr != np.sign(dr) or fast_dc != np.sign(dc)
-    return bad
-
-
-def test_tabled_proximities_match_the_divisions():
-    rng = np.random.default_rng(2026)
-    for rows in SIZES:
-        for cols in SIZES:
-            for radius in RADII:
-                positions = _positions(rng, rows, cols, 24)
-                positions[20, 2:4] = positions[20, :2]  # on ⊕, on ⊖ (distance 0), and at the radius' edges
-                positions[21, 4:6] = positions[21, :2]
-                positions[22, 2] = (positions[22, 0] + radius) % rows
-                positions[23, 5] = (positions[23, 1] + radius + 1) % cols
-                seeds = rng.integers(0, 2 ** 63, positions.shape[0]).astype(np.uint64)
-                assert _table_mismatches(rows, cols, radius, positions, seeds) == 0, (rows, cols, radius)

@@ -14,8 +14,7 @@ import numpy as np
 from numba import njit
 
 from collective.simulation.random_streams import advance_uniform_float, advance_uniform_int
-from collective.environments.scene import (is_landscape, is_reset, moore_rewards, tabled_moore_rewards, window_reach,
-                                           window_reward)
+from collective.environments.scene import is_landscape, is_reset, moore_rewards, window_reach, window_reward
 from collective.environments.torus import axis_step_toward, chebyshev, wrap
 
 
@@ -78,17 +77,9 @@ def local_best(r, c, scene, view, state):
 
 
 @njit(cache=True, inline="always")
-def local_search_step(r, c, scene, view, state, fractions):
+def local_search_step(r, c, scene, view, state):
     """Move toward the best observed cell, one step per axis (spec §5: for view > 1 the cell may
-    be further than one step): (state', row step, column step). `local_best`'s choice, to the bit; a
-    range-1 window of Λ* that an object reaches is read with loads from `fractions`
-    (`torus.proximity_table` of the scene's radius) instead of divisions (`tabled_moore_rewards`)."""
-    if view == 1 and not (is_landscape(scene) or is_reset(scene)):
-        good_reaches, evil_reaches = window_reach(scene, r, c, view)
-        if good_reaches or evil_reaches:
-            state, a = greedy_action(tabled_moore_rewards(scene, r, c, good_reaches, evil_reaches, fractions),
-                                     state)
-            return state, a // 3 - 1, a % 3 - 1
+    be further than one step): (state', row step, column step)."""
     state, dr, dc, _ = local_best(r, c, scene, view, state)
     return state, np.sign(dr), np.sign(dc)
 

@@ -158,17 +158,6 @@ def window_reach(scene, r, c, view):
 
 
 @njit(cache=True, inline="always")
-def tabled_reward(scene, r, c, paid, fractions):
-    """R of the cell at (r, c) of a Λ* scene (neither landscape nor reset), to the bit, with its
-    positive part only when `paid`, f read from `fractions` (`torus.proximity_table` of the scene's
-    radius, at least max(rows, cols) // 2 + 1 long): `scene_reward`, or -f(⊖'s distance) unpaid."""
-    lost = fractions[chebyshev(r, c, scene.evil_r, scene.evil_c, scene.rows, scene.cols)]
-    if paid:
-        return fractions[chebyshev(r, c, scene.good_r, scene.good_c, scene.rows, scene.cols)] - lost
-    return -lost
-
-
-@njit(cache=True, inline="always")
 def window_reward(scene, r, c, good_reaches, evil_reaches):
     """`scene_reward` of the cell at (r, c) of a window whose objects reach it as `window_reach` says,
     to the bit: an object that cannot pay contributes the 0.0 `proximity` would give, unread (half the
@@ -209,37 +198,6 @@ def moore_rewards(scene, r, c, good_reaches, evil_reaches):
     if evil_reaches:
         e_rows = _axis_proximities(r, scene.evil_r, rows, radius)
         e_cols = _axis_proximities(c, scene.evil_c, cols, radius)
-    return _moore_window(g_rows, g_cols, e_rows, e_cols)
-
-
-@njit(cache=True, inline="always")
-def _axis_fractions(x, target, size, fractions):
-    """`_axis_proximities` read from `fractions` (`torus.proximity_table` of the scene's radius)."""
-    return (fractions[axis_distance(wrap(x - 1, size), target, size)],
-            fractions[axis_distance(x, target, size)],
-            fractions[axis_distance(wrap(x + 1, size), target, size)])
-
-
-@njit(cache=True, inline="always")
-def tabled_moore_rewards(scene, r, c, good_reaches, evil_reaches, fractions):
-    """`moore_rewards` to the bit, its 12 proximities loaded from `fractions` (`torus.proximity_table` of
-    the scene's radius, at least max(rows, cols) // 2 + 1 long) instead of divided."""
-    rows, cols = scene.rows, scene.cols
-    zeros = (0.0, 0.0, 0.0)
-    g_rows, g_cols, e_rows, e_cols = zeros, zeros, zeros, zeros
-    if good_reaches:
-        g_rows = _axis_fractions(r, scene.good_r, rows, fractions)
-        g_cols = _axis_fractions(c, scene.good_c, cols, fractions)
-    if evil_reaches:
-        e_rows = _axis_fractions(r, scene.evil_r, rows, fractions)
-        e_cols = _axis_fractions(c, scene.evil_c, cols, fractions)
-    return _moore_window(g_rows, g_cols, e_rows, e_cols)
-
-
-@njit(cache=True, inline="always")
-def _moore_window(g_rows, g_cols, e_rows, e_cols):
-    """The 3x3 window's rewards, row by row, from each object's f of the three row and three column
-    distances: min(f(row), f(column)) for ⊕ minus the same for ⊖ (`moore_rewards`)."""
     return (min(g_rows[0], g_cols[0]) - min(e_rows[0], e_cols[0]),
             min(g_rows[0], g_cols[1]) - min(e_rows[0], e_cols[1]),
             min(g_rows[0], g_cols[2]) - min(e_rows[0], e_cols[2]),

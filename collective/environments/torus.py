@@ -73,16 +73,6 @@ def proximity(distance, radius):
     return 0.0
 
 
-@njit(cache=True)
-def proximity_table(radius, size):
-    """`proximity` of every distance 0..size for this radius, (size + 1,): a load instead of a division
-    (a toroidal Chebyshev or axis distance on a rows x cols grid is at most max(rows, cols) // 2)."""
-    table = np.empty(size + 1, np.float64)
-    for distance in range(size + 1):
-        table[distance] = proximity(distance, radius)
-    return table
-
-
 @njit(cache=True, inline="always")
 def branchless_proximity(distance, radius):
     """`proximity` to the bit, without a branch: 1/(d+1) times 1.0 inside the radius, times 0.0 beyond

@@ -39,10 +39,9 @@ from collective.behaviours.decisions import (action_values, greedy_action_masked
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import (Scene, field_ref, has_field, reset_scene, scene_blind, scene_reward,
-                                          tabled_reward)
+from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import (axis_step_toward, cell_coordinates, chebyshev, king_moves, proximity,
-                                          proximity_table, wrap)
+                                          wrap)
 from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from collective.protocols.auction import auction_rule
 from collective.protocols.broadcast import broadcast_rule
@@ -261,9 +260,6 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                    lent(protocol_state), lent(choice), lent(observed), lent(targets), lent(comm), lent(log))
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
-    # f by distance, for the rewards and the local searchers' windows of Λ*: loads, not divisions (issue 25)
-    fractions = proximity_table(radius, max(rows, cols))
-    tabled = not (has_field(landscape) or radius < 0)
     total = 0.0
     for t in range(iterations):
         scene = Scene(good_r[t], good_c[t], evil_r[t], evil_c[t], landscape, shift_r[t], shift_c[t],
@@ -297,7 +293,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     target_r, target_c = targets[i] // cols, targets[i] % cols
                     dr, dc = axis_step_toward(r, target_r, rows), axis_step_toward(c, target_c, cols)
                 else:
-                    stream, dr, dc = local_search_step(r, c, scene, view, stream, fractions)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
             elif code == ORACLE:
                 dr, dc = _oracle_move(r, c, t, good_r, good_c, rules, pointer, i)
             elif code == IMITATION:
@@ -308,7 +304,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
-                    stream, dr, dc = local_search_step(r, c, scene, view, stream, fractions)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
             else:  # Q_LEARNING or SARSA
                 base = _state_base(rules, scene, t, table_row[i], r, c, n_cells)
                 states[i] = base
@@ -338,7 +334,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
         paid = quorum_pays(new_r, new_c, agents, after, threshold)
         for i in range(agents):
             r, c = new_r[i], new_c[i]
-            reward = tabled_reward(after, r, c, paid, fractions) if tabled else step_reward(after, r, c, paid)
+            reward = step_reward(after, r, c, paid)
             total += reward
             if keeps_totals:
                 agent_totals[agent_ids[i]] += reward
