@@ -27,12 +27,6 @@ def random_step(state):
 
 @njit(cache=True)
 def local_best(r, c, scene, view, state):
-    """`inline_local_best` as a call, for the protocol rules: the body compiled once, not in each rule."""
-    return inline_local_best(r, c, scene, view, state)
-
-
-@njit(cache=True, inline="always")
-def inline_local_best(r, c, scene, view, state):
     """The local searcher's choice (paper 003 §5.2.1): (state', row offset, column offset, reward) of
     the best cell in its range-`view` Moore window of `scene`, uniform tie-break among the best cells
     in row-major order; one draw from the stream whose state is `state`.
@@ -85,9 +79,8 @@ def inline_local_best(r, c, scene, view, state):
 @njit(cache=True, inline="always")
 def local_search_step(r, c, scene, view, state):
     """Move toward the best observed cell, one step per axis (spec §5: for view > 1 the cell may
-    be further than one step): (state', row step, column step). The choice inlined into the kernel's
-    loop: called, it cost a local searcher ~10% of its kernel rate (issue 25, docs/speed.md)."""
-    state, dr, dc, _ = inline_local_best(r, c, scene, view, state)
+    be further than one step): (state', row step, column step)."""
+    state, dr, dc, _ = local_best(r, c, scene, view, state)
     return state, np.sign(dr), np.sign(dc)
 
 
