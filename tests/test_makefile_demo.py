@@ -1,6 +1,7 @@
 """`make demo` draws the figures and the report at once; its line fails when either of the two fails, and
 both run to the end whichever fails. The line is taken from `make -n` as make would run it, with a stand-in
 `collective` that records what it was asked and fails on the subcommand named in $FAIL."""
+import os
 import subprocess
 from pathlib import Path
 
@@ -17,8 +18,9 @@ exit 0
 
 def drawing_line() -> str:
     """The recipe's shell line after the sweep's: the figures and the report."""
-    recipe = subprocess.run(["make", "-n", "-o", ".venv/.installed", "demo"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout
+    outside = {name: value for name, value in os.environ.items() if name not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    recipe = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "demo"], cwd=ROOT,
+                            capture_output=True, text=True, check=True, env=outside).stdout  # as under `make test`
     lines = recipe.replace("\\\n", " ").splitlines()
     assert "collective sweep" in lines[0] and len(lines) == 2, recipe
     return lines[1]
