@@ -71,9 +71,12 @@ def test_a_batch_played_in_threads_is_the_batch_played_in_one(monkeypatch, profi
     before = tables.q.copy() if tables is not None else None
     played_in = []
     kernel = evaluate_module._play
+    meeting = threading.Barrier(3, timeout=60)  # in the threaded play, its first three runs meet: three threads
 
     def spying(*args, **kwargs):
         played_in.append((threading.current_thread().name, len(args[1])))
+        if threading.current_thread() is not threading.main_thread() and len(played_in) <= 3:
+            meeting.wait()  # a thread waiting here takes no other run, so each of the three is another thread's
         return kernel(*args, **kwargs)
 
     monkeypatch.setattr(evaluate_module, "_play", spying)
@@ -84,7 +87,7 @@ def test_a_batch_played_in_threads_is_the_batch_played_in_one(monkeypatch, profi
     three = play(config, batch, threads=3, tables=tables)
     assert len(simulate_batch.signatures) == variants  # the views are the arrays' types: nothing compiled again
     assert sorted(size for _, size in played_in) == [1] * 4 + [2] * 8  # 4 runs a thread
-    assert len({name for name, _ in played_in}) > 1 and three.threads == 3
+    assert len({name for name, _ in played_in}) == 3 and three.threads == 3
     _same(one, three)
     if tables is not None:
         assert tables.q.tobytes() == before.tobytes() and tables.n_written[0] == 0  # only read
