@@ -27,9 +27,18 @@ def count_table_accesses(comm, learning, bootstraps, address_bits):
     (protocols/__init__.py). writes: each training update writes one value. reads_and_writes: that
     write, the decision's read of the state's 9 values (training and scored passes), and in a
     Q-learning update (`bootstraps`) the read of the next state's 9 values for its target."""
-    reads = 1
     if learning:
-        count(comm, WRITES, 1, FLOAT_BITS + address_bits)
-        count(comm, READS_AND_WRITES, 1, FLOAT_BITS + address_bits)
-        reads += bootstraps
+        count_learning_accesses(comm, 1, bootstraps, address_bits)
+    else:
+        count(comm, READS_AND_WRITES, 1, ACTIONS * FLOAT_BITS + address_bits)
+
+
+@njit(cache=True, inline="always")
+def count_learning_accesses(comm, steps, bootstrapping, address_bits):
+    """`count_table_accesses` of `steps` training steps at once, `bootstrapping` of them Q-learning updates that
+    read the next state's values (a training loop counts a whole pass in one call). Every count and bit count is
+    a whole number, so each float64 sum is exact (below 2^53) in any order: the same values as step by step."""
+    count(comm, WRITES, steps, steps * (FLOAT_BITS + address_bits))
+    count(comm, READS_AND_WRITES, steps, steps * (FLOAT_BITS + address_bits))
+    reads = steps + bootstrapping
     count(comm, READS_AND_WRITES, reads, reads * (ACTIONS * FLOAT_BITS + address_bits))

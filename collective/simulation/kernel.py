@@ -48,9 +48,8 @@ from collective.protocols.auction import auction_rule
 from collective.protocols.broadcast import broadcast_rule
 from collective.protocols.dictatorship import dictatorship_rule
 from collective.protocols.hierarchy import hierarchy_rule
-from collective.protocols.kernel_support import (COMM_SLOTS, FLOAT_BITS, READS_AND_WRITES, WRITES, count, empty_log,
-                                                 table_distinct, table_entropy_bits, table_log)
-from collective.protocols.shared_q import ACTIONS, count_table_accesses
+from collective.protocols.kernel_support import COMM_SLOTS, empty_log, table_distinct, table_entropy_bits, table_log
+from collective.protocols.shared_q import count_learning_accesses, count_table_accesses
 from collective.protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
@@ -827,21 +826,8 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                         q[here] += alpha * (scaled - q[here])
                 if t == 0 and start_maxima.shape[0] > 0:  # it wrote a start row (row 0: its base is cell * 9)
                     start_maxima[states[i] // 9] = max_q(q, states[i])
-        _count_pass_table_accesses(comm, agents * iterations, bootstrapping * (iterations - 1), address_bits)
+        count_learning_accesses(comm, agents * iterations, bootstrapping * (iterations - 1), address_bits)
     n_written[0] = n
-
-
-@njit(cache=True, inline="always")
-def _count_pass_table_accesses(comm, steps, bootstrapping_steps, address_bits):
-    """`count_table_accesses` for a whole training pass at once: `steps` learning agent-steps, of which
-    `bootstrapping_steps` read the next state's row (a Q-learner's, t + 1 < T). Every count and bit count is a
-    whole number, so each float64 sum is exact (below 2^53, beyond 10^13 agent-steps) in any order: the same
-    values as counting step by step (tests/test_training_loops.py), without six additions through memory per
-    agent-step."""
-    count(comm, WRITES, steps, steps * (FLOAT_BITS + address_bits))
-    count(comm, READS_AND_WRITES, steps, steps * (FLOAT_BITS + address_bits))
-    reads = steps + bootstrapping_steps
-    count(comm, READS_AND_WRITES, reads, reads * (ACTIONS * FLOAT_BITS + address_bits))
 
 
 @njit(cache=True)
