@@ -123,14 +123,13 @@ def batch_episodes(config: EvaluationConfig) -> int:
     """Episodes per batch: enough work per kernel call to amortise its overhead, or fewer when a
     plug-in declares `batch_episodes` (a persistent learner learns from batch to batch). With pooled
     draws (`pattern_pool`) on an evaluation whose numbers do not depend on where batches end (`ramps`),
-    a whole number of FIRST_BATCH_SHARE pool blocks (rounded down: never more than the memory check counts):
-    no batch of `batch_indices`, ramped or not, then cuts a block, which both batches would draw whole
-    (`pool_blocks`)."""
+    a whole number of pool blocks (rounded down: never more than the memory check counts): no batch of
+    `batch_indices`, ramped or not (its ramp goes in whole blocks too), then cuts a block, which both batches
+    would draw whole (`pool_blocks`)."""
     declared = [plugin.batch_episodes for plugin in config.plugins if plugin.batch_episodes]
     size = int(max(1, min([config.episodes, TARGET_AGENT_STEPS_PER_BATCH // episode_agent_steps(config)] + declared)))
-    whole = config.pattern_pool * FIRST_BATCH_SHARE
-    if config.pattern_pool and not declared and size >= whole and ramps(config):
-        return size // whole * whole
+    if config.pattern_pool and not declared and size >= config.pattern_pool and ramps(config):
+        return size // config.pattern_pool * config.pattern_pool
     return size
 
 
@@ -587,12 +586,16 @@ def prepared_environments(config: EvaluationConfig, episodes: np.ndarray,
 FIRST_BATCH_SHARE = 8  # a ramped evaluation's first batch: 1/8 of a batch (`batch_indices`)
 
 
-def batch_indices(episodes: int, size: int, ramp: bool = False) -> list[np.ndarray]:
+def batch_indices(episodes: int, size: int, ramp: bool = False, granule: int = 1) -> list[np.ndarray]:
     """The episode indices 0..episodes-1 in batches of `size`; with `ramp` the first batch holds
     1/FIRST_BATCH_SHARE of one and each next twice the last, up to `size`: play starts after a small
     batch's generation, and each next batch is generated while the last, half as large, plays
-    (`batches_ahead`)."""
-    indices, first, current = [], 0, max(1, size // FIRST_BATCH_SHARE) if ramp else size
+    (`batches_ahead`). When `granule` (a pool block) divides `size`, the ramp's first batch is a whole
+    number of granules too, at least one, so that every batch edge is a block edge."""
+    current = max(1, size // FIRST_BATCH_SHARE) if ramp else size
+    if ramp and size % granule == 0:
+        current = max(granule, current // granule * granule)
+    indices, first = [], 0
     while first < episodes:
         indices.append(np.arange(first, min(first + current, episodes)))
         first += current
@@ -619,7 +622,7 @@ def batches_ahead(config: EvaluationConfig, size: int, ramp: bool = False):
     waits for the threads still preparing (`_join_preparing`), which skip their ceilings: a thread still
     inside compiled code when the interpreter finalises can abort the process (SIGABRT) as it comes back
     for the GIL."""
-    indices = batch_indices(config.episodes, size, ramp)
+    indices = batch_indices(config.episodes, size, ramp, config.pattern_pool or 1)
 
     stopping = threading.Event()  # the caller stopped early: nobody will play what is being prepared
 

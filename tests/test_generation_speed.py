@@ -283,8 +283,8 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     generation is never hidden behind play), and the ramp changes no number, to the last bit (every
     float the result reports is summed exactly; a plain per-batch sum differs in its last bits)."""
     config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=3, rows=6, cols=6,
-                                           iterations=30, episodes=1000, protocol="wisdom")
-    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 400)  # batches of 400
+                                           iterations=30, episodes=6000, protocol="wisdom")
+    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 2400)  # 9 pool blocks a batch
     size = batch_episodes(config)
     assert size < config.episodes, "one batch: nothing to ramp"
     prepared = []
@@ -296,7 +296,7 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     monkeypatch.setattr("collective.evaluate.prepared_environments", recording)
     ramped = evaluate(config)
     assert prepared[0] <= size // 8 and sum(prepared) == config.episodes
-    assert prepared == [len(batch) for batch in batch_indices(config.episodes, size, ramp=True)]
+    assert prepared == [len(batch) for batch in batch_indices(config.episodes, size, True, config.pattern_pool)]
     fixed = evaluate(config, batch_size=size)
     timings = {"wall_seconds", "kernel_seconds", "compile_seconds", "generation_wait_seconds"}
     for field in fields(ramped):
@@ -315,3 +315,11 @@ def test_online_learners_and_plugins_keep_full_batches():
     assert not ramps(EvaluationConfig.from_profile("sound", behaviour="examples.numpy_local_search:LocalSearch"))
     assert [len(b) for b in batch_indices(10, 4)] == [4, 4, 2]
     assert [len(b) for b in batch_indices(100, 32, ramp=True)] == [4, 8, 16, 32, 32, 8]
+
+
+def test_a_ramp_goes_in_whole_pool_blocks():
+    """With pool blocks of 16 episodes dividing the batch size, the ramp starts at one whole block (1/8 of a
+    batch would cut one) and every edge is a block edge; a granule that does not divide the size is ignored."""
+    assert [len(b) for b in batch_indices(300, 96, True, 16)] == [16, 32, 64, 96, 92]
+    assert [len(b) for b in batch_indices(300, 256, True, 16)] == [32, 64, 128, 76]
+    assert [len(b) for b in batch_indices(100, 30, True, 16)] == [3, 6, 12, 24, 30, 25]

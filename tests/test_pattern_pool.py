@@ -180,7 +180,7 @@ def test_pooled_draws_refuse_a_generator_whose_law_depends_on_the_k_wanted(gener
 def test_a_profiles_pool_gives_way_where_its_draws_cannot_be_pooled():
     """sound pools its draws; asked for draws that cannot be pooled (segments capped at K, K as drawn) it draws
     each episode alone and says so in its rows (pattern_pool 0), where an explicit pool is refused above."""
-    assert EvaluationConfig.from_profile("sound").pattern_pool == 64
+    assert EvaluationConfig.from_profile("sound").pattern_pool == 256
     assert EvaluationConfig.from_profile("sound", segment_cap="k_max").pattern_pool == 0
     assert EvaluationConfig.from_profile("sound", k_sampling="generator").pattern_pool == 0
     assert EvaluationConfig.from_profile("paper").pattern_pool == 0
@@ -219,7 +219,7 @@ def test_an_evaluations_batches_hold_whole_blocks(monkeypatch):
     the ramped first ones included, end on block edges, so it draws each block once."""
     config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, episodes=2500)
     monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 1000)  # ~1,000 episodes a batch
-    batches = batch_indices(config.episodes, batch_episodes(config), ramp=True)
+    batches = batch_indices(config.episodes, batch_episodes(config), True, config.pattern_pool)
     assert len(batches) > 4 and len(batches[0]) < len(batches[3]), "no ramp to check"
     assert all(batch[0] % config.pattern_pool == 0 for batch in batches)
     drawn = blocks_drawn(monkeypatch)
