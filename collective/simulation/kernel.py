@@ -596,13 +596,14 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
                                     record, agent_positions, agent_rewards, agent_totals[e])
                 _reset_written(tables, q_initial)
-            if others_search:
-                total += _search_pass(others, starts[e][others], rules, paths, seeds[e], false, scratch, record,
-                                      others_positions, others_rewards, agent_totals[e])
-            elif others.shape[0] > 0:
-                total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
-                                    hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
-                                    others_positions, others_rewards, agent_totals[e])
+            if others.shape[0] > 0:
+                if others_search:
+                    total += _search_pass(others, starts[e][others], rules, paths, seeds[e], false, scratch, record,
+                                          others_positions, others_rewards, agent_totals[e])
+                else:
+                    total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
+                                        hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
+                                        others_positions, others_rewards, agent_totals[e])
                 if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
                         copy_into(positions_out[others[k]], others_positions[k])
