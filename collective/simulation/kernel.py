@@ -10,7 +10,9 @@ Each agent draws from its own stream per pass (`random_streams.derive_stream_see
 kernel may play agents apart whenever they cannot affect one another, with the same result as
 playing them together (the reference's order; the lock-step tests check it):
 - scored pass: together when a coordination threshold or a protocol couples the group, else each
-  learner alone (right after its training, its table still in cache) and the others together;
+  learner alone (right after its training, its table still in cache) and the others together; local
+  searchers with a silent protocol (`searchers_only`) in a loop of their own (`_search_pass`, with the
+  searcher's choice inlined there only);
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone, its table
   hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
