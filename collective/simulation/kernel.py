@@ -393,8 +393,8 @@ def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratc
     """`_play_pass`'s scored pass for local searchers alone with a silent protocol (`searchers_only`): the same
     operations in the same order, so the same rewards, totals, records and streams to the bit. A loop of its
     own, with the searcher's choice inlined (`inline_local_best`): called from `_play_pass`'s loop it costs
-    ~10% of a searcher's rate, and inlined there it made the protocol groups' loop slower and was compiled
-    in every specialisation of `_play_pass` (docs/speed.md). `learning` only says whether the 2016 reset of
+    ~10% of a searcher's rate, and inlined there it made the protocol groups' loop slower and the warm-up's
+    compile 10% longer (docs/speed.md). `learning` only says whether the 2016 reset of
     the first observation applies (it does in a pass that does not learn)."""
     rows, cols, iterations, view, radius, threshold = (rules.rows, rules.cols, rules.iterations, rules.view_range,
                                                        rules.radius, rules.threshold)
