@@ -27,6 +27,12 @@ def random_step(state):
 
 @njit(cache=True)
 def local_best(r, c, scene, view, state):
+    """`inline_local_best` as a call: the body compiled once for the kernel's general loop and the protocol rules."""
+    return inline_local_best(r, c, scene, view, state)
+
+
+@njit(cache=True, inline="always")
+def inline_local_best(r, c, scene, view, state):
     """The local searcher's choice (paper 003 §5.2.1): (state', row offset, column offset, reward) of
     the best cell in its range-`view` Moore window of `scene`, uniform tie-break among the best cells
     in row-major order; one draw from the stream whose state is `state`.

@@ -10,7 +10,9 @@ Each agent draws from its own stream per pass (`random_streams.derive_stream_see
 kernel may play agents apart whenever they cannot affect one another, with the same result as
 playing them together (the reference's order; the lock-step tests check it):
 - scored pass: together when a coordination threshold or a protocol couples the group, else each
-  learner alone (right after its training, its table still in cache) and the others together;
+  learner alone (right after its training, its table still in cache) and the others together; local
+  searchers with a silent protocol (`searchers_only`) in a loop of their own (`_search_pass`, with the
+  searcher's choice inlined there only);
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone, its table
   hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
@@ -34,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
-from collective.behaviours.decisions import (action_values, greedy_action_masked, learner_action,
+from collective.behaviours.decisions import (action_values, greedy_action_masked, inline_local_best, learner_action,
                                              local_search_step, max_q, oracle_step, random_step)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
@@ -374,6 +376,69 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
 
 
 @njit(cache=True)
+def searchers_only(codes, protocol_code):
+    """Whether `_search_pass` may play these agents' scored pass: all local searchers (whose choices read no
+    protocol's targets when none speaks: without a protocol, or under shared_q, which only learners use)."""
+    if protocol_code != NONE and protocol_code != SHARED_Q:
+        return False
+    for code in codes:
+        if code != LOCAL_SEARCH:
+            return False
+    return codes.shape[0] > 0
+
+
+@njit(cache=True)
+def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratch, record, rec_positions,
+                 rec_rewards, agent_totals):
+    """`_play_pass`'s scored pass for local searchers alone with a silent protocol (`searchers_only`): the same
+    operations in the same order, so the same rewards, totals, records and streams to the bit. A loop of its
+    own, with the searcher's choice inlined (`inline_local_best`): called from `_play_pass`'s loop it costs
+    ~10% of a searcher's rate, and inlined there it made the protocol groups' loop slower and the warm-up's
+    compile 10% longer (docs/speed.md). `learning` only says whether the 2016 reset of
+    the first observation applies (it does in a pass that does not learn)."""
+    rows, cols, iterations, view, radius, threshold = (rules.rows, rules.cols, rules.iterations, rules.view_range,
+                                                       rules.radius, rules.threshold)
+    good_r, good_c, evil_r, evil_c = paths.good_r, paths.good_c, paths.evil_r, paths.evil_c
+    landscape, shift_r, shift_c = field_ref(paths.landscape), paths.shift_r, paths.shift_c
+    pos_r, pos_c, new_r, new_c, streams = scratch.pos_r, scratch.pos_c, scratch.new_r, scratch.new_c, scratch.streams
+    agents = agent_ids.shape[0]
+    for i in range(agents):
+        pos_r[i] = starts[i] // cols
+        pos_c[i] = starts[i] % cols
+        streams[i, 0] = derive_stream_seed(episode_seed, agent_ids[i] + 1, SCORED_PASS)
+        if record:
+            rec_positions[i, 0] = starts[i]
+    keeps_totals = agent_totals.shape[0] > 0
+    reset_first = rules.reset_first_observation and not learning
+    total = 0.0
+    for t in range(iterations):
+        scene = Scene(good_r[t], good_c[t], evil_r[t], evil_c[t], landscape, shift_r[t], shift_c[t],
+                      rows, cols, radius)
+        if reset_first and t == 0:  # main.cpp's reset before the first scored observation (`_play_pass`)
+            scene = reset_scene(landscape, rows, cols)
+        for i in range(agents):
+            r, c = pos_r[i], pos_c[i]
+            stream, dr, dc, _ = inline_local_best(r, c, scene, view, streams[i, 0])
+            streams[i, 0] = stream
+            new_r[i] = wrap(r + np.sign(dr), rows)
+            new_c[i] = wrap(c + np.sign(dc), cols)
+        after = Scene(good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1], landscape, shift_r[t + 1],
+                      shift_c[t + 1], rows, cols, radius)
+        paid = quorum_pays(new_r, new_c, agents, after, threshold)
+        for i in range(agents):
+            r, c = new_r[i], new_c[i]
+            reward = step_reward(after, r, c, paid)
+            total += reward
+            if keeps_totals:
+                agent_totals[agent_ids[i]] += reward
+            pos_r[i], pos_c[i] = r, c
+            if record:
+                rec_positions[i, t + 1] = r * cols + c
+                rec_rewards[i, t] = reward
+    return total
+
+
+@njit(cache=True)
 def _oracle_move(r, c, t, good_r, good_c, rules, pointer, slot):
     """An oracle's step at iteration t: interception of ⊕'s earliest reachable future cell (paper
     003 §5.2.1, `oracle_step`), or with `cpp_oracle` one approach step toward ⊕'s next cell, as
@@ -437,6 +502,9 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         has_imitator |= codes[i] == IMITATION
     passes = training_passes if learner_ids.shape[0] > 0 and table_mode == PER_EPISODE else 0
     others = np.flatnonzero(table_row < 0)  # the non-learners
+    # local searchers with a silent protocol play their scored pass in a loop of their own (`_search_pass`)
+    searchers = searchers_only(codes, talk.code)
+    others_search = searchers_only(codes[others], talk.code)
     recorded = others.shape[0] if record else 0
     others_positions = np.empty((recorded, iterations + 1), np.int32)
     others_rewards = np.empty((recorded, iterations), np.float64)
@@ -506,10 +574,14 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                           passes, tables.q, tables.dirty, tables.written, tables.n_written, moves,
                                           rewards)
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
-            total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
-                               scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
-                               rewards_out,
-                               agent_totals[e])
+            if searchers:
+                total = _search_pass(agent_ids, starts[e], rules, paths, seeds[e], scored_learning, scratch, record,
+                                     positions_out, rewards_out, agent_totals[e])
+            else:
+                total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
+                                   scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
+                                   rewards_out,
+                                   agent_totals[e])
             talk.entropy[e] = table_entropy_bits(talk.log)
             talk.distinct[e] = table_distinct(talk.log)
             _reset_written(tables, q_initial)
@@ -527,9 +599,13 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                     record, agent_positions, agent_rewards, agent_totals[e])
                 _reset_written(tables, q_initial)
             if others.shape[0] > 0:
-                total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
-                                    hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
-                                    others_positions, others_rewards, agent_totals[e])
+                if others_search:
+                    total += _search_pass(others, starts[e][others], rules, paths, seeds[e], false, scratch, record,
+                                          others_positions, others_rewards, agent_totals[e])
+                else:
+                    total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
+                                        hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
+                                        others_positions, others_rewards, agent_totals[e])
                 if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
                         copy_into(positions_out[others[k]], others_positions[k])
