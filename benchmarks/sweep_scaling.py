@@ -8,13 +8,15 @@ Ray and its actors. Ratios: Ray overhead = 1 Ray worker / serial, scaling = 1 wo
 
 Timings depend on what else the machine runs, and a shared VM's speed drifts by 20% or more from
 minute to minute, so the three executors run in interleaved rounds (`--rounds`, default 3) and
-the ratios use each executor's fastest sweep, the usual estimate of its undisturbed time.
+the ratios use each executor's fastest sweep, the usual estimate of its undisturbed time. Each line
+ends with the machine's 1-minute load average after the run: quote it with the figures.
 
     .venv/bin/python benchmarks/sweep_scaling.py [--rounds N]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -53,7 +55,7 @@ def measure(label: str, executor) -> tuple[float, float]:
         started = time.perf_counter()
         summary = run_spec(spec, out, timed)
         total = time.perf_counter() - started
-    print(f"{label:<16}{timed.sweep_seconds:>10.1f}{total:>10.1f}{summary.rows:>10,}")
+    print(f"{label:<16}{timed.sweep_seconds:>10.2f}{total:>10.1f}{summary.rows:>10,}{os.getloadavg()[0]:>8.2f}")
     return timed.sweep_seconds, total
 
 
@@ -63,11 +65,11 @@ rounds = parser.parse_args().rounds
 spec = load_spec(SPEC)
 executors = {"serial": lambda: SerialExecutor(spec), "ray, 1 worker": lambda: RayExecutor(spec, workers=1),
              "ray, 2 workers": lambda: RayExecutor(spec, workers=2)}
-print(f"{'executor':<16}{'sweep s':>10}{'total s':>10}{'rows':>10}")
+print(f"{'executor':<16}{'sweep s':>10}{'total s':>10}{'rows':>10}{'load':>8}")
 fastest = {label: float("inf") for label in executors}
 for _ in range(rounds):
     for label, make in executors.items():
         fastest[label] = min(fastest[label], measure(label, make())[0])
 serial, one, two = fastest.values()
-print(f"fastest sweeps: serial {serial:.1f} s, 1 worker {one:.1f} s, 2 workers {two:.1f} s")
+print(f"fastest sweeps: serial {serial:.2f} s, 1 worker {one:.2f} s, 2 workers {two:.2f} s")
 print(f"Ray overhead (1 worker / serial): {one / serial:.3f}; scaling (1 worker / 2 workers): {one / two:.2f}x")
