@@ -14,7 +14,7 @@ import pytest
 from numba.core import config as numba_config
 
 from collective.sweeps.store import MANIFEST_FILE, TIMING_COLUMNS
-from collective.sweeps.runtime import RayExecutor, SerialExecutor
+from collective.sweeps.runtime import RayExecutor, SerialExecutor, arrow_stream, stream_table
 from collective.sweeps.command import run_spec
 from collective.sweeps.spec import parse_spec
 from collective.sweeps.plan import generate_block, plan, play_unit
@@ -35,6 +35,19 @@ def tiny_reference(tiny, tmp_path_factory):
 @pytest.fixture(scope="module")
 def slow():
     return parse_spec(tomllib.loads(SLOW_SPEC), "slow")
+
+
+def test_a_units_rows_reach_the_driver_as_played(tiny):
+    """A GroupHost returns a unit's rows as an Arrow IPC stream: the rows of several groups' tables (one
+    record batch each), with null, NaN and list columns, come out of it with the played schema and values."""
+    block = plan(tiny)[0]
+    unit = max(block.units, key=lambda u: len(u.groups))
+    played = play_unit(tiny, unit, generate_block(tiny, block))
+    assert played.column("score").num_chunks == len(unit.groups) > 1
+    assert played.column("local_optima").null_count and "nan" in str(played.column("message_entropy_bits"))
+    received = stream_table(arrow_stream(played))
+    assert received.schema.equals(played.schema, check_metadata=True)
+    assert str(received.to_pylist()) == str(played.to_pylist())  # NaN compares equal as text
 
 
 @pytest.mark.parametrize("workers", [1, 2])
