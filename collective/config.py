@@ -67,7 +67,7 @@ PROFILES: dict[str, dict[str, object]] = {
         # grid, segments of 1..⌊T/2⌋ moves as §4.2 says, K normalised by the N-cell alphabet (3)
         pattern_generator="cyclic", segment_cap="half_T", evil_pairing="independent", entropy_rule="pairing",
         lazy_segment_shuffle=True,  # issue 25: long segments (anytime test) drawn in O(moves walked), not O(T)
-        pattern_pool=256,  # issue 25: a block's draws shared among its K targets: the same law given K, ~4x cheaper
+        pattern_pool=512,  # issue 25: a block's draws shared among its K targets: the same law given K, ~4x cheaper
         k_on_played_paths=True, k_sampling="stratified", k_min=2, k_max=23, k_normalisation="log_alphabet",
         # learners and the anytime test (points 4-6): learners train ε-greedily on held-out episodes of
         # the cell, then are scored greedily on an unseen one; the anytime budget follows Definition 19

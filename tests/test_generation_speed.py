@@ -284,7 +284,7 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     float the result reports is summed exactly; a plain per-batch sum differs in its last bits)."""
     config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=3, rows=6, cols=6,
                                            iterations=30, episodes=6000, protocol="wisdom")
-    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 2400)  # 9 pool blocks a batch
+    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 4200)  # 8 pool blocks a batch
     size = batch_episodes(config)
     assert size < config.episodes, "one batch: nothing to ramp"
     prepared = []

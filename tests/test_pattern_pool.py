@@ -180,7 +180,7 @@ def test_pooled_draws_refuse_a_generator_whose_law_depends_on_the_k_wanted(gener
 def test_a_profiles_pool_gives_way_where_its_draws_cannot_be_pooled():
     """sound pools its draws; asked for draws that cannot be pooled (segments capped at K, K as drawn) it draws
     each episode alone and says so in its rows (pattern_pool 0), where an explicit pool is refused above."""
-    assert EvaluationConfig.from_profile("sound").pattern_pool == 256
+    assert EvaluationConfig.from_profile("sound").pattern_pool == 512
     assert EvaluationConfig.from_profile("sound", segment_cap="k_max").pattern_pool == 0
     assert EvaluationConfig.from_profile("sound", k_sampling="generator").pattern_pool == 0
     assert EvaluationConfig.from_profile("paper").pattern_pool == 0
@@ -217,8 +217,8 @@ def test_one_episode_at_a_time_draws_each_block_once(monkeypatch):
 def test_an_evaluations_batches_hold_whole_blocks(monkeypatch):
     """A block cut by a batch edge would be drawn whole by both batches (`pool_blocks`): an evaluation's batches,
     the ramped first ones included, end on block edges, so it draws each block once."""
-    config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, episodes=2500)
-    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 1000)  # ~1,000 episodes a batch
+    config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, episodes=6000)
+    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 2000)  # ~2,000 episodes a batch
     batches = batch_indices(config.episodes, batch_episodes(config), True, config.pattern_pool)
     assert len(batches) > 4 and len(batches[0]) < len(batches[3]), "no ramp to check"
     assert all(batch[0] % config.pattern_pool == 0 for batch in batches)
