@@ -110,14 +110,15 @@ def _homogeneity_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.chi2_contingency(np.array(merged).T).pvalue)
 
 
-def test_pooled_pairs_are_distributed_as_lone_pairs():
-    """5x5, T = 20, K 2..8, ⊕/⊖ pairs kept when both played paths keep K: 4,000 pooled episodes against 4,000
-    drawn alone (`independent_pair_on_played_paths`), per K target, on five statistics (Bonferroni over 5).
-    Control: the lone pairs without the played-path condition (⊖ drawn once, collisions left to change K)
-    differ from the pooled ones in the steps spent side by side."""
-    iterations, episodes, k_min, k_max = 20, 4_032, 2, 8
+@pytest.mark.parametrize("block", [64, EvaluationConfig.from_profile("sound").pattern_pool])
+def test_pooled_pairs_are_distributed_as_lone_pairs(block):
+    """5x5, T = 20, K 2..8, ⊕/⊖ pairs kept when both played paths keep K: 4,096 pooled episodes (blocks of 64,
+    and of the default profile's pool) against 4,096 drawn alone (`independent_pair_on_played_paths`), per K
+    target, on five statistics (Bonferroni over 5). Control: the lone pairs without the played-path condition
+    (⊖ drawn once, collisions left to change K) differ from the pooled ones in the steps spent side by side."""
+    iterations, episodes, k_min, k_max = 20, 4_096, 2, 8
     seeds = np.random.SeedSequence(7).generate_state(2 * episodes, np.uint64)
-    pooled, pooled_evil = pooled_patterns(SOUND_DRAWS, seeds[:episodes], 64, ROWS_PAIR, COLS_PAIR, iterations,
+    pooled, pooled_evil = pooled_patterns(SOUND_DRAWS, seeds[:episodes], block, ROWS_PAIR, COLS_PAIR, iterations,
                                           k_min, k_max, seeds[:episodes] ^ np.uint64(0xE71))
     assert (_k_of(pooled.positions, iterations) == pooled.k_raw).all()
     assert (_k_of(pooled_evil, iterations) == pooled.k_raw).all()
