@@ -7,11 +7,16 @@ mixed group's searchers (global ids and totals of a subset).
 """
 import numpy as np
 import pytest
+from numba import njit
 
 from collective.behaviours import LOCAL_SEARCH, ORACLE, Q_LEARNING
+from collective.behaviours.decisions import inline_local_best, search_table, tabled_local_best
+from collective.environments.scene import Scene, field_ref
+from collective.environments.torus import wrap
 from collective.protocols import AUCTION, NONE, SHARED_Q
 from collective.simulation.kernel import (EpisodePaths, Rules, Scratch, _cells_to_coordinates, _play_pass,
-                                          _search_pass, learner_workspace, searchers_only, talk_workspace)
+                                          _search_pass, learner_workspace, searchers_only, step_reward,
+                                          talk_workspace)
 
 T = 15
 
@@ -51,7 +56,7 @@ def _play(fast, rules, paths, seed, ids, starts, group, learning, record, totals
     agent_totals = np.zeros(group if totals else 0)
     if fast:
         total = _search_pass(ids, starts, rules, paths, seed, learning, scratch, record, positions, rewards,
-                             agent_totals)
+                             agent_totals, search_table(rules.rows, rules.cols, rules.radius))
     else:
         codes = np.full(agents, LOCAL_SEARCH, np.int64)
         tables = learner_workspace(codes, rules.rows, rules.cols, T, 0, 0.0, False)
@@ -94,6 +99,40 @@ def test_search_pass_is_play_pass(rows, cols, view):
                         assert np.array_equal(getattr(fast[4], name), getattr(twin[4], name))
                     compared += 1
     assert compared == 4 * 4 * 3 * 4
+
+
+@njit
+def _table_mismatches(rows, cols, radius, agents_r, agents_c, state):
+    """Over every ⊕ and ⊖ cell and the agents' cells given: how often the `search_table` choice (state', action)
+    differs from `inline_local_best`'s, and its reward part from `step_reward`'s, paid or not."""
+    table = search_table(rows, cols, radius)
+    no_field = field_ref(np.empty(0))
+    wrong = 0
+    for k in range(agents_r.shape[0]):
+        r, c = agents_r[k], agents_c[k]
+        for good in range(rows * cols):
+            for evil in range(rows * cols):
+                scene = Scene(good // cols, good % cols, evil // cols, evil % cols, no_field, 0, 0, rows, cols, radius)
+                state += np.uint64(0x9E3779B97F4A7C15)
+                slow_state, dr, dc, _ = inline_local_best(r, c, scene, 1, state)
+                fast_state, action = tabled_local_best(r, c, good // cols, good % cols, evil // cols, evil % cols,
+                                                       rows, cols, table.reach, table.keys, table.ties, table.best,
+                                                       state)
+                wrong += slow_state != fast_state or dr != action // 3 - 1 or dc != action % 3 - 1
+                lost = table.pays[wrap(evil // cols - r, rows) * cols + wrap(evil % cols - c, cols)]
+                gained = table.pays[wrap(good // cols - r, rows) * cols + wrap(good % cols - c, cols)]
+                wrong += step_reward(scene, r, c, True) != gained - lost or step_reward(scene, r, c, False) != -lost
+    return wrong
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 3), (4, 7), (10, 10)])
+@pytest.mark.parametrize("radius", [0, 1, 2, 3])
+def test_the_search_table_chooses_as_the_searcher_does(rows, cols, radius):
+    """Every placement of ⊕ and ⊖ around searchers at a corner, an edge and inside: the tabled choice is the
+    computed one (state and action) and the tabled reward the computed one, to the bit. A table one offset
+    short of the reach (view + radius) fails here (checked)."""
+    agents_r, agents_c = np.array([0, 0, rows // 2, rows - 1]), np.array([0, cols // 2, cols // 2, cols - 1])
+    assert _table_mismatches(rows, cols, radius, agents_r, agents_c, np.uint64(rows * 1000 + cols * 10 + radius)) == 0
 
 
 def test_searchers_only_takes_silent_searcher_groups():

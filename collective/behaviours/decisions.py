@@ -10,12 +10,24 @@ argument of a compiled call, would cost two atomic reference counts each time (i
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from collective.simulation.random_streams import advance_uniform_float, advance_uniform_int
-from collective.environments.scene import is_landscape, is_reset, moore_rewards, window_reach, window_reward
-from collective.environments.torus import axis_step_toward, chebyshev, wrap
+from collective.environments.scene import (Scene, field_ref, is_landscape, is_reset, moore_rewards, window_reach,
+                                           window_reward)
+from collective.environments.torus import axis_step_toward, chebyshev, proximity, wrap
+
+# The local searcher's range-1 window of Λ* and its reward, tabled by the objects' offsets (`search_table`). An
+# offset is δr·cols + δc, δ = (object - agent) wrapped onto the ring; the window's rewards depend on ⊕'s and ⊖'s
+# offsets alone (the torus looks the same from every cell). reach (cells,): an offset's key, 1.. for the
+# offsets within view + radius of the agent, 0 for the rest (`window_reach`: the object pays nothing in the
+# window); keys: how many keys; ties (keys²,): the window's best cells for ⊕'s key · keys + ⊖'s key; best
+# (keys² · 9,): their actions, ascending (`greedy_action`'s tie order); pays (cells,): `proximity` of the
+# object at an offset from the agent's cell, the reward's part from it.
+SearchTable = namedtuple("SearchTable", "reach keys ties best pays")
 
 
 @njit(cache=True, inline="always")
@@ -80,6 +92,52 @@ def inline_local_best(r, c, scene, view, state):
                          evil_reaches) == best:
             pick -= 1
     return state, i - view, j - view, best
+
+
+@njit(cache=True)
+def search_table(rows, cols, radius):
+    """The `SearchTable` of a rows x cols torus and reward radius, from `moore_rewards` and `greedy_action`'s
+    tie rule: a table searcher's choice is `inline_local_best`'s to the bit (tests/test_search_pass.py)."""
+    reach = np.zeros(rows * cols, np.int64)
+    key_r, key_c = np.zeros(rows * cols + 1, np.int64), np.zeros(rows * cols + 1, np.int64)
+    pays = np.empty(rows * cols)
+    keys = 1
+    for dr in range(rows):
+        for dc in range(cols):
+            distance = chebyshev(0, 0, dr, dc, rows, cols)
+            pays[dr * cols + dc] = proximity(distance, radius)
+            if distance <= 1 + radius:
+                reach[dr * cols + dc] = keys
+                key_r[keys], key_c[keys] = dr, dc
+                keys += 1
+    ties, best = np.empty(keys * keys, np.int64), np.empty(keys * keys * 9, np.int64)
+    no_field = field_ref(np.empty(0))
+    for good in range(keys):
+        for evil in range(keys):
+            scene = Scene(key_r[good], key_c[good], key_r[evil], key_c[evil], no_field, 0, 0, rows, cols, radius)
+            values = moore_rewards(scene, 0, 0, good > 0, evil > 0)
+            top = values[0]
+            for a in range(1, 9):
+                top = values[a] if values[a] > top else top
+            pair, n = good * keys + evil, 0
+            for a in range(9):
+                if values[a] == top:
+                    best[pair * 9 + n] = a
+                    n += 1
+            ties[pair] = n
+    return SearchTable(reach, keys, ties, best, pays)
+
+
+@njit(cache=True, inline="always")
+def tabled_local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach, keys, ties, best, state):
+    """`inline_local_best` for a range-1 window of a Λ* scene (not the reset field), from its `SearchTable`'s
+    reach, keys, ties and best (arrays, not the tuple: its making would count a reference to each): (state',
+    action), the same draw and the same action."""
+    good = reach[np.uintp(wrap(good_r - r, rows) * cols + wrap(good_c - c, cols))]
+    evil = reach[np.uintp(wrap(evil_r - r, rows) * cols + wrap(evil_c - c, cols))]
+    pair = np.uintp(good * keys + evil)
+    state, pick = advance_uniform_int(state, ties[pair])
+    return state, best[pair * np.uintp(9) + np.uintp(pick)]
 
 
 @njit(cache=True, inline="always")

@@ -36,8 +36,9 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
-from collective.behaviours.decisions import (action_values, greedy_action_masked, inline_local_best, learner_action,
-                                             local_search_step, max_q, oracle_step, random_step)
+from collective.behaviours.decisions import (action_values, greedy_action_masked, inline_local_best,
+                                             learner_action, local_search_step, max_q, oracle_step, random_step,
+                                             search_table, tabled_local_best)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.prefetch import prefetch
@@ -389,7 +390,7 @@ def searchers_only(codes, protocol_code):
 
 @njit(cache=True)
 def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratch, record, rec_positions,
-                 rec_rewards, agent_totals):
+                 rec_rewards, agent_totals, table):
     """`_play_pass`'s scored pass for local searchers alone with a silent protocol (`searchers_only`): the same
     operations in the same order, so the same rewards, totals, records and streams to the bit. A loop of its
     own, with the searcher's choice inlined (`inline_local_best`): called from `_play_pass`'s loop it costs
@@ -402,6 +403,8 @@ def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratc
     landscape, shift_r, shift_c = field_ref(paths.landscape), paths.shift_r, paths.shift_c
     pos_r, pos_c, new_r, new_c, streams = scratch.pos_r, scratch.pos_c, scratch.new_r, scratch.new_c, scratch.streams
     agents = agent_ids.shape[0]
+    tabled = view == 1 and paths.landscape.shape[0] == 0  # a range-1 window of Λ*: `tabled_local_best`
+    reach, keys, ties, best, pays = table.reach, table.keys, table.ties, table.best, table.pays
     for i in range(agents):
         pos_r[i] = starts[i] // cols
         pos_c[i] = starts[i] % cols
@@ -416,18 +419,31 @@ def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratc
                       rows, cols, radius)
         if reset_first and t == 0:  # main.cpp's reset before the first scored observation (`_play_pass`)
             scene = reset_scene(landscape, rows, cols)
-        for i in range(agents):
-            r, c = pos_r[i], pos_c[i]
-            stream, dr, dc, _ = inline_local_best(r, c, scene, view, streams[i, 0])
-            streams[i, 0] = stream
-            new_r[i] = wrap(r + np.sign(dr), rows)
-            new_c[i] = wrap(c + np.sign(dc), cols)
+        if tabled and not (reset_first and t == 0):
+            for i in range(agents):
+                r, c = pos_r[i], pos_c[i]
+                streams[i, 0], action = tabled_local_best(r, c, good_r[t], good_c[t], evil_r[t], evil_c[t], rows,
+                                                          cols, reach, keys, ties, best, streams[i, 0])
+                new_r[i] = wrap(r + action // 3 - 1, rows)
+                new_c[i] = wrap(c + action % 3 - 1, cols)
+        else:
+            for i in range(agents):
+                r, c = pos_r[i], pos_c[i]
+                stream, dr, dc, _ = inline_local_best(r, c, scene, view, streams[i, 0])
+                streams[i, 0] = stream
+                new_r[i] = wrap(r + np.sign(dr), rows)
+                new_c[i] = wrap(c + np.sign(dc), cols)
         after = Scene(good_r[t + 1], good_c[t + 1], evil_r[t + 1], evil_c[t + 1], landscape, shift_r[t + 1],
                       shift_c[t + 1], rows, cols, radius)
         paid = quorum_pays(new_r, new_c, agents, after, threshold)
         for i in range(agents):
             r, c = new_r[i], new_c[i]
-            reward = step_reward(after, r, c, paid)
+            if tabled:  # `step_reward` from the table: the same proximities, the same difference
+                lost = pays[np.uintp(wrap(after.evil_r - r, rows) * cols + wrap(after.evil_c - c, cols))]
+                reward = pays[np.uintp(wrap(after.good_r - r, rows) * cols + wrap(after.good_c - c, cols))] - lost \
+                    if paid else -lost
+            else:
+                reward = step_reward(after, r, c, paid)
             total += reward
             if keeps_totals:
                 agent_totals[agent_ids[i]] += reward
@@ -524,6 +540,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     train_shift_r, train_shift_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
     train_hidden = np.full(n_training, -1, np.int64)
     moves = cell_moves(rows, cols)
+    searched = search_table(rows, cols, radius) if searchers or others_search else search_table(1, 1, 0)
     # the learners' training rewards by (t, cell) (`training_rewards`), when each entry is read often enough to repay
     # its making: one training episode (the replayed one), read in every pass of every learner
     tabled = n_training == 1 and passes * learner_ids.shape[0] >= TABLED_REWARD_READS * rows * cols
@@ -576,7 +593,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             if searchers:
                 total = _search_pass(agent_ids, starts[e], rules, paths, seeds[e], scored_learning, scratch, record,
-                                     positions_out, rewards_out, agent_totals[e])
+                                     positions_out, rewards_out, agent_totals[e], searched)
             else:
                 total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                    scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
@@ -601,7 +618,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             if others.shape[0] > 0:
                 if others_search:
                     total += _search_pass(others, starts[e][others], rules, paths, seeds[e], false, scratch, record,
-                                          others_positions, others_rewards, agent_totals[e])
+                                          others_positions, others_rewards, agent_totals[e], searched)
                 else:
                     total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
                                         hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
