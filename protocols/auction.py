@@ -27,7 +27,7 @@ class Auction(Protocol):
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from collective.behaviours.decisions import local_best  # noqa: E402
+from collective.behaviours.decisions import searched_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
@@ -36,15 +36,15 @@ from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, cho
 
 @njit(cache=True)
 def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                 targets, comm, log):
+                 targets, comm, log, search):
     """state = (best bid so far, its cell), reset each pass; used when sticky or in the 2016 form.
     Traffic: every searcher sends its bid (reward and cell) to the m - 1 others, m(m-1) messages
     (each bid logged once)."""
     sticky = values[0] > 0.5
     for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
         # arrays would count a reference to each per iteration)
-        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = local_best(pos_r[i], pos_c[i], member_scene(scene, i),
-                                                                              view, streams[i, 0])
+        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
+            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], search)
     for i in members:
         cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
         log_message(log, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]))

@@ -46,7 +46,7 @@ MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each 
 
 @njit(cache=True)
 def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                   targets, comm, log):
+                   targets, comm, log, search):
     """Traffic (protocols/__init__.py): broadcast, m(m-1) point-to-point reports of a cell and its
     window; wisdom, one write per searcher with non-zero rewards in sight (its cells and rewards), and
     under reads_and_writes also m reads of the whole map (N rewards).
@@ -65,7 +65,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
             r, c = pos_r[i], pos_c[i]  # in locals: the compiler cannot prove the field's stores leave them unchanged
-            observe_window(r, c, member_scene(scene, i), view, observed, i)
+            observe_window(r, c, member_scene(scene, i), view, observed, i, search)
             wrote = 0
             symbol = symbol_start(MAP_WRITE)
             fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)  # unsigned indices: no negative-index fix-up
@@ -97,7 +97,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             field[cell] = -np.inf
         for i in members:  # one report per searcher, heard by the m - 1 others: logged once
             r, c = pos_r[i], pos_c[i]
-            observe_window(r, c, member_scene(scene, i), view, observed, i)
+            observe_window(r, c, member_scene(scene, i), view, observed, i, search)
             symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), r * cols + c)
             fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
             for dr in range(-view, view + 1):

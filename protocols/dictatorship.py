@@ -22,7 +22,7 @@ class Dictatorship(Protocol):
 
 from numba import njit  # noqa: E402
 
-from collective.behaviours.decisions import local_best  # noqa: E402
+from collective.behaviours.decisions import searched_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, count_all,  # noqa: E402
                                       log_message, symbol_add_cell, symbol_start)
@@ -30,15 +30,15 @@ from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, 
 
 @njit(cache=True)
 def dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                      targets, comm, log):
+                      targets, comm, log, search):
     """Traffic: the dictator sends its cell to the m - 1 others (logged once).
 
     Only the dictator's own choice is made (one draw from its stream): every member heads for the
     dictator's cell, so another member's choice would never be read, and its stream, drawn only by
     those choices, never again (spec §6; the reference twin makes them all, to the same targets)."""
     i = members[int(values[0])]
-    streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = local_best(pos_r[i], pos_c[i], member_scene(scene, i),
-                                                                          view, streams[i, 0])
+    streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
+        pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], search)
     target = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
     m = members.shape[0]
     count_all(comm, m - 1, (m - 1) * cell_bits(scene.rows, scene.cols))

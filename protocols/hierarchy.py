@@ -20,7 +20,7 @@ class Hierarchy(Protocol):
 
 from numba import njit  # noqa: E402
 
-from collective.behaviours.decisions import local_best  # noqa: E402
+from collective.behaviours.decisions import searched_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
                                       log_message, symbol_add_cell, symbol_add_value, symbol_start)
@@ -28,12 +28,12 @@ from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell
 
 @njit(cache=True)
 def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                   targets, comm, log):
+                   targets, comm, log, search):
     """Traffic: ranks 2..m each send their best cell and its reward to their parent, m - 1 messages."""
     for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
         # arrays would count a reference to each per iteration)
-        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = local_best(pos_r[i], pos_c[i], member_scene(scene, i),
-                                                                              view, streams[i, 0])
+        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
+            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], search)
     m = members.shape[0]
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1

@@ -1,7 +1,7 @@
 """Compiled helpers shared by the protocols' iteration rules.
 
 Every rule has one signature, `rule(values, members, pos_r, pos_c, scene, view, streams, window,
-field, state, choice, observed, targets, comm, log)`: it reads the searchers' positions (members:
+field, state, choice, observed, targets, comm, log, search)`: it reads the searchers' positions (members:
 indices of the participating agents, in agent order) in `scene` (see `collective.environments.scene`; each
 member's own scene is `member_scene(scene, i)`, which differs between members only for a sham listener), writes
 a target cell for each participant into `targets` (agents,), adds its messages and bits to comm
@@ -12,6 +12,8 @@ scratch for each searcher's local choice (row offset, column offset, reward), `o
 window cells) for its observation, `window` (max(window cells, N),) for a tie list. `streams` (agents,
 1) holds each agent's stream state: a rule draws through `advance_uniform_int(streams[i, 0], n)` and
 stores the state back, never through a row view (a view costs two atomic reference counts; issue 25).
+`search` is the grid's `SearchTable` (`collective.behaviours.decisions`): a searcher's range-1 window of Λ* and
+its choice there read from it (`observe_window`, `searched_best`), `untabled` to compute every window.
 The kernel lends the rules its arrays (`collective.simulation.lent_arrays`): no call counts references.
 
 A message's symbol is a 64-bit hash of its kind and content (cells as integers, rewards by their
@@ -29,6 +31,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from collective.behaviours.decisions import object_keys, tables_window
 from collective.environments.scene import (is_landscape, is_reset, moore_rewards, scene_reward, window_reach,
                                            window_reward)
 from collective.environments.torus import wrap
@@ -306,13 +309,23 @@ def window_column(c, dc, cols, fits):
 
 
 @njit(cache=True, inline="always")
-def observe_window(r, c, scene, view, observed, i):
+def observe_window(r, c, scene, view, observed, i, search):
     """observed[i, k] = R of the k-th cell of the range-`view` window around (r, c), row by row;
-    returns the smallest and the largest. The local searcher's fast window (`moore_rewards` for a
-    range-1 window of Λ*, else `window_reward`; objects beyond reach unread), to the bit what
+    returns the smallest and the largest. The local searcher's fast window (from the `SearchTable` `search`
+    when it tables it, `moore_rewards` for another range-1 window of Λ*, else `window_reward`; objects beyond
+    reach unread), to the bit what
     `observe_window_cells`, its slow twin, reads with `scene_reward` (tests/test_window_rewards.py).
     Inlined, and written through the 2-D array rather than a row view, whose reference count would
     cost more than the window's arithmetic."""
+    if tables_window(scene, view, search):
+        good, evil = object_keys(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows, scene.cols,
+                                 search.reach)
+        low, high = np.inf, -np.inf
+        for k in range(9):  # `moore_rewards`' differences, of the same parts
+            value = search.parts[np.uintp(good * 9 + k)] - search.parts[np.uintp(evil * 9 + k)]
+            observed[np.uintp(i), np.uintp(k)] = value
+            low, high = min(low, value), max(high, value)
+        return low, high
     lambda_star = not (is_landscape(scene) or is_reset(scene))
     good_reaches, evil_reaches = True, True  # a landscape's or the reset field's cells are read whole
     if lambda_star:

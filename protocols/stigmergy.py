@@ -41,7 +41,7 @@ PAPER, REFERENCE = 0, 1
 
 @njit(cache=True)
 def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-                   targets, comm, log):
+                   targets, comm, log, search):
     """choice[i, 0] marks searchers that observe a non-zero reward somewhere (see
     `collective.environments.scene.scene_blind`): a blind searcher deposits nothing and its own window adds
     nothing to the fake field. Positions are read into locals before each window loop: the
@@ -64,7 +64,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         choice[i, 0] = sees
         low, high = 0.0, 0.0
         if sees:
-            low, high = observe_window(r, c, seen, view, observed, i)
+            low, high = observe_window(r, c, seen, view, observed, i, search)
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
         if form == PAPER or fake != 0.0:
             count(comm, WRITES, 1, window_bits)

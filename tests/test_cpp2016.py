@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from collective.config import CPP_SWITCHES, PROFILES, ConfigError, EvaluationConfig
+from collective.behaviours.decisions import search_table
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.scene import FieldRef, reset_scene, scene_reward
 from collective.evaluate import generate_environments, play
@@ -180,7 +181,8 @@ def one_training_pass(code, switched, q_values):
     talk = talk_workspace(NONE, (0.0,) * 4, np.zeros(1, bool), 1, rows, cols, 1, iterations, 1)
     positions = np.zeros((1, iterations + 1), np.int32)
     _play_pass(codes, np.arange(1), np.zeros(1, np.int64), np.array([cell(2, 0, cols)]), rules, paths, -1,
-               np.uint64(5), 1, True, tables, scratch, talk, False, positions, np.zeros((1, iterations)), np.zeros(0))
+               np.uint64(5), 1, True, tables, scratch, talk, False, positions, np.zeros((1, iterations)), np.zeros(0),
+               search_table(rules.rows, cols, rules.radius))
     return q, scratch
 
 

@@ -1,12 +1,14 @@
 """The protocols' fast helpers against their slow twins, to the bit: `observe_window` (the local searcher's
-fast window: `moore_rewards`, objects beyond reach unread) against `observe_window_cells` (`scene_reward` cell
-by cell) on Λ*, landscape and reset scenes, every grid from 3x3 to 9x9, views 1 and 2, radii 0 to 3;
+fast window: read from the grid's `SearchTable`, or `moore_rewards` with objects beyond reach unread) against
+`observe_window_cells` (`scene_reward` cell by cell) on Λ*, landscape and reset scenes, every grid from 3x3 to
+9x9, views 1 and 2, radii 0 to 3, with the table and without;
 `best_cells` (no branches) against NumPy's `flatnonzero(values == values.max())` on values with many ties; and
 the windows that skip their wraps (`window_fits`) against the ring's modular arithmetic."""
 import numba
 import numpy as np
 import pytest
 
+from collective.behaviours.decisions import search_table, untabled
 from collective.environments.scene import RESET_RADIUS, FieldRef, Scene
 from collective.protocols.kernel_support import (best_cells, observe_window, observe_window_cells, window_column,
                                                  window_fits, window_row)
@@ -15,13 +17,15 @@ NO_FIELD = FieldRef(np.uintp(0), 0)
 
 
 @numba.njit
-def _windows(r, c, scene, view, fast, slow):
+def _windows(r, c, scene, view, fast, slow, tabled):
     """Both windows of one searcher into row 0 of fast and slow; their (low, high) pairs."""
-    return observe_window(r, c, scene, view, fast, 0), observe_window_cells(r, c, scene, view, slow, 0)
+    search = search_table(scene.rows, scene.cols, max(scene.radius, 0)) if tabled else untabled()
+    return observe_window(r, c, scene, view, fast, 0, search), observe_window_cells(r, c, scene, view, slow, 0)
 
 
+@pytest.mark.parametrize("tabled", [True, False])
 @pytest.mark.parametrize("kind", ["lambda_star", "landscape", "reset"])
-def test_observe_window_matches_its_slow_twin(kind):
+def test_observe_window_matches_its_slow_twin(kind, tabled):
     rng = np.random.default_rng(26)
     cases = 0
     for rows in range(3, 10):
@@ -47,7 +51,7 @@ def test_observe_window_matches_its_slow_twin(kind):
                         r, c = int(rng.integers(0, 2)), int(rng.integers(0, 2))  # near the reset cell
                     fast = np.full((1, (2 * view + 1) ** 2), np.nan)
                     slow = np.full((1, (2 * view + 1) ** 2), np.nan)
-                    (low, high), (slow_low, slow_high) = _windows(r, c, scene, view, fast, slow)
+                    (low, high), (slow_low, slow_high) = _windows(r, c, scene, view, fast, slow, tabled)
                     assert np.array_equal(fast.view(np.uint64), slow.view(np.uint64)), (kind, rows, cols, view)
                     assert (low, high) == (slow_low, slow_high)
                     assert np.signbit([low, high]).tolist() == np.signbit([slow_low, slow_high]).tolist()

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numba import types
 
-from collective.behaviours.decisions import local_best
+from collective.behaviours.decisions import local_best, search_table
 from collective.environments.scene import FieldRef, Scene
 from collective.simulation.lent_arrays import lent
 
@@ -52,16 +52,17 @@ def test_broadcast_and_wisdom_allocate_nothing_per_iteration():
 
     @numba.njit
     def repeat(calls, values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
-               targets, comm, log):
+               targets, comm, log, search):
         for _ in range(calls):
             broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice,
-                           observed, targets, comm, log)
+                           observed, targets, comm, log, search)
 
     members = np.arange(6, dtype=np.int64)
     _nrt_python.memsys_enable_stats()
     try:
         for memory in (0.0, 1.0):
-            arguments = (np.array([memory, 0.0, 0.0, 0.0]), members, *_rule_arguments(7, 7, 1, members))
+            arguments = (np.array([memory, 0.0, 0.0, 0.0]), members, *_rule_arguments(7, 7, 1, members),
+                         search_table(7, 7, 1))
             repeat(1, *arguments)  # compiles
             allocations = []
             for calls in (1, 6):
@@ -69,7 +70,7 @@ def test_broadcast_and_wisdom_allocate_nothing_per_iteration():
                 repeat(calls, *arguments)
                 allocations.append(rtsys.get_allocation_stats().alloc - before)
             assert allocations[1] == allocations[0], f"memory={memory}: {allocations} allocations for 1 and 6 calls"
-            assert (arguments[-3][members] >= 0).all()  # the rule did run: every member has a target
+            assert (arguments[-4][members] >= 0).all()  # the rule did run: every member has a target
     finally:
         _nrt_python.memsys_disable_stats()
 

@@ -1,6 +1,7 @@
 """The local searchers' scored pass (`kernel._search_pass`) against the general loop it replaces for them,
-`kernel._play_pass` with a silent protocol, to the bit (issue 25): the pass's summed reward, each agent's
-total, the recorded cells and rewards, the final cells and the streams' states, on grids from 3x3 to 12x12,
+`kernel._play_pass` with a silent protocol and every window computed (no `SearchTable`), to the bit (issue 25):
+the pass's summed reward, each agent's total, the recorded cells and rewards, the final cells and the streams'
+states, on grids from 3x3 to 12x12,
 views 1-3 (every one the grid admits, `config`), radii 0-3, Λ* and landscapes, the 2016 reset of the first
 observation (in a pass that learns or not), coordination thresholds 1-3, groups of 1, 3 and 10, and a
 mixed group's searchers (global ids and totals of a subset).
@@ -10,7 +11,8 @@ import pytest
 from numba import njit
 
 from collective.behaviours import LOCAL_SEARCH, ORACLE, Q_LEARNING
-from collective.behaviours.decisions import inline_local_best, search_table, tabled_local_best
+from collective.behaviours.decisions import (inline_local_best, search_table, searched_best, tabled_local_best,
+                                             untabled)
 from collective.environments.scene import Scene, field_ref
 from collective.environments.torus import wrap
 from collective.protocols import AUCTION, NONE, SHARED_Q
@@ -63,7 +65,8 @@ def _play(fast, rules, paths, seed, ids, starts, group, learning, record, totals
         talk = talk_workspace(NONE, (0.0,) * 4, np.zeros(agents, bool), agents, rules.rows, rules.cols,
                               rules.view_range, T, 1)
         total = _play_pass(codes, ids, np.full(agents, -1, np.int64), starts, rules, paths, np.int64(-1), seed,
-                           np.int64(0), learning, tables, scratch, talk, record, positions, rewards, agent_totals)
+                           np.int64(0), learning, tables, scratch, talk, record, positions, rewards, agent_totals,
+                           UNTABLED)  # every window computed: the twin of the tables too
     return total, positions, rewards, agent_totals, scratch
 
 
@@ -71,6 +74,7 @@ def _bits(array):
     return np.asarray(array).view(np.uint64) if np.asarray(array).dtype == np.float64 else np.asarray(array)
 
 
+UNTABLED = untabled()
 GRIDS = [(3, 3), (3, 12), (5, 7), (7, 7), (8, 9), (10, 10), (12, 5)]
 
 
@@ -103,8 +107,9 @@ def test_search_pass_is_play_pass(rows, cols, view):
 
 @njit
 def _table_mismatches(rows, cols, radius, agents_r, agents_c, state):
-    """Over every ⊕ and ⊖ cell and the agents' cells given: how often the `search_table` choice (state', action)
-    differs from `inline_local_best`'s, and its reward part from `step_reward`'s, paid or not."""
+    """Over every ⊕ and ⊖ cell and the agents' cells given: how often the `search_table` choice (state', action;
+    and with the chosen cell's reward, `searched_best`) differs from `inline_local_best`'s, and its reward parts
+    from `step_reward`'s, paid or not."""
     table = search_table(rows, cols, radius)
     no_field = field_ref(np.empty(0))
     wrong = 0
@@ -114,11 +119,12 @@ def _table_mismatches(rows, cols, radius, agents_r, agents_c, state):
             for evil in range(rows * cols):
                 scene = Scene(good // cols, good % cols, evil // cols, evil % cols, no_field, 0, 0, rows, cols, radius)
                 state += np.uint64(0x9E3779B97F4A7C15)
-                slow_state, dr, dc, _ = inline_local_best(r, c, scene, 1, state)
+                slow_state, dr, dc, reward = inline_local_best(r, c, scene, 1, state)
                 fast_state, action = tabled_local_best(r, c, good // cols, good % cols, evil // cols, evil % cols,
                                                        rows, cols, table.reach, table.keys, table.ties, table.best,
                                                        state)
                 wrong += slow_state != fast_state or dr != action // 3 - 1 or dc != action % 3 - 1
+                wrong += searched_best(r, c, scene, 1, state, table) != (slow_state, dr, dc, reward)
                 lost = table.pays[wrap(evil // cols - r, rows) * cols + wrap(evil % cols - c, cols)]
                 gained = table.pays[wrap(good // cols - r, rows) * cols + wrap(good % cols - c, cols)]
                 wrong += step_reward(scene, r, c, True) != gained - lost or step_reward(scene, r, c, False) != -lost

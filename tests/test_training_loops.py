@@ -13,7 +13,7 @@ import pytest
 from numba import njit
 
 from collective.behaviours import Q_LEARNING, SARSA
-from collective.behaviours.decisions import greedy_action, greedy_action_masked
+from collective.behaviours.decisions import greedy_action, greedy_action_masked, search_table
 from collective.protocols import NONE, SHARED_Q
 from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, WINDOW_SIGNS, Rules, Scratch, TrainingSet,
                                           _cells_to_coordinates, _lone_training_passes, _play_pass, _shared_training_passes,
@@ -70,7 +70,7 @@ def _by_play_pass(code, codes, tables, training, rules, seed):
     for p in range(PASSES):
         _play_pass(codes[one], np.arange(AGENTS)[one], np.arange(AGENTS)[one], training.starts[p % n][one], rules,
                    training_paths(training, p % n), -1, seed, p + 1, True, tables, scratch, talk, False,
-                   np.zeros((0, 0), np.int32), np.zeros((0, 0)), np.zeros(0))
+                   np.zeros((0, 0), np.int32), np.zeros((0, 0)), np.zeros(0), search_table(ROWS, COLS, rules.radius))
 
 
 def _bits(array):
@@ -144,7 +144,7 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
         j = p % n_training
         _play_pass(codes, ids, np.zeros(AGENTS, np.int64), training.starts[j], rules, training_paths(training, j), -1,
                    seed, p + 1, True, twin, scratch, talk, False, np.zeros((0, 0), np.int32), np.zeros((0, 0)),
-                   np.zeros(0))
+                   np.zeros(0), search_table(ROWS, COLS, rules.radius))
     written = int(twin.n_written[0])
     assert written > 9 and talk.comm.sum() > 0
     assert np.array_equal(_bits(fast.q), _bits(twin.q))

@@ -26,8 +26,10 @@ from collective.environments.torus import axis_step_toward, chebyshev, proximity
 # offsets within view + radius of the agent, 0 for the rest (`window_reach`: the object pays nothing in the
 # window); keys: how many keys; ties (keys²,): the window's best cells for ⊕'s key · keys + ⊖'s key; best
 # (keys² · 9,): their actions, ascending (`greedy_action`'s tie order); pays (cells,): `proximity` of the
-# object at an offset from the agent's cell, the reward's part from it.
-SearchTable = namedtuple("SearchTable", "reach keys ties best pays")
+# object at an offset from the agent's cell, the reward's part from it; parts (keys · 9,): what an object at a
+# key pays each cell of the window (`moore_rewards`' min of its row and column proximities), 0 at key 0.
+SearchTable = namedtuple("SearchTable", "reach keys ties best pays parts")
+SEARCH_TABLE_KEYS = 128  # the most keys tabled: 128² pairs of 9 actions (a byte each, 147 KB), radius <= 3
 
 
 @njit(cache=True, inline="always")
@@ -97,8 +99,12 @@ def inline_local_best(r, c, scene, view, state):
 @njit(cache=True)
 def search_table(rows, cols, radius):
     """The `SearchTable` of a rows x cols torus and reward radius, from `moore_rewards` and `greedy_action`'s
-    tie rule: a table searcher's choice is `inline_local_best`'s to the bit (tests/test_search_pass.py)."""
-    reach = np.zeros(rows * cols, np.int64)
+    tie rule: a tabled choice and window are `inline_local_best`'s and `moore_rewards`' to the bit
+    (tests/test_search_pass.py). With more than SEARCH_TABLE_KEYS keys (radius > 3 on a large grid) the table is
+    `untabled`: the kernel then computes every window."""
+    if min(rows, (3 + 2 * radius)) * min(cols, (3 + 2 * radius)) + 1 > SEARCH_TABLE_KEYS:
+        return untabled()
+    reach = np.zeros(rows * cols, np.uint8)
     key_r, key_c = np.zeros(rows * cols + 1, np.int64), np.zeros(rows * cols + 1, np.int64)
     pays = np.empty(rows * cols)
     keys = 1
@@ -110,12 +116,15 @@ def search_table(rows, cols, radius):
                 reach[dr * cols + dc] = keys
                 key_r[keys], key_c[keys] = dr, dc
                 keys += 1
-    ties, best = np.empty(keys * keys, np.int64), np.empty(keys * keys * 9, np.int64)
+    ties, best, parts = np.empty(keys * keys, np.uint8), np.empty(keys * keys * 9, np.uint8), np.zeros(keys * 9)
     no_field = field_ref(np.empty(0))
     for good in range(keys):
         for evil in range(keys):
             scene = Scene(key_r[good], key_c[good], key_r[evil], key_c[evil], no_field, 0, 0, rows, cols, radius)
             values = moore_rewards(scene, 0, 0, good > 0, evil > 0)
+            if evil == 0:  # ⊕ alone: what it pays each cell (x - 0.0 is x)
+                for a in range(9):
+                    parts[good * 9 + a] = values[a]
             top = values[0]
             for a in range(1, 9):
                 top = values[a] if values[a] > top else top
@@ -125,7 +134,27 @@ def search_table(rows, cols, radius):
                     best[pair * 9 + n] = a
                     n += 1
             ties[pair] = n
-    return SearchTable(reach, keys, ties, best, pays)
+    return SearchTable(reach, keys, ties, best, pays, parts)
+
+
+@njit(cache=True)
+def untabled():
+    """A `SearchTable` without keys: every window is computed (the stepping core's, the twins' in the tests)."""
+    return SearchTable(np.zeros(0, np.uint8), 0, np.zeros(0, np.uint8), np.zeros(0, np.uint8), np.zeros(0),
+                       np.zeros(0))
+
+
+@njit(cache=True, inline="always")
+def tables_window(scene, view, search):
+    """Whether `search` tables the range-`view` window of `scene`: range 1 in Λ* (not the 2016 reset field)."""
+    return view == 1 and search.keys > 0 and not (is_landscape(scene) or is_reset(scene))
+
+
+@njit(cache=True, inline="always")
+def object_keys(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach):
+    """The `SearchTable` keys of ⊕'s and ⊖'s offsets from the cell (r, c)."""
+    return (np.int64(reach[np.uintp(wrap(good_r - r, rows) * cols + wrap(good_c - c, cols))]),
+            np.int64(reach[np.uintp(wrap(evil_r - r, rows) * cols + wrap(evil_c - c, cols))]))
 
 
 @njit(cache=True, inline="always")
@@ -133,11 +162,24 @@ def tabled_local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach, k
     """`inline_local_best` for a range-1 window of a Λ* scene (not the reset field), from its `SearchTable`'s
     reach, keys, ties and best (arrays, not the tuple: its making would count a reference to each): (state',
     action), the same draw and the same action."""
-    good = reach[np.uintp(wrap(good_r - r, rows) * cols + wrap(good_c - c, cols))]
-    evil = reach[np.uintp(wrap(evil_r - r, rows) * cols + wrap(evil_c - c, cols))]
+    good, evil = object_keys(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach)
     pair = np.uintp(good * keys + evil)
-    state, pick = advance_uniform_int(state, ties[pair])
-    return state, best[pair * np.uintp(9) + np.uintp(pick)]
+    state, pick = advance_uniform_int(state, np.int64(ties[pair]))
+    return state, np.int64(best[pair * np.uintp(9) + np.uintp(pick)])
+
+
+@njit(cache=True, inline="always")
+def searched_best(r, c, scene, view, state, search):
+    """`local_best`, from `search` when it tables the window (`tables_window`): the same draw, the same
+    (state', row offset, column offset, reward)."""
+    if tables_window(scene, view, search):
+        state, action = tabled_local_best(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
+                                          scene.cols, search.reach, search.keys, search.ties, search.best, state)
+        good, evil = object_keys(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
+                                 scene.cols, search.reach)
+        return (state, action // 3 - 1, action % 3 - 1,
+                search.parts[np.uintp(good * 9 + action)] - search.parts[np.uintp(evil * 9 + action)])
+    return local_best(r, c, scene, view, state)
 
 
 @njit(cache=True, inline="always")

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, ORACLE, RANDOM
-from collective.behaviours.decisions import oracle_step
+from collective.behaviours.decisions import oracle_step, untabled
 from collective.environments.torus import axis_step_toward, chebyshev, wrap
 from collective.simulation.kernel import SCORED_PASS, WORLD_STREAM
 from collective.simulation.plugins import Messages
@@ -123,10 +123,11 @@ def hidden_starts(agent_seeds, n_cells, out):
 @njit(cache=True)
 def _rule(code, values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
           comm, log):
-    """The rule of protocol `code` (protocols/kernel_support.py states the signature). Called, not
-    inlined: the stepping core compiles faster and plays as fast (docs/speed.md: Compile time)."""
+    """The rule of protocol `code` (protocols/kernel_support.py states the signature), every window computed
+    (`untabled`: the stepping core is the fused kernel's twin, tables included). Called, not inlined: the
+    stepping core compiles faster and plays as fast (docs/speed.md: Compile time)."""
     arguments = (values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
-                 comm, log)
+                 comm, log, untabled())
     if code == STIGMERGY:
         stigmergy_rule(*arguments)
     elif code == BROADCAST:

@@ -36,14 +36,14 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
-from collective.behaviours.decisions import (action_values, greedy_action_masked, inline_local_best,
+from collective.behaviours.decisions import (SearchTable, action_values, greedy_action_masked, inline_local_best,
                                              learner_action, local_search_step, max_q, oracle_step, random_step,
                                              search_table, tabled_local_best)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.prefetch import prefetch
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
+from collective.environments.scene import Scene, field_ref, is_reset, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import (axis_step_toward, cell_coordinates, chebyshev, king_moves, proximity,
                                           wrap)
 from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
@@ -211,9 +211,30 @@ def step_reward(scene, r, c, paid):
     return -proximity(chebyshev(r, c, scene.evil_r, scene.evil_c, scene.rows, scene.cols), scene.radius)
 
 
+@njit(cache=True, inline="always")
+def tabled_step_reward(scene, r, c, paid, pays):
+    """`step_reward` in a Λ* scene from a `SearchTable`'s pays, to the bit (tests/test_search_pass.py)."""
+    rows, cols = scene.rows, scene.cols
+    lost = pays[np.uintp(wrap(scene.evil_r - r, rows) * cols + wrap(scene.evil_c - c, cols))]
+    if paid:
+        return pays[np.uintp(wrap(scene.good_r - r, rows) * cols + wrap(scene.good_c - c, cols))] - lost
+    return -lost
+
+
+@njit(cache=True, inline="always")
+def _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best):
+    """`local_search_step`, from the `SearchTable` (reach, keys, ties, best) when `tabled` (a range-1 window of
+    Λ*) and the scene is not the 2016 reset field."""
+    if tabled and not is_reset(scene):
+        stream, action = tabled_local_best(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
+                                           scene.cols, reach, keys, ties, best, stream)
+        return stream, action // 3 - 1, action % 3 - 1
+    return local_search_step(r, c, scene, view, stream)
+
+
 @njit(cache=True)
 def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, episode_seed, pass_index,
-               learning, tables, scratch, talk, record, rec_positions, rec_rewards, agent_totals):
+               learning, tables, scratch, talk, record, rec_positions, rec_rewards, agent_totals, search):
     """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
     table rows `table_row`, start cells `starts`); returns the sum of their real rewards, and in a
     scored pass adds each agent's to agent_totals (group agents,), by global id.
@@ -231,6 +252,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
     good_r, good_c, evil_r, evil_c = paths.good_r, paths.good_c, paths.evil_r, paths.evil_c
     landscape, shift_r, shift_c = field_ref(paths.landscape), paths.shift_r, paths.shift_c
+    tabled = view == 1 and paths.landscape.shape[0] == 0 and search.keys > 0  # choices and rewards from `search`
+    reach, keys, ties, best, pays = search.reach, search.keys, search.ties, search.best, search.pays
     s = scratch
     q = tables.q
     n_cells = rows * cols
@@ -262,6 +285,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     # The rules' arrays lent for the pass (`lent_arrays`): a rule's call then counts no reference to any of them.
     rule_arrays = (lent(values), lent(members), lent(pos_r), lent(pos_c), lent(streams), lent(window), lent(field),
                    lent(protocol_state), lent(choice), lent(observed), lent(targets), lent(comm), lent(log))
+    rule_search = SearchTable(lent(reach), keys, lent(ties), lent(best), lent(pays), lent(search.parts))
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
     total = 0.0
@@ -278,15 +302,15 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
         # (`rule_arrays`): a call with the arrays themselves counts a reference to each, atomically, in and out.
         if talks:
             if talk.code == STIGMERGY:
-                stigmergy_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
+                stigmergy_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:], rule_search)
             elif talk.code == BROADCAST:
-                broadcast_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
+                broadcast_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:], rule_search)
             elif talk.code == AUCTION:
-                auction_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
+                auction_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:], rule_search)
             elif talk.code == DICTATORSHIP:
-                dictatorship_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
+                dictatorship_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:], rule_search)
             elif talk.code == HIERARCHY:
-                hierarchy_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:])
+                hierarchy_rule(*rule_arrays[:4], scene, view, *rule_arrays[4:], rule_search)
         for i in range(agents):
             r, c, code = pos_r[i], pos_c[i], codes[i]
             stream = streams[i, 0]  # the agent's stream state, in a local (decisions.py)
@@ -297,7 +321,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     target_r, target_c = targets[i] // cols, targets[i] % cols
                     dr, dc = axis_step_toward(r, target_r, rows), axis_step_toward(c, target_c, cols)
                 else:
-                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
+                    stream, dr, dc = _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best)
             elif code == ORACLE:
                 dr, dc = _oracle_move(r, c, t, good_r, good_c, rules, pointer, i)
             elif code == IMITATION:
@@ -308,7 +332,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
-                    stream, dr, dc = local_search_step(r, c, scene, view, stream)
+                    stream, dr, dc = _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best)
             else:  # Q_LEARNING or SARSA
                 base = _state_base(rules, scene, t, table_row[i], r, c, n_cells)
                 states[i] = base
@@ -338,7 +362,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
         paid = quorum_pays(new_r, new_c, agents, after, threshold)
         for i in range(agents):
             r, c = new_r[i], new_c[i]
-            reward = step_reward(after, r, c, paid)
+            reward = tabled_step_reward(after, r, c, paid, pays) if tabled else step_reward(after, r, c, paid)
             total += reward
             if keeps_totals:
                 agent_totals[agent_ids[i]] += reward
@@ -403,7 +427,7 @@ def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratc
     landscape, shift_r, shift_c = field_ref(paths.landscape), paths.shift_r, paths.shift_c
     pos_r, pos_c, new_r, new_c, streams = scratch.pos_r, scratch.pos_c, scratch.new_r, scratch.new_c, scratch.streams
     agents = agent_ids.shape[0]
-    tabled = view == 1 and paths.landscape.shape[0] == 0  # a range-1 window of Λ*: `tabled_local_best`
+    tabled = view == 1 and paths.landscape.shape[0] == 0 and table.keys > 0  # a range-1 window of Λ*, tabled
     reach, keys, ties, best, pays = table.reach, table.keys, table.ties, table.best, table.pays
     for i in range(agents):
         pos_r[i] = starts[i] // cols
@@ -438,12 +462,7 @@ def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratc
         paid = quorum_pays(new_r, new_c, agents, after, threshold)
         for i in range(agents):
             r, c = new_r[i], new_c[i]
-            if tabled:  # `step_reward` from the table: the same proximities, the same difference
-                lost = pays[np.uintp(wrap(after.evil_r - r, rows) * cols + wrap(after.evil_c - c, cols))]
-                reward = pays[np.uintp(wrap(after.good_r - r, rows) * cols + wrap(after.good_c - c, cols))] - lost \
-                    if paid else -lost
-            else:
-                reward = step_reward(after, r, c, paid)
+            reward = tabled_step_reward(after, r, c, paid, pays) if tabled else step_reward(after, r, c, paid)
             total += reward
             if keeps_totals:
                 agent_totals[agent_ids[i]] += reward
@@ -540,7 +559,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     train_shift_r, train_shift_c = np.empty((n_training, steps), np.int64), np.empty((n_training, steps), np.int64)
     train_hidden = np.full(n_training, -1, np.int64)
     moves = cell_moves(rows, cols)
-    searched = search_table(rows, cols, radius) if searchers or others_search else search_table(1, 1, 0)
+    searched = search_table(rows, cols, radius)  # (a few microseconds, once per batch)
     # the learners' training rewards by (t, cell) (`training_rewards`), when each entry is read often enough to repay
     # its making: one training episode (the replayed one), read in every pass of every learner
     tabled = n_training == 1 and passes * learner_ids.shape[0] >= TABLED_REWARD_READS * rows * cols
@@ -576,7 +595,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                     j = p % n_training
                     _play_pass(codes, agent_ids, table_row, training.starts[j], rules, training_paths(training, j),
                                training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
-                               no_positions, no_rewards, agent_totals[e])
+                               no_positions, no_rewards, agent_totals[e], searched)
             elif shared:  # the learners train together on their one table
                 training_rewards(rules, training, rewards)
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
@@ -597,8 +616,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             else:
                 total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                    scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
-                                   rewards_out,
-                                   agent_totals[e])
+                                   rewards_out, agent_totals[e], searched)
             talk.entropy[e] = table_entropy_bits(talk.log)
             talk.distinct[e] = table_distinct(talk.log)
             _reset_written(tables, q_initial)
@@ -613,7 +631,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                       passes, tables.q, tables.dirty, tables.written, tables.n_written, moves, rewards)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
-                                    record, agent_positions, agent_rewards, agent_totals[e])
+                                    record, agent_positions, agent_rewards, agent_totals[e], searched)
                 _reset_written(tables, q_initial)
             if others.shape[0] > 0:
                 if others_search:
@@ -622,7 +640,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 else:
                     total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
                                         hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
-                                        others_positions, others_rewards, agent_totals[e])
+                                        others_positions, others_rewards, agent_totals[e], searched)
                 if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
                         copy_into(positions_out[others[k]], others_positions[k])
