@@ -40,11 +40,12 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
     """state = (best bid so far, its cell), reset each pass; used when sticky or in the 2016 form.
     Traffic: every searcher sends its bid (reward and cell) to the m - 1 others, m(m-1) messages
     (each bid logged once)."""
+    reach, keys, ties, best, parts = search.reach, search.keys, search.ties, search.best, search.parts
     sticky = values[0] > 0.5
     for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
         # arrays would count a reference to each per iteration)
         streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
-            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], search)
+            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
     for i in members:
         cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
         log_message(log, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]))

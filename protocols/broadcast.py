@@ -55,6 +55,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     rule's own scratch, -inf: not reported), and both forms list the best cells in `window` (at least N
     long, `best_cells`): no array is allocated per iteration. Each searcher's window is read into
     `observed` (`observe_window`)."""
+    reach, keys, parts = search.reach, search.keys, search.parts  # the table's, for `observe_window`
     memory = values[0] > 0.5
     rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
@@ -65,7 +66,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
             r, c = pos_r[i], pos_c[i]  # in locals: the compiler cannot prove the field's stores leave them unchanged
-            observe_window(r, c, member_scene(scene, i), view, observed, i, search)
+            observe_window(r, c, member_scene(scene, i), view, observed, i, reach, keys, parts)
             wrote = 0
             symbol = symbol_start(MAP_WRITE)
             fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)  # unsigned indices: no negative-index fix-up
@@ -97,7 +98,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             field[cell] = -np.inf
         for i in members:  # one report per searcher, heard by the m - 1 others: logged once
             r, c = pos_r[i], pos_c[i]
-            observe_window(r, c, member_scene(scene, i), view, observed, i, search)
+            observe_window(r, c, member_scene(scene, i), view, observed, i, reach, keys, parts)
             symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), r * cols + c)
             fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
             for dr in range(-view, view + 1):

@@ -36,9 +36,10 @@ def dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, windo
     Only the dictator's own choice is made (one draw from its stream): every member heads for the
     dictator's cell, so another member's choice would never be read, and its stream, drawn only by
     those choices, never again (spec §6; the reference twin makes them all, to the same targets)."""
+    reach, keys, ties, best, parts = search.reach, search.keys, search.ties, search.best, search.parts
     i = members[int(values[0])]
     streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
-        pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], search)
+        pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
     target = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
     m = members.shape[0]
     count_all(comm, m - 1, (m - 1) * cell_bits(scene.rows, scene.cols))

@@ -30,10 +30,11 @@ from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell
 def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed,
                    targets, comm, log, search):
     """Traffic: ranks 2..m each send their best cell and its reward to their parent, m - 1 messages."""
+    reach, keys, ties, best, parts = search.reach, search.keys, search.ties, search.best, search.parts
     for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
         # arrays would count a reference to each per iteration)
         streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
-            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], search)
+            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
     m = members.shape[0]
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1

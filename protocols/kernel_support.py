@@ -309,20 +309,20 @@ def window_column(c, dc, cols, fits):
 
 
 @njit(cache=True, inline="always")
-def observe_window(r, c, scene, view, observed, i, search):
+def observe_window(r, c, scene, view, observed, i, reach, keys, parts):
     """observed[i, k] = R of the k-th cell of the range-`view` window around (r, c), row by row;
-    returns the smallest and the largest. The local searcher's fast window (from the `SearchTable` `search`
-    when it tables it, `moore_rewards` for another range-1 window of Λ*, else `window_reward`; objects beyond
+    returns the smallest and the largest. The local searcher's fast window (from a `SearchTable`'s reach, keys and
+    parts when it tables it, `moore_rewards` for another range-1 window of Λ*, else `window_reward`; objects beyond
     reach unread), to the bit what
     `observe_window_cells`, its slow twin, reads with `scene_reward` (tests/test_window_rewards.py).
     Inlined, and written through the 2-D array rather than a row view, whose reference count would
     cost more than the window's arithmetic."""
-    if tables_window(scene, view, search):
+    if tables_window(scene, view, keys):
         good, evil = object_keys(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows, scene.cols,
-                                 search.reach)
+                                 reach)
         low, high = np.inf, -np.inf
         for k in range(9):  # `moore_rewards`' differences, of the same parts
-            value = search.parts[np.uintp(good * 9 + k)] - search.parts[np.uintp(evil * 9 + k)]
+            value = parts[np.uintp(good * 9 + k)] - parts[np.uintp(evil * 9 + k)]
             observed[np.uintp(i), np.uintp(k)] = value
             low, high = min(low, value), max(high, value)
         return low, high

@@ -52,6 +52,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     every searcher's read of its window of the field; writes counts, as before, every searcher's
     deposit in the paper form (a blind one's r̂ = 0 included) and the deposits with fr ≠ 0 in the
     reference form, and no reads."""
+    reach, keys, parts = search.reach, search.keys, search.parts  # the table's, for `observe_window`
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
     side = 2 * view + 1
     window_bits = side * side * FLOAT_BITS
@@ -64,7 +65,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         choice[i, 0] = sees
         low, high = 0.0, 0.0
         if sees:
-            low, high = observe_window(r, c, seen, view, observed, i, search)
+            low, high = observe_window(r, c, seen, view, observed, i, reach, keys, parts)
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
         if form == PAPER or fake != 0.0:
             count(comm, WRITES, 1, window_bits)

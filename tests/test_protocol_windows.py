@@ -20,7 +20,8 @@ NO_FIELD = FieldRef(np.uintp(0), 0)
 def _windows(r, c, scene, view, fast, slow, tabled):
     """Both windows of one searcher into row 0 of fast and slow; their (low, high) pairs."""
     search = search_table(scene.rows, scene.cols, max(scene.radius, 0)) if tabled else untabled()
-    return observe_window(r, c, scene, view, fast, 0, search), observe_window_cells(r, c, scene, view, slow, 0)
+    return (observe_window(r, c, scene, view, fast, 0, search.reach, search.keys, search.parts),
+            observe_window_cells(r, c, scene, view, slow, 0))
 
 
 @pytest.mark.parametrize("tabled", [True, False])

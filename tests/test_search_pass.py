@@ -124,7 +124,8 @@ def _table_mismatches(rows, cols, radius, agents_r, agents_c, state):
                                                        rows, cols, table.reach, table.keys, table.ties, table.best,
                                                        state)
                 wrong += slow_state != fast_state or dr != action // 3 - 1 or dc != action % 3 - 1
-                wrong += searched_best(r, c, scene, 1, state, table) != (slow_state, dr, dc, reward)
+                wrong += searched_best(r, c, scene, 1, state, table.reach, table.keys, table.ties, table.best,
+                                       table.parts) != (slow_state, dr, dc, reward)
                 lost = table.pays[wrap(evil // cols - r, rows) * cols + wrap(evil % cols - c, cols)]
                 gained = table.pays[wrap(good // cols - r, rows) * cols + wrap(good % cols - c, cols)]
                 wrong += step_reward(scene, r, c, True) != gained - lost or step_reward(scene, r, c, False) != -lost

@@ -145,9 +145,10 @@ def untabled():
 
 
 @njit(cache=True, inline="always")
-def tables_window(scene, view, search):
-    """Whether `search` tables the range-`view` window of `scene`: range 1 in Λ* (not the 2016 reset field)."""
-    return view == 1 and search.keys > 0 and not (is_landscape(scene) or is_reset(scene))
+def tables_window(scene, view, keys):
+    """Whether a `SearchTable` of `keys` keys tables the range-`view` window of `scene`: range 1 in Λ* (not the
+    2016 reset field)."""
+    return view == 1 and keys > 0 and not (is_landscape(scene) or is_reset(scene))
 
 
 @njit(cache=True, inline="always")
@@ -169,16 +170,16 @@ def tabled_local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach, k
 
 
 @njit(cache=True, inline="always")
-def searched_best(r, c, scene, view, state, search):
-    """`local_best`, from `search` when it tables the window (`tables_window`): the same draw, the same
-    (state', row offset, column offset, reward)."""
-    if tables_window(scene, view, search):
+def searched_best(r, c, scene, view, state, reach, keys, ties, best, parts):
+    """`local_best`, from a `SearchTable` (its arrays, as `tabled_local_best` takes them) when it tables the
+    window (`tables_window`): the same draw, the same (state', row offset, column offset, reward)."""
+    if tables_window(scene, view, keys):
         state, action = tabled_local_best(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
-                                          scene.cols, search.reach, search.keys, search.ties, search.best, state)
+                                          scene.cols, reach, keys, ties, best, state)
         good, evil = object_keys(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
-                                 scene.cols, search.reach)
-        return (state, action // 3 - 1, action % 3 - 1,
-                search.parts[np.uintp(good * 9 + action)] - search.parts[np.uintp(evil * 9 + action)])
+                                 scene.cols, reach)
+        reward = parts[np.uintp(good * 9 + action)] - parts[np.uintp(evil * 9 + action)]
+        return state, action // 3 - 1, action % 3 - 1, reward
     return local_best(r, c, scene, view, state)
 
 
