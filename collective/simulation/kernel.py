@@ -13,6 +13,9 @@ playing them together (the reference's order; the lock-step tests check it):
   learner alone (right after its training, its table still in cache) and the others together; local
   searchers with a silent protocol (`searchers_only`) in a loop of their own (`_search_pass`, with the
   searcher's choice inlined there only);
+- a searcher's range-1 window of Λ* and every agent's reward are read from the batch's `SearchTable`
+  (`decisions.search_table`: the choice by ⊕'s and ⊖'s offsets from the searcher), in both loops and in the
+  protocol rules, to the bit what computing them gives;
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone, its table
   hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
@@ -419,8 +422,9 @@ def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratc
     operations in the same order, so the same rewards, totals, records and streams to the bit. A loop of its
     own, with the searcher's choice inlined (`inline_local_best`): called from `_play_pass`'s loop it costs
     ~10% of a searcher's rate, and inlined there it made the protocol groups' loop slower and the warm-up's
-    compile 10% longer (docs/speed.md). `learning` only says whether the 2016 reset of
-    the first observation applies (it does in a pass that does not learn)."""
+    compile 10% longer (docs/speed.md); a range-1 window of Λ* is read from `table` (the batch's `SearchTable`)
+    instead. `learning` only says whether the 2016 reset of the first observation applies (it does in a pass
+    that does not learn)."""
     rows, cols, iterations, view, radius, threshold = (rules.rows, rules.cols, rules.iterations, rules.view_range,
                                                        rules.radius, rules.threshold)
     good_r, good_c, evil_r, evil_c = paths.good_r, paths.good_c, paths.evil_r, paths.evil_c
