@@ -10,7 +10,7 @@ from collective.behaviours.decisions import search_table
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.scene import FieldRef, reset_scene, scene_reward
 from collective.evaluate import generate_environments, play
-from collective.simulation.kernel import (EpisodePaths, Rules, Scratch, _play_pass, learner_workspace,
+from collective.simulation.kernel import (EpisodePaths, Rules, Scratch, _play_pass, cell_moves, learner_workspace,
                                           talk_workspace)
 from collective.simulation.random_streams import SplitMix64
 from collective.simulation.reference import ReferenceWorld
@@ -182,7 +182,7 @@ def one_training_pass(code, switched, q_values):
     positions = np.zeros((1, iterations + 1), np.int32)
     _play_pass(codes, np.arange(1), np.zeros(1, np.int64), np.array([cell(2, 0, cols)]), rules, paths, -1,
                np.uint64(5), 1, True, tables, scratch, talk, False, positions, np.zeros((1, iterations)), np.zeros(0),
-               search_table(rules.rows, cols, rules.radius))
+               search_table(rules.rows, cols, rules.radius), cell_moves(rows, cols))
     return q, scratch
 
 

@@ -17,7 +17,7 @@ from collective.environments.scene import Scene, field_ref
 from collective.environments.torus import wrap
 from collective.protocols import AUCTION, NONE, SHARED_Q
 from collective.simulation.kernel import (EpisodePaths, Rules, Scratch, _cells_to_coordinates, _play_pass,
-                                          _search_pass, learner_workspace, searchers_only, step_reward,
+                                          _search_pass, cell_moves, learner_workspace, searchers_only, step_reward,
                                           talk_workspace)
 
 T = 15
@@ -66,7 +66,7 @@ def _play(fast, rules, paths, seed, ids, starts, group, learning, record, totals
                               rules.view_range, T, 1)
         total = _play_pass(codes, ids, np.full(agents, -1, np.int64), starts, rules, paths, np.int64(-1), seed,
                            np.int64(0), learning, tables, scratch, talk, record, positions, rewards, agent_totals,
-                           UNTABLED)  # every window computed: the twin of the tables too
+                           UNTABLED, cell_moves(rules.rows, rules.cols))  # every window computed: the tables' twin
     return total, positions, rewards, agent_totals, scratch
 
 

@@ -70,7 +70,8 @@ def _by_play_pass(code, codes, tables, training, rules, seed):
     for p in range(PASSES):
         _play_pass(codes[one], np.arange(AGENTS)[one], np.arange(AGENTS)[one], training.starts[p % n][one], rules,
                    training_paths(training, p % n), -1, seed, p + 1, True, tables, scratch, talk, False,
-                   np.zeros((0, 0), np.int32), np.zeros((0, 0)), np.zeros(0), search_table(ROWS, COLS, rules.radius))
+                   np.zeros((0, 0), np.int32), np.zeros((0, 0)), np.zeros(0), search_table(ROWS, COLS, rules.radius),
+                   cell_moves(ROWS, COLS))
 
 
 def _bits(array):
@@ -144,7 +145,7 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
         j = p % n_training
         _play_pass(codes, ids, np.zeros(AGENTS, np.int64), training.starts[j], rules, training_paths(training, j), -1,
                    seed, p + 1, True, twin, scratch, talk, False, np.zeros((0, 0), np.int32), np.zeros((0, 0)),
-                   np.zeros(0), search_table(ROWS, COLS, rules.radius))
+                   np.zeros(0), search_table(ROWS, COLS, rules.radius), cell_moves(ROWS, COLS))
     written = int(twin.n_written[0])
     assert written > 9 and talk.comm.sum() > 0
     assert np.array_equal(_bits(fast.q), _bits(twin.q))

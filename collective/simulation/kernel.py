@@ -237,7 +237,7 @@ def _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best):
 
 @njit(cache=True)
 def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, episode_seed, pass_index,
-               learning, tables, scratch, talk, record, rec_positions, rec_rewards, agent_totals, search):
+               learning, tables, scratch, talk, record, rec_positions, rec_rewards, agent_totals, search, moves):
     """One pass of one episode for the agents listed in `codes` (global ids `agent_ids`, learner
     table rows `table_row`, start cells `starts`); returns the sum of their real rewards, and in a
     scored pass adds each agent's to agent_totals (group agents,), by global id.
@@ -248,7 +248,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     The group's protocol (`talk`) speaks after all agents observe and before any acts (spec §6).
     The 2016 switches (`rules`, see KernelSwitches) change what the scored pass's first
     observation shows, how the oracles move, when the imitators' hidden oracle steps and what the
-    learners bootstrap from.
+    learners bootstrap from. `search` is the batch's `SearchTable` (the searchers' windows and every reward),
+    `moves` the grid's `CellMoves` (a target cell's row and column).
     """
     rows, cols, iterations, view, radius, threshold = (rules.rows, rules.cols, rules.iterations, rules.view_range,
                                                        rules.radius, rules.threshold)
@@ -257,6 +258,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     landscape, shift_r, shift_c = field_ref(paths.landscape), paths.shift_r, paths.shift_c
     tabled = view == 1 and paths.landscape.shape[0] == 0 and search.keys > 0  # choices and rewards from `search`
     reach, keys, ties, best, pays = search.reach, search.keys, search.ties, search.best, search.pays
+    cell_row, cell_col = moves.row, moves.col  # a target cell's row and column, without an integer division
     s = scratch
     q = tables.q
     n_cells = rows * cols
@@ -321,8 +323,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 stream, dr, dc = random_step(stream)
             elif code == LOCAL_SEARCH:
                 if targets[i] >= 0:
-                    target_r, target_c = targets[i] // cols, targets[i] % cols
-                    dr, dc = axis_step_toward(r, target_r, rows), axis_step_toward(c, target_c, cols)
+                    target = np.uintp(targets[i])
+                    dr, dc = axis_step_toward(r, cell_row[target], rows), axis_step_toward(c, cell_col[target], cols)
                 else:
                     stream, dr, dc = _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best)
             elif code == ORACLE:
@@ -599,7 +601,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                     j = p % n_training
                     _play_pass(codes, agent_ids, table_row, training.starts[j], rules, training_paths(training, j),
                                training.hidden[j], seeds[e], p + 1, true, tables, scratch, talk, false,
-                               no_positions, no_rewards, agent_totals[e], searched)
+                               no_positions, no_rewards, agent_totals[e], searched, moves)
             elif shared:  # the learners train together on their one table
                 training_rewards(rules, training, rewards)
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
@@ -620,7 +622,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             else:
                 total = _play_pass(codes, agent_ids, table_row, starts[e], rules, paths, hidden_start, seeds[e],
                                    scored_pass, scored_learning, tables, scratch, talk, record, positions_out,
-                                   rewards_out, agent_totals[e], searched)
+                                   rewards_out, agent_totals[e], searched, moves)
             talk.entropy[e] = table_entropy_bits(talk.log)
             talk.distinct[e] = table_distinct(talk.log)
             _reset_written(tables, q_initial)
@@ -635,7 +637,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                       passes, tables.q, tables.dirty, tables.written, tables.n_written, moves, rewards)
                 total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
                                     hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
-                                    record, agent_positions, agent_rewards, agent_totals[e], searched)
+                                    record, agent_positions, agent_rewards, agent_totals[e], searched, moves)
                 _reset_written(tables, q_initial)
             if others.shape[0] > 0:
                 if others_search:
@@ -644,7 +646,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 else:
                     total += _play_pass(codes[others], others, table_row[others], starts[e][others], rules, paths,
                                         hidden_start, seeds[e], scored_pass, false, tables, scratch, talk, record,
-                                        others_positions, others_rewards, agent_totals[e], searched)
+                                        others_positions, others_rewards, agent_totals[e], searched, moves)
                 if record:  # back to the agents' own rows
                     for k in range(others.shape[0]):
                         copy_into(positions_out[others[k]], others_positions[k])
