@@ -152,10 +152,24 @@ def tables_window(scene, view, keys):
 
 
 @njit(cache=True, inline="always")
+def object_offset(r, c, object_r, object_c, rows, cols):
+    """The `SearchTable` offset of an object at (object_r, object_c) from the cell (r, c)."""
+    return np.uintp(wrap(object_r - r, rows) * cols + wrap(object_c - c, cols))
+
+
+@njit(cache=True, inline="always")
 def object_keys(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach):
     """The `SearchTable` keys of ⊕'s and ⊖'s offsets from the cell (r, c)."""
-    return (np.int64(reach[np.uintp(wrap(good_r - r, rows) * cols + wrap(good_c - c, cols))]),
-            np.int64(reach[np.uintp(wrap(evil_r - r, rows) * cols + wrap(evil_c - c, cols))]))
+    return (np.int64(reach[object_offset(r, c, good_r, good_c, rows, cols)]),
+            np.int64(reach[object_offset(r, c, evil_r, evil_c, rows, cols)]))
+
+
+@njit(cache=True, inline="always")
+def _tabled_action(good, evil, keys, ties, best, state):
+    """(state', action) of the window whose objects have these keys: one draw among its best cells."""
+    pair = np.uintp(good * keys + evil)
+    state, pick = advance_uniform_int(state, np.int64(ties[pair]))
+    return state, np.int64(best[pair * np.uintp(9) + np.uintp(pick)])
 
 
 @njit(cache=True, inline="always")
@@ -164,9 +178,7 @@ def tabled_local_best(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach, k
     reach, keys, ties and best (arrays, not the tuple: its making would count a reference to each): (state',
     action), the same draw and the same action."""
     good, evil = object_keys(r, c, good_r, good_c, evil_r, evil_c, rows, cols, reach)
-    pair = np.uintp(good * keys + evil)
-    state, pick = advance_uniform_int(state, np.int64(ties[pair]))
-    return state, np.int64(best[pair * np.uintp(9) + np.uintp(pick)])
+    return _tabled_action(good, evil, keys, ties, best, state)
 
 
 @njit(cache=True, inline="always")
@@ -174,20 +186,20 @@ def searched_best(r, c, scene, view, state, reach, keys, ties, best, parts):
     """`local_best`, from a `SearchTable` (its arrays, as `tabled_local_best` takes them) when it tables the
     window (`tables_window`): the same draw, the same (state', row offset, column offset, reward)."""
     if tables_window(scene, view, keys):
-        state, action = tabled_local_best(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
-                                          scene.cols, reach, keys, ties, best, state)
         good, evil = object_keys(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
                                  scene.cols, reach)
+        state, action = _tabled_action(good, evil, keys, ties, best, state)
         reward = parts[np.uintp(good * 9 + action)] - parts[np.uintp(evil * 9 + action)]
         return state, action // 3 - 1, action % 3 - 1, reward
     return local_best(r, c, scene, view, state)
 
 
 @njit(cache=True, inline="always")
-def local_search_step(r, c, scene, view, state):
+def local_search_step(r, c, scene, view, state, reach, keys, ties, best, parts):
     """Move toward the best observed cell, one step per axis (spec §5: for view > 1 the cell may
-    be further than one step): (state', row step, column step)."""
-    state, dr, dc, _ = local_best(r, c, scene, view, state)
+    be further than one step): (state', row step, column step). The choice is `searched_best`'s (a
+    `SearchTable`'s arrays; `untabled()`'s to compute every window)."""
+    state, dr, dc, _ = searched_best(r, c, scene, view, state, reach, keys, ties, best, parts)
     return state, np.sign(dr), np.sign(dc)
 
 

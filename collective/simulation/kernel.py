@@ -40,13 +40,13 @@ from numba import njit
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
 from collective.behaviours.decisions import (SearchTable, action_values, greedy_action_masked, inline_local_best,
-                                             learner_action, local_search_step, max_q, oracle_step, random_step,
-                                             search_table, tabled_local_best)
+                                             learner_action, local_search_step, max_q, object_offset, oracle_step,
+                                             random_step, search_table, tabled_local_best)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.prefetch import prefetch
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import Scene, field_ref, is_reset, reset_scene, scene_blind, scene_reward
+from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
 from collective.environments.torus import (axis_step_toward, cell_coordinates, chebyshev, king_moves, proximity,
                                           wrap)
 from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
@@ -217,22 +217,10 @@ def step_reward(scene, r, c, paid):
 @njit(cache=True, inline="always")
 def tabled_step_reward(scene, r, c, paid, pays):
     """`step_reward` in a Λ* scene from a `SearchTable`'s pays, to the bit (tests/test_search_pass.py)."""
-    rows, cols = scene.rows, scene.cols
-    lost = pays[np.uintp(wrap(scene.evil_r - r, rows) * cols + wrap(scene.evil_c - c, cols))]
+    lost = pays[object_offset(r, c, scene.evil_r, scene.evil_c, scene.rows, scene.cols)]
     if paid:
-        return pays[np.uintp(wrap(scene.good_r - r, rows) * cols + wrap(scene.good_c - c, cols))] - lost
+        return pays[object_offset(r, c, scene.good_r, scene.good_c, scene.rows, scene.cols)] - lost
     return -lost
-
-
-@njit(cache=True, inline="always")
-def _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best):
-    """`local_search_step`, from the `SearchTable` (reach, keys, ties, best) when `tabled` (a range-1 window of
-    Λ*) and the scene is not the 2016 reset field."""
-    if tabled and not is_reset(scene):
-        stream, action = tabled_local_best(r, c, scene.good_r, scene.good_c, scene.evil_r, scene.evil_c, scene.rows,
-                                           scene.cols, reach, keys, ties, best, stream)
-        return stream, action // 3 - 1, action % 3 - 1
-    return local_search_step(r, c, scene, view, stream)
 
 
 @njit(cache=True)
@@ -257,7 +245,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     good_r, good_c, evil_r, evil_c = paths.good_r, paths.good_c, paths.evil_r, paths.evil_c
     landscape, shift_r, shift_c = field_ref(paths.landscape), paths.shift_r, paths.shift_c
     tabled = view == 1 and paths.landscape.shape[0] == 0 and search.keys > 0  # choices and rewards from `search`
-    reach, keys, ties, best, pays = search.reach, search.keys, search.ties, search.best, search.pays
+    reach, keys, ties, best = search.reach, search.keys, search.ties, search.best
+    pays, parts = search.pays, search.parts
     cell_row, cell_col = moves.row, moves.col  # a target cell's row and column, without an integer division
     s = scratch
     q = tables.q
@@ -290,7 +279,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
     # The rules' arrays lent for the pass (`lent_arrays`): a rule's call then counts no reference to any of them.
     rule_arrays = (lent(values), lent(members), lent(pos_r), lent(pos_c), lent(streams), lent(window), lent(field),
                    lent(protocol_state), lent(choice), lent(observed), lent(targets), lent(comm), lent(log))
-    rule_search = SearchTable(lent(reach), keys, lent(ties), lent(best), lent(pays), lent(search.parts))
+    rule_search = SearchTable(lent(reach), keys, lent(ties), lent(best), lent(pays), lent(parts))
     hidden_r = hidden_start // cols
     hidden_c = hidden_start % cols
     total = 0.0
@@ -326,7 +315,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     target = np.uintp(targets[i])
                     dr, dc = axis_step_toward(r, cell_row[target], rows), axis_step_toward(c, cell_col[target], cols)
                 else:
-                    stream, dr, dc = _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream, reach, keys, ties, best, parts)
             elif code == ORACLE:
                 dr, dc = _oracle_move(r, c, t, good_r, good_c, rules, pointer, i)
             elif code == IMITATION:
@@ -337,7 +326,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
                     dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
                 else:
-                    stream, dr, dc = _searcher_step(r, c, scene, view, stream, tabled, reach, keys, ties, best)
+                    stream, dr, dc = local_search_step(r, c, scene, view, stream, reach, keys, ties, best, parts)
             else:  # Q_LEARNING or SARSA
                 base = _state_base(rules, scene, t, table_row[i], r, c, n_cells)
                 states[i] = base
