@@ -29,6 +29,7 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from collective.behaviours.decisions import object_keys, tables_window
@@ -44,10 +45,12 @@ WRITES, READS_AND_WRITES = 0, 2  # offsets of an accounting's (messages, bits) i
 # DELIVERY: what a plug-in protocol hands one member (its target and field), whose own messages are unseen.
 OBSERVATION_REPORT, MAP_WRITE, MAP_READ, BID, ORDER, CHOICE_REPORT, DEPOSIT, FIELD_READ, DELIVERY = range(1, 10)
 # A log of one pass's message symbols is one uint64 array (one argument for the rules), headed by
-# [messages, distinct symbols, C] and laid out as either a *count table* (the fused kernel, C > 0 a power
-# of two): C symbols (open addressing), C counts (0: an empty slot), then the slots in use in order; or
-# a *list* (the stepping core, one per episode, C = 0): the symbols in order.
-MESSAGES, DISTINCT, SLOTS, HEADER = 0, 1, 2, 3
+# [messages, distinct symbols, C, the pending symbol, its copies, 0] and laid out as either a *count table*
+# (the fused kernel, C > 0 a power of two): C slots of two words (symbol, count; open addressing, count 0: an
+# empty slot), then the slots in use in order; or a *list* (the stepping core, one per episode, C = 0): the
+# symbols in order. A table counts each message when the next one comes (`log_copies`), so the header holds
+# the last one, pending, until `settle_log`; six words keep every slot within one cache line.
+MESSAGES, DISTINCT, SLOTS, PENDING, PENDING_COPIES, HEADER = 0, 1, 2, 3, 4, 6
 
 
 def log_capacity(iterations: int, members: int) -> int:
@@ -58,7 +61,7 @@ def log_capacity(iterations: int, members: int) -> int:
 def table_log(iterations: int, members: int) -> np.ndarray:
     """An empty count table of C slots, C a power of two at least twice `log_capacity` (load <= 1/2)."""
     slots = 1 << (2 * log_capacity(iterations, members) - 1).bit_length()
-    log = np.zeros(HEADER + 3 * slots, np.uint64)
+    log = np.zeros(HEADER + 3 * slots, np.uint64)  # 2C words of slots, C of the slots in use
     log[SLOTS] = slots
     return log
 
@@ -130,6 +133,21 @@ def float_bits(typingctx, value):
 
 
 @intrinsic
+def prefetch(typingctx, array, index):
+    """Ask the cache for the line holding array[index] (llvm.prefetch for a write, kept close): a hint, which
+    changes no value; an index outside the array is never read."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        word = ir.IntType(32)
+        hint = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [address.type, word, word, word]), "llvm.prefetch.p0i8")
+        builder.call(hint, [address, ir.Constant(word, 1), ir.Constant(word, 3), ir.Constant(word, 1)])
+        return context.get_dummy_value()
+    return types.void(array, types.uintp), codegen
+
+
+@intrinsic
 def bits_float(typingctx, bits):
     """The float64 with the given IEEE-754 bits (a bit cast; the value is only stored and read back)."""
     def codegen(context, builder, signature, args):
@@ -150,23 +168,42 @@ def log_message(log, symbol):
 
 
 @njit(cache=True, inline="always")
+def home_slot(symbol, slots):
+    """Where a symbol's probe starts in a count table of `slots` slots."""
+    return np.int64((symbol ^ (symbol >> np.uint64(32))) & np.uint64(slots - 1))
+
+
+@njit(cache=True, inline="always")
+def count_symbol(log, symbol, copies):
+    """Add `copies` to a symbol's count in a count table (linear probing from its `home_slot`; unsigned
+    indices: no negative-index fix-up)."""
+    slots = np.int64(log[SLOTS])
+    slot = home_slot(symbol, slots)
+    while log[np.uintp(HEADER + 2 * slot + 1)] and log[np.uintp(HEADER + 2 * slot)] != symbol:
+        slot = (slot + 1) & (slots - 1)
+    if not log[np.uintp(HEADER + 2 * slot + 1)]:
+        log[np.uintp(HEADER + 2 * slot)] = symbol
+        log[np.uintp(HEADER + 2 * slots + np.int64(log[DISTINCT]))] = slot
+        log[DISTINCT] += np.uint64(1)
+    log[np.uintp(HEADER + 2 * slot + 1)] += np.uint64(copies)
+
+
+@njit(cache=True, inline="always")
 def log_copies(log, symbol, copies):
     """Log `copies` messages of one symbol (the same content read by several members). A count table takes
     at most C/2 messages (`log_capacity` bounds a scored pass; a training pass under a coordination
     threshold may fill it, and `empty_log` clears it before the scored pass); a list takes as many
-    symbols as it holds."""
+    symbols as it holds. A table counts the message before this one and keeps this one pending, after
+    asking the cache for its slot (`prefetch`): by the next message the slot's line is there, where
+    counting at once waited for it (a table is larger than the first-level cache; docs/communication-speed.md)."""
     n, slots = np.int64(log[MESSAGES]), np.int64(log[SLOTS])
     if slots:
         if 2 * (n + copies) > slots:
             return
-        slot = np.int64((symbol ^ (symbol >> np.uint64(32))) & np.uint64(slots - 1))
-        while log[HEADER + slots + slot] and log[HEADER + slot] != symbol:  # linear probing
-            slot = (slot + 1) & (slots - 1)
-        if not log[HEADER + slots + slot]:
-            log[HEADER + slot] = symbol
-            log[HEADER + 2 * slots + np.int64(log[DISTINCT])] = slot
-            log[DISTINCT] += np.uint64(1)
-        log[HEADER + slots + slot] += np.uint64(copies)
+        if log[PENDING_COPIES]:
+            count_symbol(log, log[PENDING], log[PENDING_COPIES])
+        log[PENDING], log[PENDING_COPIES] = symbol, copies
+        prefetch(log, np.uintp(HEADER + 2 * home_slot(symbol, slots)))
         log[MESSAGES] = n + copies
     else:
         for _ in range(min(copies, log.shape[0] - HEADER - n)):
@@ -175,12 +212,20 @@ def log_copies(log, symbol, copies):
 
 
 @njit(cache=True)
+def settle_log(log):
+    """Count a count table's pending message: its counts are then every message's."""
+    if log[PENDING_COPIES]:
+        count_symbol(log, log[PENDING], log[PENDING_COPIES])
+        log[PENDING_COPIES] = 0
+
+
+@njit(cache=True)
 def empty_log(log):
-    """Clear a count table: its slots in use emptied, no message."""
+    """Clear a count table: its slots in use emptied, no message (none pending)."""
     slots = np.int64(log[SLOTS])
     for k in range(np.int64(log[DISTINCT])):
-        log[HEADER + slots + np.int64(log[HEADER + 2 * slots + k])] = 0
-    log[MESSAGES] = log[DISTINCT] = 0
+        log[HEADER + 2 * np.int64(log[HEADER + 2 * slots + k]) + 1] = 0
+    log[MESSAGES] = log[DISTINCT] = log[PENDING_COPIES] = 0
 
 
 @njit(cache=True)
@@ -200,11 +245,12 @@ def entropy_of_counts(counts, n):
 
 @njit(cache=True)
 def table_entropy_bits(log):
-    """`entropy_of_counts` of a count table."""
+    """`entropy_of_counts` of a count table (its pending message counted first)."""
+    settle_log(log)
     slots, distinct = np.int64(log[SLOTS]), np.int64(log[DISTINCT])
     counts = np.empty(distinct, np.int64)
     for k in range(distinct):
-        counts[k] = log[HEADER + slots + np.int64(log[HEADER + 2 * slots + k])]
+        counts[k] = log[HEADER + 2 * np.int64(log[HEADER + 2 * slots + k]) + 1]
     return entropy_of_counts(counts, np.int64(log[MESSAGES]))
 
 
@@ -250,6 +296,7 @@ def episode_entropies(logs, out):
 @njit(cache=True)
 def table_distinct(log):
     """The distinct symbols of a count table: the pass's distinct messages (NaN: no message)."""
+    settle_log(log)
     return np.nan if log[MESSAGES] == 0 else float(log[DISTINCT])
 
 
@@ -276,17 +323,32 @@ def chosen_cell(i, pos_r, pos_c, choice, rows, cols):
 @njit(cache=True, inline="always")
 def best_cells(values, n, cells):
     """cells[:ties] = the indices of the largest of values[:n], ascending (what `flatnonzero(values[:n] ==
-    values[:n].max())` gives); returns ties. Without branches (whether a value beats, ties or trails the best
-    is a coin toss to the branch predictor): every index is stored at cells[ties], and kept only when it ties
-    the best (cells at least n long)."""
-    best, ties = -np.inf, 0
+    values[:n].max())` gives where no value is NaN; a NaN is never among them); returns ties. Two passes: the
+    largest, by four running maxima that do not wait on each other, then the indices equal to it. Which
+    running maximum holds the largest does not matter: NaN never beats one, and -0.0 and 0.0, the only
+    unequal values it could pick between, compare equal. Without branches (whether a value beats, ties or
+    trails the best is a coin toss to the branch predictor): every index is stored at cells[ties], and kept
+    only when it ties the best (cells at least n long)."""
+    b0, b1, b2, b3 = -np.inf, -np.inf, -np.inf, -np.inf
+    k = 0
+    while k + 4 <= n:
+        v0, v1, v2, v3 = values[np.uintp(k)], values[np.uintp(k + 1)], values[np.uintp(k + 2)], values[np.uintp(k + 3)]
+        b0 = v0 if v0 > b0 else b0
+        b1 = v1 if v1 > b1 else b1
+        b2 = v2 if v2 > b2 else b2
+        b3 = v3 if v3 > b3 else b3
+        k += 4
+    while k < n:
+        v0 = values[np.uintp(k)]
+        b0 = v0 if v0 > b0 else b0
+        k += 1
+    b0 = b1 if b1 > b0 else b0
+    b2 = b3 if b3 > b2 else b2
+    best = b2 if b2 > b0 else b0
+    ties = 0
     for k in range(n):
-        value = values[np.uintp(k)]  # unsigned indices: no negative-index fix-up
-        above = value > best
-        ties = 0 if above else ties
-        best = value if above else best
         cells[np.uintp(ties)] = k
-        ties += value == best
+        ties += values[np.uintp(k)] == best
     return ties
 
 

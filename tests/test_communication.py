@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from numba import njit
 
 from collective import Messages
 from collective.config import ConfigError, EvaluationConfig
@@ -12,7 +13,8 @@ from collective.environments.lambda_star import EnvironmentBatch
 from collective.evaluate import evaluate, generate_environments, play, plugin_group, shadow_environments
 from collective.simulation.stepping import play_group, play_overhearing
 from collective.sweeps.spec import SpecError, parse_spec
-from collective.protocols.kernel_support import message_entropy_bits
+from collective.protocols.kernel_support import (empty_log, log_copies, message_entropy_bits, table_distinct,
+                                                 table_entropy_bits, table_log)
 
 LN2 = math.log(2)
 
@@ -114,6 +116,33 @@ def test_entropy_estimator_on_hand_counts():
     assert message_entropy_bits(thirds, 6) == pytest.approx(plug_in + 2 / (12 * LN2), abs=1e-15)
     assert message_entropy_bits(np.full(10, 5, np.uint64), 10) == 0.0
     assert math.isnan(message_entropy_bits(np.empty(0, np.uint64), 0))
+
+
+@njit
+def _count_into(log, symbols, copies):
+    for k in range(symbols.shape[0]):
+        log_copies(log, symbols[k], copies[k])
+
+
+def test_the_count_table_counts_what_a_list_of_the_same_messages_holds():
+    """The fused kernel's count table (each message counted when the next comes, the last one when the pass
+    is read) against the symbols listed one by one: the same entropy to the bit and the same distinct
+    symbols, for streams of few and of many distinct symbols (probes that collide in a small table), with
+    copies; a table emptied after a pass (a training pass) keeps nothing of it, its pending message included."""
+    rng = np.random.default_rng(25)
+    for distinct in (1, 3, 40, 400):
+        for n in (1, 2, 7, 300):
+            log = table_log(n, 1)  # room for the messages of n iterations of one member (3n)
+            stale = rng.integers(0, 2 ** 63, 5).astype(np.uint64)
+            _count_into(log, stale, np.ones(5, np.int64))
+            empty_log(log)
+            symbols = rng.integers(0, distinct, n).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+            copies = rng.integers(1, 4, n)
+            _count_into(log, symbols, copies)
+            listed = np.repeat(symbols, copies)
+            assert table_entropy_bits(log).hex() == message_entropy_bits(listed, len(listed)).hex(), (distinct, n)
+            assert table_distinct(log) == len(np.unique(symbols))
+            assert table_entropy_bits(log).hex() == message_entropy_bits(listed, len(listed)).hex()  # read twice
 
 
 def test_miller_madow_removes_most_of_the_plug_in_bias():
