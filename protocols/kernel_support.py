@@ -134,8 +134,8 @@ def float_bits(typingctx, value):
 
 @intrinsic
 def prefetch(typingctx, array, index):
-    """Ask the cache for the line holding array[index] (llvm.prefetch for a write, kept close): a hint, which
-    changes no value; an index outside the array is never read."""
+    """Ask the cache for the line holding array[index] (llvm.prefetch, for a write, kept in every level): a
+    hint, which reads nothing and changes no value."""
     def codegen(context, builder, signature, args):
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
         address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
@@ -194,8 +194,8 @@ def log_copies(log, symbol, copies):
     at most C/2 messages (`log_capacity` bounds a scored pass; a training pass under a coordination
     threshold may fill it, and `empty_log` clears it before the scored pass); a list takes as many
     symbols as it holds. A table counts the message before this one and keeps this one pending, after
-    asking the cache for its slot (`prefetch`): by the next message the slot's line is there, where
-    counting at once waited for it (a table is larger than the first-level cache; docs/communication-speed.md)."""
+    asking the cache for its slot (`prefetch`): counting at once waited on the symbol (a chain of multiplies)
+    and then on its slot's line, and a probe that went on resolved late (docs/communication-speed.md)."""
     n, slots = np.int64(log[MESSAGES]), np.int64(log[SLOTS])
     if slots:
         if 2 * (n + copies) > slots:
@@ -325,8 +325,8 @@ def best_cells(values, n, cells):
     """cells[:ties] = the indices of the largest of values[:n], ascending (what `flatnonzero(values[:n] ==
     values[:n].max())` gives where no value is NaN; a NaN is never among them); returns ties. Two passes: the
     largest, by four running maxima that do not wait on each other, then the indices equal to it. Which
-    running maximum holds the largest does not matter: NaN never beats one, and -0.0 and 0.0, the only
-    unequal values it could pick between, compare equal. Without branches (whether a value beats, ties or
+    running maximum holds the largest does not matter: NaN never beats one, and the only two values it could
+    pick between, -0.0 and 0.0, compare equal. Without branches (whether a value beats, ties or
     trails the best is a coin toss to the branch predictor): every index is stored at cells[ties], and kept
     only when it ties the best (cells at least n long)."""
     b0, b1, b2, b3 = -np.inf, -np.inf, -np.inf, -np.inf
