@@ -31,7 +31,7 @@ from collective.behaviours.decisions import searched_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
 from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
-                                      log_message, symbol_add_cell, symbol_add_value, symbol_start)
+                                      log_close, log_open, log_to, symbol_add_cell, symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
@@ -46,9 +46,11 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
         # arrays would count a reference to each per iteration)
         streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
             pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
+    logged = log_open(log)
     for i in members:
         cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
-        log_message(log, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]))
+        logged = log_to(log, logged, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]), 1)
+    log_close(log, logged)
     if values[SWITCH_SLOT] > 0.5:  # cpp_auction: bids in index order, `>=` moves the target
         rows, cols = scene.rows, scene.cols
         for i in members:

@@ -37,8 +37,8 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
-                                      READS_AND_WRITES, best_cells, cell_bits, count, count_all, float_bits, log_copies,
-                                      log_message, observe_window, symbol_add, symbol_add_cell, symbol_add_value,
+                                      READS_AND_WRITES, best_cells, cell_bits, count, count_all, float_bits, log_close,
+                                      log_open, log_to, observe_window, symbol_add, symbol_add_cell, symbol_add_value,
                                       symbol_start, toggle_entry, window_column, window_fits, window_row)
 
 MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each pass with -1.0 there)
@@ -63,6 +63,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         raise ValueError("broadcast_rule: the window scratch must hold at least one entry per cell")
     m = members.shape[0]
     bits = cell_bits(rows, cols)
+    logged = log_open(log)
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
             r, c = pos_r[i], pos_c[i]  # in locals: the compiler cannot prove the field's stores leave them unchanged
@@ -87,9 +88,9 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                         wrote += 1
             if wrote:
                 count_all(comm, 1, wrote * (bits + FLOAT_BITS))
-                log_message(log, symbol)
+                logged = log_to(log, logged, symbol, 1)
         read = symbol_add(symbol_start(MAP_READ), float_bits(state[MAP_HASH]))
-        log_copies(log, read, m)  # every searcher reads the map to find its best cell
+        logged = log_to(log, logged, read, m)  # every searcher reads the map to find its best cell
         count(comm, READS_AND_WRITES, m, m * n_cells * FLOAT_BITS)
     else:  # everyone hears everyone: the best reported cells, each listed once
         side = 2 * view + 1
@@ -108,7 +109,8 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                     k += np.uintp(1)
                     field[np.uintp(row + window_column(c, dc, cols, fits))] = reward
                     symbol = symbol_add_value(symbol, reward)
-            log_message(log, symbol)
+            logged = log_to(log, logged, symbol, 1)
+    log_close(log, logged)
     ties = best_cells(field, n_cells, window)
     for i in members:
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)

@@ -23,7 +23,7 @@ from numba import njit  # noqa: E402
 from collective.behaviours.decisions import searched_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
-                                      log_message, symbol_add_cell, symbol_add_value, symbol_start)
+                                      log_close, log_open, log_to, symbol_add_cell, symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
@@ -37,6 +37,7 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
     m = members.shape[0]
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
+    logged = log_open(log)
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1
         best = members[rank - 1]
         for child_rank in (2 * rank, 2 * rank + 1):
@@ -47,5 +48,6 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             i = members[rank - 1]
             report = symbol_add_cell(symbol_start(CHOICE_REPORT), chosen_cell(i, pos_r, pos_c, choice, scene.rows,
                                                                               scene.cols))
-            log_message(log, symbol_add_value(report, choice[i, 2]))
+            logged = log_to(log, logged, symbol_add_value(report, choice[i, 2]), 1)
+    log_close(log, logged)
     count_all(comm, m - 1, (m - 1) * (FLOAT_BITS + cell_bits(scene.rows, scene.cols)))

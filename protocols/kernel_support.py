@@ -6,7 +6,8 @@ indices of the participating agents, in agent order) in `scene` (see `collective
 member's own scene is `member_scene(scene, i)`, which differs between members only for a sham listener), writes
 a target cell for each participant into `targets` (agents,), adds its messages and bits to comm
 (COMM_SLOTS,) under both accountings (`count`, `count_all`; protocols/__init__.py states them), and
-logs the symbol of every message of the `reads_and_writes` accounting in `log` (`log_message`).
+logs the symbol of every message of the `reads_and_writes` accounting in `log` (`log_open`, `log_to`,
+`log_close`).
 `field` (cells,) and `state` (2,) hold protocol state for the current pass; `choice` (agents, 3) is
 scratch for each searcher's local choice (row offset, column offset, reward), `observed` (agents,
 window cells) for its observation, `window` (max(window cells, N),) for a tie list. `streams` (agents,
@@ -168,54 +169,79 @@ def log_message(log, symbol):
 
 
 @njit(cache=True, inline="always")
+def log_copies(log, symbol, copies):
+    """Log `copies` messages of one symbol (the same content read by several members), as one rule call
+    logging one message (`log_open`, `log_to`, `log_close`)."""
+    log_close(log, log_to(log, log_open(log), symbol, copies))
+
+
+@njit(cache=True, inline="always")
+def log_open(log):
+    """A rule call's logging state, read from the log's header once: (messages, distinct symbols, the pending
+    symbol, its copies, C). The rule threads it through `log_to` and hands it to `log_close`, so that its
+    messages do not each load and store the header (the compiler cannot keep an array's words in registers
+    across the rule's other stores; docs/communication-speed.md)."""
+    return (np.int64(log[MESSAGES]), np.int64(log[DISTINCT]), log[PENDING], np.int64(log[PENDING_COPIES]),
+            np.int64(log[SLOTS]))
+
+
+@njit(cache=True, inline="always")
+def log_to(log, state, symbol, copies):
+    """Log `copies` messages of one symbol; returns the new state (`log_open`). A count table takes at most
+    C/2 messages (`log_capacity` bounds a scored pass; a training pass under a coordination threshold may fill
+    it, and `empty_log` clears it before the scored pass); a list takes as many symbols as it holds. A table
+    counts the message before this one and keeps this one pending, after asking the cache for its slot
+    (`prefetch`): counting at once waited on the symbol (a chain of multiplies) and then on its slot's line,
+    and a probe that went on resolved late (docs/communication-speed.md)."""
+    n, distinct, pending, pending_copies, slots = state
+    if slots:
+        if 2 * (n + copies) > slots:
+            return state
+        if pending_copies:
+            distinct = count_symbol(log, slots, distinct, pending, pending_copies)
+        prefetch(log, np.uintp(HEADER + 2 * home_slot(symbol, slots)))
+        return n + copies, distinct, symbol, np.int64(copies), slots
+    listed = min(copies, log.shape[0] - HEADER - n)
+    for k in range(listed):
+        log[np.uintp(HEADER + n + k)] = symbol
+    return n + listed, distinct, pending, pending_copies, slots
+
+
+@njit(cache=True, inline="always")
+def log_close(log, state):
+    """Store a rule call's logging state (`log_open`) back in the log's header."""
+    n, distinct, pending, pending_copies, slots = state
+    log[MESSAGES], log[DISTINCT], log[PENDING], log[PENDING_COPIES] = n, distinct, pending, pending_copies
+
+
+@njit(cache=True, inline="always")
 def home_slot(symbol, slots):
     """Where a symbol's probe starts in a count table of `slots` slots."""
     return np.int64((symbol ^ (symbol >> np.uint64(32))) & np.uint64(slots - 1))
 
 
 @njit(cache=True, inline="always")
-def count_symbol(log, symbol, copies):
-    """Add `copies` to a symbol's count in a count table (linear probing from its `home_slot`; unsigned
-    indices: no negative-index fix-up)."""
-    slots = np.int64(log[SLOTS])
+def count_symbol(log, slots, distinct, symbol, copies):
+    """Add `copies` to a symbol's count in a count table of `slots` slots holding `distinct` symbols (linear
+    probing from its `home_slot`; unsigned indices: no negative-index fix-up); returns the distinct symbols
+    after."""
     slot = home_slot(symbol, slots)
     while log[np.uintp(HEADER + 2 * slot + 1)] and log[np.uintp(HEADER + 2 * slot)] != symbol:
         slot = (slot + 1) & (slots - 1)
     if not log[np.uintp(HEADER + 2 * slot + 1)]:
         log[np.uintp(HEADER + 2 * slot)] = symbol
-        log[np.uintp(HEADER + 2 * slots + np.int64(log[DISTINCT]))] = slot
-        log[DISTINCT] += np.uint64(1)
+        log[np.uintp(HEADER + 2 * slots + distinct)] = slot
+        distinct += 1
     log[np.uintp(HEADER + 2 * slot + 1)] += np.uint64(copies)
-
-
-@njit(cache=True, inline="always")
-def log_copies(log, symbol, copies):
-    """Log `copies` messages of one symbol (the same content read by several members). A count table takes
-    at most C/2 messages (`log_capacity` bounds a scored pass; a training pass under a coordination
-    threshold may fill it, and `empty_log` clears it before the scored pass); a list takes as many
-    symbols as it holds. A table counts the message before this one and keeps this one pending, after
-    asking the cache for its slot (`prefetch`): counting at once waited on the symbol (a chain of multiplies)
-    and then on its slot's line, and a probe that went on resolved late (docs/communication-speed.md)."""
-    n, slots = np.int64(log[MESSAGES]), np.int64(log[SLOTS])
-    if slots:
-        if 2 * (n + copies) > slots:
-            return
-        if log[PENDING_COPIES]:
-            count_symbol(log, log[PENDING], log[PENDING_COPIES])
-        log[PENDING], log[PENDING_COPIES] = symbol, copies
-        prefetch(log, np.uintp(HEADER + 2 * home_slot(symbol, slots)))
-        log[MESSAGES] = n + copies
-    else:
-        for _ in range(min(copies, log.shape[0] - HEADER - n)):
-            log[HEADER + np.int64(log[MESSAGES])] = symbol
-            log[MESSAGES] += np.uint64(1)
+    return distinct
 
 
 @njit(cache=True)
 def settle_log(log):
     """Count a count table's pending message: its counts are then every message's."""
     if log[PENDING_COPIES]:
-        count_symbol(log, log[PENDING], log[PENDING_COPIES])
+        log[DISTINCT] = count_symbol(log, np.int64(log[SLOTS]), np.int64(log[DISTINCT]), log[PENDING],
+                                     log[PENDING_COPIES])
         log[PENDING_COPIES] = 0
 
 

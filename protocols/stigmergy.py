@@ -33,8 +33,8 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.scene import member_scene, scene_blind  # noqa: E402
 from collective.protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
-                                      count, log_message, observe_window, symbol_add_value, symbol_start, window_column,
-                                      window_fits, window_row)
+                                      count, log_close, log_open, log_to, observe_window, symbol_add_value,
+                                      symbol_start, window_column, window_fits, window_row)
 
 PAPER, REFERENCE = 0, 1
 
@@ -58,6 +58,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     window_bits = side * side * FLOAT_BITS
     rows, cols = scene.rows, scene.cols
     deposited = False
+    logged = log_open(log)
     for i in members:  # deposits, all before any agent chooses
         r, c = pos_r[i], pos_c[i]
         seen = member_scene(scene, i)
@@ -87,12 +88,12 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                     field[cell] = (field[cell] + observed[np.uintp(i), k] + fake) / divisor
                     symbol = symbol_add_value(symbol, field[cell])
                 k += np.uintp(1)
-        log_message(log, symbol)
+        logged = log_to(log, logged, symbol, 1)
     last_r, last_c, ties, read = -1, -1, 0, symbol_start(FIELD_READ)
     for i in members:  # each searcher reads its window of the field and heads for the best fake reward
         r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
         if not sees and r == last_r and c == last_c:  # the last reader's cell, a field and tie list
-            log_message(log, read)  # unchanged since: its read and its ties
+            logged = log_to(log, logged, read, 1)  # unchanged since: its read and its ties
             streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
             targets[i] = window[pick]
             continue
@@ -116,9 +117,10 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
                 best = value if above else best
                 window[np.uintp(ties)] = cell
                 ties += value == best
-        log_message(log, read)
+        logged = log_to(log, logged, read, 1)
         streams[i, 0], pick = advance_uniform_int(streams[i, 0], ties)
         targets[i] = window[pick]
+    log_close(log, logged)
     m = members.shape[0]
     count(comm, READS_AND_WRITES, m, m * window_bits)
     if form == PAPER and deposited:  # the paper's field lives one iteration (Algorithm 2, line 2): zero
