@@ -30,7 +30,7 @@ from numba import njit  # noqa: E402
 from collective.behaviours.decisions import searched_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
 from collective.environments.torus import wrap  # noqa: E402
-from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
+from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, count_all,  # noqa: E402
                                       log_close, log_open, log_to, symbol_add_cell, symbol_add_value, symbol_start)
 
 
@@ -42,17 +42,19 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
     (each bid logged once)."""
     reach, keys, ties, best, parts = search.reach, search.keys, search.ties, search.best, search.parts
     sticky = values[0] > 0.5
-    for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
-        # arrays would count a reference to each per iteration)
-        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
-            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
+    rows, cols = scene.rows, scene.cols
     logged = log_open(log)
-    for i in members:
-        cell = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
-        logged = log_to(log, logged, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), choice[i, 2]), 1)
+    for i in members:  # each searcher's own best cell, one draw each, and its bid (written out: a helper binding
+        # the arrays would count a reference to each per iteration)
+        r, c = pos_r[i], pos_c[i]
+        streams[i, 0], row_offset, column_offset, reward = searched_best(
+            r, c, member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
+        choice[i, 0], choice[i, 1], choice[i, 2] = row_offset, column_offset, reward
+        cell = wrap(r + int(row_offset), rows) * cols + wrap(c + int(column_offset), cols)  # `chosen_cell`
+        targets[i] = cell  # the bid's cell, until the winner's is everyone's target
+        logged = log_to(log, logged, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), reward), 1)
     log_close(log, logged)
     if values[SWITCH_SLOT] > 0.5:  # cpp_auction: bids in index order, `>=` moves the target
-        rows, cols = scene.rows, scene.cols
         for i in members:
             if choice[i, 2] >= state[0]:  # the bidder's local-search step (one step toward its choice)
                 state[0] = choice[i, 2]
@@ -64,7 +66,7 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
         for i in members:
             if choice[i, 2] > choice[winner, 2]:
                 winner = i
-        target = chosen_cell(winner, pos_r, pos_c, choice, scene.rows, scene.cols)
+        target = targets[winner]
         if sticky:
             if choice[winner, 2] > state[0]:
                 state[0], state[1] = choice[winner, 2], target
