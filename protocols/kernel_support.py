@@ -30,13 +30,13 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
 from collective.behaviours.decisions import object_keys, tables_window
 from collective.environments.scene import (is_landscape, is_reset, moore_rewards, scene_reward, window_reach,
                                            window_reward)
 from collective.environments.torus import wrap
+from collective.simulation.prefetch import prefetch
 
 FLOAT_BITS = 64  # a reward travels as a double
 # comm (COMM_SLOTS,): messages and bits under each accounting of COMMUNICATION_ACCOUNTINGS, in its order.
@@ -131,21 +131,6 @@ def float_bits(typingctx, value):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(64))
     return types.uint64(types.float64), codegen
-
-
-@intrinsic
-def prefetch(typingctx, array, index):
-    """Ask the cache for the line holding array[index] (llvm.prefetch, for a write, kept in every level): a
-    hint, which reads nothing and changes no value."""
-    def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
-        word = ir.IntType(32)
-        hint = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [address.type, word, word, word]), "llvm.prefetch.p0i8")
-        builder.call(hint, [address, ir.Constant(word, 1), ir.Constant(word, 3), ir.Constant(word, 1)])
-        return context.get_dummy_value()
-    return types.void(array, types.uintp), codegen
 
 
 @intrinsic
