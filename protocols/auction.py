@@ -29,9 +29,8 @@ from numba import njit  # noqa: E402
 
 from collective.behaviours.decisions import searched_best  # noqa: E402
 from collective.environments.scene import member_scene  # noqa: E402
-from collective.environments.torus import wrap  # noqa: E402
-from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, count_all,  # noqa: E402
-                                      log_close, log_open, log_to, symbol_add_cell, symbol_add_value, symbol_start)
+from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, count_all, log_close,  # noqa: E402
+                                      log_open, log_to, offset_cell, symbol_add_cell, symbol_add_value, symbol_start)
 
 
 @njit(cache=True)
@@ -50,7 +49,7 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
         streams[i, 0], row_offset, column_offset, reward = searched_best(
             r, c, member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
         choice[i, 0], choice[i, 1], choice[i, 2] = row_offset, column_offset, reward
-        cell = wrap(r + int(row_offset), rows) * cols + wrap(c + int(column_offset), cols)  # `chosen_cell`
+        cell = offset_cell(r, c, int(row_offset), int(column_offset), rows, cols)  # its `chosen_cell`
         targets[i] = cell  # the bid's cell, until the winner's is everyone's target
         logged = log_to(log, logged, symbol_add_value(symbol_add_cell(symbol_start(BID), cell), reward), 1)
     log_close(log, logged)
@@ -58,8 +57,8 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
         for i in members:
             if choice[i, 2] >= state[0]:  # the bidder's local-search step (one step toward its choice)
                 state[0] = choice[i, 2]
-                state[1] = wrap(pos_r[i] + int(np.sign(choice[i, 0])), rows) * cols + \
-                    wrap(pos_c[i] + int(np.sign(choice[i, 1])), cols)
+                state[1] = offset_cell(pos_r[i], pos_c[i], int(np.sign(choice[i, 0])), int(np.sign(choice[i, 1])),
+                                       rows, cols)
         target = int(state[1])
     else:
         winner = members[0]

@@ -39,11 +39,11 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
     logged = log_open(log)
     for rank in range(1, m + 1):  # rank k's children are 2k and 2k+1
-        best = members[rank - 1]
+        heads_for = members[rank - 1]  # whose choice this rank heads for: its own or a better child's
         for child_rank in (2 * rank, 2 * rank + 1):
-            if not plain and child_rank <= m and choice[members[child_rank - 1], 2] > choice[best, 2]:
-                best = members[child_rank - 1]
-        targets[members[rank - 1]] = chosen_cell(best, pos_r, pos_c, choice, scene.rows, scene.cols)
+            if not plain and child_rank <= m and choice[members[child_rank - 1], 2] > choice[heads_for, 2]:
+                heads_for = members[child_rank - 1]
+        targets[members[rank - 1]] = chosen_cell(heads_for, pos_r, pos_c, choice, scene.rows, scene.cols)
         if rank > 1:
             i = members[rank - 1]
             report = symbol_add_cell(symbol_start(CHOICE_REPORT), chosen_cell(i, pos_r, pos_c, choice, scene.rows,

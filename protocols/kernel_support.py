@@ -49,7 +49,7 @@ OBSERVATION_REPORT, MAP_WRITE, MAP_READ, BID, ORDER, CHOICE_REPORT, DEPOSIT, FIE
 # [messages, distinct symbols, C, the pending symbol, its copies, 0] and laid out as either a *count table*
 # (the fused kernel, C > 0 a power of two): C slots of two words (symbol, count; open addressing, count 0: an
 # empty slot), then the slots in use in order; or a *list* (the stepping core, one per episode, C = 0): the
-# symbols in order. A table counts each message when the next one comes (`log_copies`), so the header holds
+# symbols in order. A table counts each message when the next one comes (`log_to`), so the header holds
 # the last one, pending, until `settle_log`; six words keep every slot within one cache line.
 MESSAGES, DISTINCT, SLOTS, PENDING, PENDING_COPIES, HEADER = 0, 1, 2, 3, 4, 6
 
@@ -326,9 +326,15 @@ def cell_bits(rows, cols):
 
 
 @njit(cache=True, inline="always")
+def offset_cell(r, c, dr, dc, rows, cols):
+    """Cell index of (r + dr, c + dc) on the ring, for offsets of at most one lap."""
+    return wrap(r + dr, rows) * cols + wrap(c + dc, cols)
+
+
+@njit(cache=True, inline="always")
 def chosen_cell(i, pos_r, pos_c, choice, rows, cols):
     """Cell index of searcher i's own choice."""
-    return wrap(pos_r[i] + int(choice[i, 0]), rows) * cols + wrap(pos_c[i] + int(choice[i, 1]), cols)
+    return offset_cell(pos_r[i], pos_c[i], int(choice[i, 0]), int(choice[i, 1]), rows, cols)
 
 
 @njit(cache=True, inline="always")
