@@ -38,7 +38,7 @@ from collective.simulation.random_streams import (AGENT_SEED, episode_seed_table
 from collective.analysis.scores import ExactSum, ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
-from collective.simulation.kernel import (ONLINE, KernelSwitches, Tables, learner_workspace, separate_tables,
+from collective.simulation.kernel import (ONLINE, KernelSwitches, Tables, learner_workspace, table_blocks,
                                           simulate_batch, talk_workspace)
 from collective.simulation.stepping import Group, Member, play_group, play_overhearing
 from collective.version import VERSION
@@ -382,7 +382,8 @@ def _workspace(config: EvaluationConfig, table_mode: int) -> Tables:
     codes = np.array([load_behaviour(name).cls.code for name in config.behaviours], np.int64)
     protocol = load_protocol(config.protocol).cls
     return learner_workspace(codes, config.rows, config.cols, config.iterations, config.passes_per_episode,
-                             config.q_initial, separate_tables(config.coordination_threshold, protocol.code, table_mode),
+                             config.q_initial, table_blocks(config.learner_count, config.coordination_threshold,
+                                                            protocol.code, table_mode),
                              LEARNER_STATES.index(config.learner_state), table_mode)
 
 

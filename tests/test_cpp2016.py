@@ -165,7 +165,7 @@ def one_training_pass(code, switched, q_values):
     rows = cols = ROWS5
     iterations = 2
     codes = np.array([code], np.int64)
-    tables = learner_workspace(codes, rows, cols, iterations, 1, 2.0, False)
+    tables = learner_workspace(codes, rows, cols, iterations, 1, 2.0, 1)
     q = tables.q.reshape(iterations, rows * cols, 9)
     for (where, t, action), value in q_values.items():
         q[t, where, action] = value

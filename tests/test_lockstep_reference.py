@@ -11,6 +11,7 @@ from collective.evaluate import (generate_environments, play, run_episodes, shad
 from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
                                              learner_tables, reference_episode, reference_sham_episode)
 from collective.protocols import get_protocol
+from collective.simulation.kernel import TABLED_REWARD_READS
 
 
 def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:
@@ -251,6 +252,20 @@ def test_lambdastar2016_profile_matches_reference(mix, protocol):
     config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, **SMALL)
     assert all(getattr(config, name) for name in CPP_SWITCHES)
     assert_lockstep(config, episodes=5)
+
+
+@pytest.mark.parametrize("profile, protocol, mix", [
+    ("paper", "none", "q_learning:4,sarsa:1,q_learning:2"),  # alone: rounds Q0-Q2, Q3, S4, Q5-Q6 on 3 blocks in turn
+    ("lambdastar2016", "none", "q_learning:4,sarsa:1,q_learning:2"),
+    ("paper", "wisdom", "local_search:2,q_learning:4,sarsa:1"),  # together, a table each: rounds Q2-Q4, Q5, S6
+])
+def test_learners_trained_side_by_side_match_reference(profile, protocol, mix):
+    """Q-learners that train alone train in rounds side by side (`kernel._side_by_side_q_passes`), each on its
+    own table block; the reference trains each learner in turn. Passes enough that the kernel tables the
+    rewards (`TABLED_REWARD_READS`), which rounds side by side need."""
+    config = EvaluationConfig.from_profile(profile, mix=mix, protocol=protocol, **{**SMALL, "q_training_passes": 18})
+    assert 18 * config.learner_count >= TABLED_REWARD_READS * config.rows * config.cols
+    assert_lockstep(config, episodes=3)
 
 
 SHAM_CASES = [

@@ -61,7 +61,7 @@ def _play(fast, rules, paths, seed, ids, starts, group, learning, record, totals
                              agent_totals, search_table(rules.rows, rules.cols, rules.radius))
     else:
         codes = np.full(agents, LOCAL_SEARCH, np.int64)
-        tables = learner_workspace(codes, rules.rows, rules.cols, T, 0, 0.0, False)
+        tables = learner_workspace(codes, rules.rows, rules.cols, T, 0, 0.0, 1)
         talk = talk_workspace(NONE, (0.0,) * 4, np.zeros(agents, bool), agents, rules.rows, rules.cols,
                               rules.view_range, T, 1)
         total = _play_pass(codes, ids, np.full(agents, -1, np.int64), starts, rules, paths, np.int64(-1), seed,

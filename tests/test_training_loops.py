@@ -4,6 +4,8 @@
   replaces: `kernel._play_pass` called once per pass for that one learner, with a silent protocol;
 - `kernel._shared_training_passes` (the learners' passes on one shared table) against `_play_pass` called
   once per pass for them under `shared_q`, its traffic counts included;
+- `kernel._side_by_side_q_passes` (Q-learners training alone, stepped side by side) against
+  `_lone_training_passes` for each in turn;
 - `decisions.greedy_action_masked` (the learners' greedy choice without a branch) against `greedy_action`
   (the scan with a running tie count, and the walk to the drawn tie).
 Tables are compared as bits (-0.0 and 0.0 apart), with the written-state bookkeeping and the streams' draws.
@@ -17,6 +19,7 @@ from collective.behaviours.decisions import greedy_action, greedy_action_masked,
 from collective.protocols import NONE, SHARED_Q
 from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, WINDOW_SIGNS, Rules, Scratch, TrainingSet,
                                           _cells_to_coordinates, _lone_training_passes, _play_pass, _shared_training_passes,
+                                          _side_by_side_q_passes,
                                           cell_moves, learner_workspace, training_rewards,
                                           talk_workspace, training_paths)
 
@@ -50,7 +53,7 @@ def _training_set(rng, n_training, landscape):
 def _tables(code, rng, state_encoding):
     """A learner table with values from a small set (ties everywhere, -0.0 beside 0.0)."""
     codes = np.array([code] * AGENTS, np.int64)
-    tables = learner_workspace(codes, ROWS, COLS, T, PASSES, 2.0, True, state_encoding)
+    tables = learner_workspace(codes, ROWS, COLS, T, PASSES, 2.0, AGENTS, state_encoding)  # a block each
     tables.q[:] = rng.choice(np.array([2.0, 1.5, 0.0, -0.0, -1.0]), tables.q.shape[0])
     return codes, tables
 
@@ -111,6 +114,39 @@ def test_lone_training_passes_are_play_pass_passes(code, bootstrap, epsilon, thr
     assert np.array_equal(fast.dirty, twin.dirty)
 
 
+@pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape", [  # cell-time states, tabled rewards
+    (0, 0.0, 1, 1, False),  # paper
+    (1, 0.0, 1, 1, False),  # lambdastar2016
+    (0, 0.2, 1, 3, False),  # held-out episodes, ε-greedy
+    (1, 0.3, 1, 2, True),  # a landscape
+    (0, 0.0, 2, 1, False),  # a quorum one agent never makes
+])
+def test_side_by_side_q_passes_are_lone_passes(bootstrap, epsilon, threshold, n_training, landscape):
+    rng = np.random.default_rng([7, bootstrap, n_training, threshold])
+    training = _training_set(rng, n_training, landscape)
+    _, tables = _tables(Q_LEARNING, rng, CELL_TIME)
+    rules = Rules(ROWS, COLS, T, 1, 1, threshold, 0.3, 0.7, epsilon, 10.0, 0, 0, bootstrap, 0, CELL_TIME, PER_EPISODE)
+    seed = np.uint64(rng.integers(2**63))
+    rewards = np.empty((n_training, T + 1, ROWS * COLS))
+    training_rewards(rules, training, rewards)
+    ids, blocks = np.arange(AGENTS), np.array([2, 0, 1])  # learner i on block blocks[i]
+    fast, twin = _copy(tables), _copy(tables)
+    _side_by_side_q_passes(ids, blocks, training.starts, rules, training, seed, PASSES, fast.q, fast.dirty,
+                           fast.written, fast.n_written, cell_moves(ROWS, COLS), rewards)
+    for i in ids:
+        _lone_training_passes(Q_LEARNING, i, blocks[i], training.starts[:, i], rules, training, seed, PASSES, twin.q,
+                              twin.dirty, twin.written, twin.n_written, cell_moves(ROWS, COLS), rewards)
+    written = int(twin.n_written[0])
+    assert written > 3 * 9  # each learner wrote states
+    assert np.array_equal(_bits(fast.q), _bits(twin.q))
+    for block in range(AGENTS):  # every block learned
+        rows = slice(block * ROWS * COLS * T * 9, (block + 1) * ROWS * COLS * T * 9)
+        assert not np.array_equal(_bits(fast.q[rows]), _bits(tables.q[rows]))
+    assert fast.n_written[0] == written
+    assert np.array_equal(np.sort(fast.written[:written]), np.sort(twin.written[:written]))  # the same states
+    assert np.array_equal(fast.dirty, twin.dirty)
+
+
 @pytest.mark.parametrize("tabled", [False, True])  # rewards computed at each step, or read from `training_rewards`
 @pytest.mark.parametrize("codes", [(Q_LEARNING,) * 3, (SARSA,) * 3, (SARSA, Q_LEARNING, SARSA)])
 @pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape, state_encoding", [
@@ -125,7 +161,7 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
     rng = np.random.default_rng([*codes, bootstrap, n_training, state_encoding, threshold])
     training = _training_set(rng, n_training, landscape)
     codes = np.array(codes, np.int64)
-    tables = learner_workspace(codes, ROWS, COLS, T, PASSES, 2.0, False, state_encoding)  # one block
+    tables = learner_workspace(codes, ROWS, COLS, T, PASSES, 2.0, 1, state_encoding)  # one block
     tables.q[:] = rng.choice(np.array([2.0, 1.5, 0.0, -0.0, -1.0]), tables.q.shape[0])
     rules = Rules(ROWS, COLS, T, 1, 1, threshold, 0.3, 0.7, epsilon, 10.0, 0, 0, bootstrap, 0, state_encoding,
                   PER_EPISODE)

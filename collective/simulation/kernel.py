@@ -10,18 +10,21 @@ Each agent draws from its own stream per pass (`random_streams.derive_stream_see
 kernel may play agents apart whenever they cannot affect one another, with the same result as
 playing them together (the reference's order; the lock-step tests check it):
 - scored pass: together when a coordination threshold or a protocol couples the group, else each
-  learner alone (right after its training, its table still in cache) and the others together; local
+  learner alone (right after its training round, its table still in cache) and the others together; local
   searchers with a silent protocol (`searchers_only`) in a loop of their own (`_search_pass`, with the
   searcher's choice inlined there only);
 - a searcher's range-1 window of Λ* and every agent's reward are read from the batch's `SearchTable`
   (`decisions.search_table`: the choice by ⊕'s and ⊖'s offsets from the searcher), in both loops and in the
   protocol rules, to the bit what computing them gives;
 - training passes: the whole group together under a coordination threshold (rewards depend on
-  everyone); the learners together when they share a table; else each learner alone, its table
-  hot in cache (one reused block when the scored pass is played alone too). A learner alone and the
-  learners of a shared table train in loops of their own (`_lone_training_passes`, `_shared_training_passes`:
-  `_play_pass`'s steps for them, without its per-pass and per-step generality), reading the episode's rewards
-  from a table made once for all their passes when that pays (`training_rewards`).
+  everyone); the learners together when they share a table; else each learner alone on its own table,
+  Q-learners in rounds of up to LOCKSTEP_LEARNERS stepped side by side (`_side_by_side_q_passes`: a lone
+  learner's step waits on the one before, the learners' steps do not wait on each other), with a few
+  reused blocks when the scored pass is played alone too (`table_blocks`). A learner alone, a round and the
+  learners of a shared table train in loops of their own (`_lone_training_passes`, `_side_by_side_q_passes`,
+  `_shared_training_passes`: `_play_pass`'s steps for them, without its per-pass and per-step generality),
+  reading the episode's rewards from a table made once for all their passes when that pays
+  (`training_rewards`).
 
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
@@ -59,6 +62,7 @@ from collective.protocols.shared_q import count_learning_accesses, count_table_a
 from collective.protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
+LOCKSTEP_LEARNERS = 3  # Q-learners training alone stepped side by side (`_side_by_side_q_passes`)
 CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); signs of the 3x3 window's rewards
 WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
 BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window that pays 0 everywhere: digits all 1
@@ -143,14 +147,22 @@ def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: 
                 np.full(episodes, np.nan), np.full(episodes, np.nan))
 
 
+def table_blocks(learners: int, coordination_threshold: int, protocol_code: int, table_mode: int) -> int:
+    """How many table blocks a group's learners need at once: one each when they need tables of their own
+    (`separate_tables`), one when they share it (`shared_q`), else up to LOCKSTEP_LEARNERS, which learners that
+    train and play alone take in turn, a round of Q-learners training side by side (`_side_by_side_q_passes`).
+    The memory check counts a block per learner whatever this gives (`config.learner_table_bytes`)."""
+    if separate_tables(coordination_threshold, protocol_code, table_mode):
+        return learners
+    return min(learners, 1 if protocol_code == SHARED_Q else LOCKSTEP_LEARNERS)
+
+
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
-                      training_passes: int, q_initial: float, separate_tables: bool,
+                      training_passes: int, q_initial: float, blocks: int,
                       state_encoding: int = CELL_TIME, table_mode: int = PER_EPISODE) -> Tables:
-    """The learners' Q-tables, filled with Q0, and the bookkeeping of written states: one block
-    per learner when they need tables of their own at once (`separate_tables`), else a single
-    block (shared, or reused by each agent in turn when agents play alone and reset)."""
+    """The learners' Q-tables, filled with Q0, and the bookkeeping of written states: `blocks` tables
+    (`table_blocks`; `simulate_batch` gives learner k the block k mod blocks)."""
     learners = int(np.isin(codes, (Q_LEARNING, SARSA)).sum())
-    blocks = learners if separate_tables else min(learners, 1)
     n_states = table_states(state_encoding, rows, cols, iterations) * blocks
     resets = training_passes * iterations * learners if table_mode == PER_EPISODE else 0
     written = np.empty(min(n_states, resets) + 1, np.int64)  # one more: the training loops write ahead
@@ -518,16 +530,18 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                   switches.first_observation, switches.imitation, switches.learner_bootstrap, switches.oracle,
                   state_encoding, table_mode)
     together = play_together(threshold, talk.code)
-    own_tables = separate_tables(threshold, talk.code, table_mode)
     scored_learning = table_mode == ONLINE
     shared = talk.code == SHARED_Q
     agent_ids = np.arange(agents)
     table_row = np.full(agents, -1, np.int64)
     learner_ids = np.empty(0, np.int64)
     has_imitator = False
+    # the tables' blocks (`table_blocks`): learner k takes block k mod blocks
+    blocks = max(1, tables.q.shape[0] // (9 * (WINDOW_STATES if state_encoding == WINDOW_SIGNS else
+                                               rows * cols * iterations)))
     for i in range(agents):
         if codes[i] == Q_LEARNING or codes[i] == SARSA:
-            table_row[i] = learner_ids.shape[0] if own_tables else 0
+            table_row[i] = learner_ids.shape[0] % blocks
             learner_ids = np.append(learner_ids, i)
         has_imitator |= codes[i] == IMITATION
     passes = training_passes if learner_ids.shape[0] > 0 and table_mode == PER_EPISODE else 0
@@ -559,6 +573,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     # its making: one training episode (the replayed one), read in every pass of every learner
     tabled = n_training == 1 and passes * learner_ids.shape[0] >= TABLED_REWARD_READS * rows * cols
     rewards = np.empty((n_training, steps, rows * cols) if tabled else (0, 0, 0), np.float64)
+    # Q-learners training alone go in rounds side by side with cell-time states and tabled rewards
+    side_by_side = LOCKSTEP_LEARNERS if tabled and state_encoding == CELL_TIME else 1
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
@@ -596,14 +612,17 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
                                         training, seeds[e], passes, tables.q, tables.dirty, tables.written,
                                         tables.n_written, talk.comm, moves, rewards)
-            else:  # each learner trains alone on its own table. The loops are called from here, not through a
-                # compiled wrapper: numba generates a callee's code again in every caller's library, and a wrapper
-                # made the install's warm-up compile ~20% longer (docs/speed.md)
+            else:  # each learner trains alone on its own table, Q-learners in rounds side by side. The loops are
+                # called from here (`_train_round` is inlined), not through a compiled wrapper: numba generates a
+                # callee's code again in every caller's library, and a wrapper made the install's warm-up compile
+                # ~20% longer (docs/speed.md)
                 training_rewards(rules, training, rewards)
-                for i in learner_ids:
-                    _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
-                                          passes, tables.q, tables.dirty, tables.written, tables.n_written, moves,
-                                          rewards)
+                first = 0
+                while first < learner_ids.shape[0]:
+                    stop = _round_end(codes, learner_ids, first, side_by_side)
+                    _train_round(codes, learner_ids[first:stop], table_row, training.starts, rules, training,
+                                 seeds[e], passes, tables, moves, rewards)
+                    first = stop
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             if searchers:
                 total = _search_pass(agent_ids, starts[e], rules, paths, seeds[e], scored_learning, scratch, record,
@@ -618,16 +637,20 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
             training_rewards(rules, training, rewards)
-            for i in learner_ids:
-                one = slice(i, i + 1)
-                agent_positions = positions_out[one] if record else no_positions
-                agent_rewards = rewards_out[one] if record else no_rewards
-                _lone_training_passes(codes[i], i, table_row[i], training.starts[:, i], rules, training, seeds[e],
-                                      passes, tables.q, tables.dirty, tables.written, tables.n_written, moves, rewards)
-                total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
-                                    hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
-                                    record, agent_positions, agent_rewards, agent_totals[e], searched, moves)
+            first = 0
+            while first < learner_ids.shape[0]:  # a round of learners on the blocks in turn: trained, played, reset
+                stop = _round_end(codes, learner_ids, first, min(blocks, side_by_side))
+                _train_round(codes, learner_ids[first:stop], table_row, training.starts, rules, training, seeds[e],
+                             passes, tables, moves, rewards)
+                for i in learner_ids[first:stop]:
+                    one = slice(i, i + 1)
+                    agent_positions = positions_out[one] if record else no_positions
+                    agent_rewards = rewards_out[one] if record else no_rewards
+                    total += _play_pass(codes[one], agent_ids[one], table_row[one], starts[e, one], rules, paths,
+                                        hidden_start, seeds[e], scored_pass, scored_learning, tables, scratch, talk,
+                                        record, agent_positions, agent_rewards, agent_totals[e], searched, moves)
                 _reset_written(tables, q_initial)
+                first = stop
             if others.shape[0] > 0:
                 if others_search:
                     total += _search_pass(others, starts[e][others], rules, paths, seeds[e], false, scratch, record,
@@ -830,6 +853,91 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
                 prev_state, prev_action, prev_reward = base, action, scaled
                 if t + 1 == iterations:
                     q[here] += alpha * (scaled - q[here])
+    n_written[0] = n
+
+
+@njit(cache=True, inline="always")
+def _round_end(codes, learner_ids, first, width):
+    """Where the round of learners that starts at learner_ids[first] ends: up to `width` Q-learners in a row
+    train side by side (`_side_by_side_q_passes`; width 1 where it does not apply); a SARSA learner, or a
+    Q-learner with no Q-learner after it, trains alone (`_lone_training_passes`: SARSA's two draws per step ran
+    ~10% slower side by side)."""
+    stop = first + 1
+    if codes[learner_ids[first]] == Q_LEARNING:
+        while stop < learner_ids.shape[0] and stop - first < width and codes[learner_ids[stop]] == Q_LEARNING:
+            stop += 1
+    return stop
+
+
+@njit(cache=True, inline="always")
+def _train_round(codes, side, table_row, starts, rules, training, episode_seed, passes, tables, moves, rewards):
+    """The training passes of a round of learners (`_round_end`), each on its own table block: starts (n, agents)
+    the group's start cells in each training episode."""
+    if side.shape[0] == 1:
+        i = side[0]
+        _lone_training_passes(codes[i], i, table_row[i], starts[:, i], rules, training, episode_seed, passes,
+                              tables.q, tables.dirty, tables.written, tables.n_written, moves, rewards)
+    else:
+        _side_by_side_q_passes(side, table_row[side], starts[:, side], rules, training, episode_seed, passes,
+                               tables.q, tables.dirty, tables.written, tables.n_written, moves, rewards)
+
+
+@njit(cache=True)
+def _side_by_side_q_passes(agent_ids, table_rows, starts, rules, training, episode_seed, passes, q, dirty, written,
+                           n_written, moves, rewards):
+    """`_lone_training_passes` for several Q-learners (global ids `agent_ids`) at once, each alone on its own
+    table block (`table_rows`, distinct), stepped side by side: each learner's steps are its lone loop's in the
+    same order, on its own table, stream and start-row maxima, so every table and stream is the same to the bit;
+    only the order in which `written` lists the states interleaves. A lone learner asks for the nine rows its
+    next decision may read before it decides (`_prefetch_rows`); side by side, each asks for its next row once
+    it has moved, and the others' steps run while the row comes. Cell-time states and tabled rewards only
+    (`rewards`, `training_rewards`): the rest trains alone (`_round_end`). starts (n, k) their start cells in
+    each training episode."""
+    iterations = rules.iterations
+    alpha, gamma, epsilon = rules.alpha, rules.gamma, rules.epsilon
+    kept, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE  # max Q((c', 0), ·) kept by row
+    n_cells = rules.rows * rules.cols
+    to = moves.to
+    n_training = training.good_r.shape[0]
+    learners = agent_ids.shape[0]
+    cells, streams = np.empty(learners, np.int64), np.empty(learners, np.uint64)
+    start_maxima = np.empty((learners, n_cells if kept else 0))
+    for i in range(learners):
+        start_maxima[i] = _start_row_maxima(q, table_rows[i], iterations, n_cells, kept)
+    n = n_written[0]
+    for p in range(passes):
+        j = p % n_training
+        for i in range(learners):
+            cells[i] = starts[j, i]
+            streams[i] = derive_stream_seed(episode_seed, agent_ids[i] + 1, p + 1)
+        for t in range(iterations):
+            for i in range(learners):
+                row, cell = table_rows[i], cells[i]
+                base = _q_base(t, row, cell, iterations, n_cells)
+                if per_episode:  # without a branch: `written` has room for one more state than the tables hold
+                    state = np.uint64(base) // _U9
+                    written[n] = base
+                    n += not dirty[state]
+                    dirty[state] = True
+                streams[i], action = learner_action(action_values(q, base), epsilon, streams[i])
+                left = cell
+                cell = to[np.uint64(cell) * _U9 + np.uint64(action)]
+                cells[i] = cell
+                following = _q_base(t + 1, row, cell, iterations, n_cells)  # its next row (t + 1 < T)
+                if t + 1 < iterations:
+                    prefetch(q, following)
+                    prefetch(q, following + 8)
+                scaled = rewards[j, t + 1, cell]
+                here = base + action
+                if kept:
+                    q[here] += alpha * (scaled + gamma * start_maxima[i, cell] - q[here])
+                    if t == 0:  # it wrote a start row
+                        start_maxima[i, left] = max_q(q, base)
+                else:
+                    target = scaled
+                    if t + 1 < iterations:
+                        target += gamma * max_q(q, following)
+                    q[here] += alpha * (target - q[here])
     n_written[0] = n
 
 
