@@ -381,10 +381,11 @@ def _workspace(config: EvaluationConfig, table_mode: int) -> Tables:
     """Fresh learner tables for the configured group, played in `table_mode`."""
     codes = np.array([load_behaviour(name).cls.code for name in config.behaviours], np.int64)
     protocol = load_protocol(config.protocol).cls
+    states = LEARNER_STATES.index(config.learner_state)
+    blocks = table_blocks(config.learner_count, config.coordination_threshold, protocol.code, table_mode, states,
+                          config.rows, config.cols, config.iterations)
     return learner_workspace(codes, config.rows, config.cols, config.iterations, config.passes_per_episode,
-                             config.q_initial, table_blocks(config.learner_count, config.coordination_threshold,
-                                                            protocol.code, table_mode),
-                             LEARNER_STATES.index(config.learner_state), table_mode)
+                             config.q_initial, blocks, states, table_mode)
 
 
 def _episode_run(run, environments: EnvironmentBatch) -> EpisodeRun:

@@ -16,8 +16,9 @@ from numba import njit
 
 from collective.behaviours import Q_LEARNING, SARSA
 from collective.behaviours.decisions import greedy_action, greedy_action_masked, search_table
-from collective.protocols import NONE, SHARED_Q
-from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, WINDOW_SIGNS, Rules, Scratch, TrainingSet,
+from collective.protocols import AUCTION, NONE, SHARED_Q
+from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, PRETRAINED, SIDE_BY_SIDE_BYTES, WINDOW_SIGNS, Rules,
+                                          Scratch, TrainingSet, table_blocks, table_states,
                                           _cells_to_coordinates, _lone_training_passes, _play_pass, _shared_training_passes,
                                           _side_by_side_q_passes,
                                           cell_moves, learner_workspace, training_rewards,
@@ -219,3 +220,22 @@ def test_masked_greedy_action_is_greedy_action():
     out = _both_greedy(values, states)
     assert np.array_equal(out[:, :2], out[:, 2:])
     assert len(np.unique(out[:, 1])) == 9  # every action was drawn
+
+
+@pytest.mark.parametrize("state_encoding", [CELL_TIME, WINDOW_SIGNS])
+@pytest.mark.parametrize("rows, cols, iterations", [(3, 3, 10), (10, 10, 200), (10, 10, 300), (20, 20, 200),
+                                                    (80, 80, 1000)])
+def test_learners_alone_take_blocks_within_a_rounds_budget(state_encoding, rows, cols, iterations):
+    """Learners that train and play alone reuse a few table blocks (`table_blocks`): never more than the learners,
+    and never more table than one block or SIDE_BY_SIDE_BYTES, however large a table is (an 80x80, T = 1000
+    table is 467 MB); tables of their own and a shared table keep one block per learner and one."""
+    block_bytes = table_states(state_encoding, rows, cols, iterations) * 9 * 8
+    for learners in (1, 2, 10):
+        blocks = table_blocks(learners, 1, NONE, PER_EPISODE, state_encoding, rows, cols, iterations)
+        assert 1 <= blocks <= learners
+        assert blocks == 1 or blocks * block_bytes <= SIDE_BY_SIDE_BYTES
+        assert table_blocks(learners, 1, SHARED_Q, PER_EPISODE, state_encoding, rows, cols, iterations) == 1
+        assert table_blocks(learners, 1, AUCTION, PER_EPISODE, state_encoding, rows, cols, iterations) == learners
+        assert table_blocks(learners, 1, NONE, PRETRAINED, state_encoding, rows, cols, iterations) == learners
+    if state_encoding == CELL_TIME and 3 * block_bytes <= SIDE_BY_SIDE_BYTES:  # room for a round of three
+        assert table_blocks(10, 1, NONE, PER_EPISODE, state_encoding, rows, cols, iterations) == 3

@@ -62,7 +62,8 @@ from collective.protocols.shared_q import count_learning_accesses, count_table_a
 from collective.protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
-LOCKSTEP_LEARNERS = 3  # Q-learners training alone stepped side by side (`_side_by_side_q_passes`)
+LOCKSTEP_LEARNERS = 3  # Q-learners training alone stepped side by side (`_side_by_side_q_passes`), at most
+SIDE_BY_SIDE_BYTES = 4_500_000  # the tables of one round, at most (`side_by_side_width`)
 CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); signs of the 3x3 window's rewards
 WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
 BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window that pays 0 everywhere: digits all 1
@@ -147,14 +148,29 @@ def talk_workspace(protocol_code: int, values: tuple[float, ...], participates: 
                 np.full(episodes, np.nan), np.full(episodes, np.nan))
 
 
-def table_blocks(learners: int, coordination_threshold: int, protocol_code: int, table_mode: int) -> int:
+def table_blocks(learners: int, coordination_threshold: int, protocol_code: int, table_mode: int,
+                 state_encoding: int, rows: int, cols: int, iterations: int) -> int:
     """How many table blocks a group's learners need at once: one each when they need tables of their own
-    (`separate_tables`), one when they share it (`shared_q`), else up to LOCKSTEP_LEARNERS, which learners that
-    train and play alone take in turn, a round of Q-learners training side by side (`_side_by_side_q_passes`).
-    The memory check counts a block per learner whatever this gives (`config.learner_table_bytes`)."""
+    (`separate_tables`), one when they share it (`shared_q`), else as many as a round of Q-learners training side
+    by side holds (`side_by_side_width`), which learners that train and play alone take in turn. The memory
+    check counts a block per learner whatever this gives (`config.learner_table_bytes`)."""
     if separate_tables(coordination_threshold, protocol_code, table_mode):
         return learners
-    return min(learners, 1 if protocol_code == SHARED_Q else LOCKSTEP_LEARNERS)
+    if protocol_code == SHARED_Q:
+        return min(learners, 1)
+    return min(learners, side_by_side_width(state_encoding, rows, cols, iterations))
+
+
+@njit(cache=True)
+def side_by_side_width(state_encoding, rows, cols, iterations):
+    """How many Q-learners training alone step side by side (`_side_by_side_q_passes`): LOCKSTEP_LEARNERS, fewer
+    when their tables (cells·T states x 9 float64 each) would hold more than SIDE_BY_SIDE_BYTES, and 1 (each
+    alone) for window-sign states. A learner side by side asks for its next row two of the others' steps ahead,
+    time for the caches but not for memory: rounds of 10x10, T = 200 tables (1.44 MB) ran fastest by three
+    (two kernel threads: 8.6 MB in all), and 20x20 ones (5.8 MB) at 0.4-0.65x the lone loop (docs/speed.md)."""
+    if state_encoding != CELL_TIME:
+        return 1
+    return max(1, min(LOCKSTEP_LEARNERS, SIDE_BY_SIDE_BYTES // (rows * cols * iterations * 9 * 8)))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
@@ -573,8 +589,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     # its making: one training episode (the replayed one), read in every pass of every learner
     tabled = n_training == 1 and passes * learner_ids.shape[0] >= TABLED_REWARD_READS * rows * cols
     rewards = np.empty((n_training, steps, rows * cols) if tabled else (0, 0, 0), np.float64)
-    # Q-learners training alone go in rounds side by side with cell-time states and tabled rewards
-    side_by_side = LOCKSTEP_LEARNERS if tabled and state_encoding == CELL_TIME else 1
+    # Q-learners training alone go in rounds side by side with tabled rewards (`side_by_side_width`)
+    side_by_side = side_by_side_width(state_encoding, rows, cols, iterations) if tabled else 1
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
