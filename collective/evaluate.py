@@ -38,8 +38,8 @@ from collective.simulation.random_streams import (AGENT_SEED, episode_seed_table
 from collective.analysis.scores import ExactSum, ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.simulation.compiled_plugins import CompiledBehaviour, CompiledProtocol
-from collective.simulation.kernel import (ONLINE, KernelSwitches, Tables, learner_workspace, table_blocks,
-                                          simulate_batch, talk_workspace)
+from collective.simulation.kernel import (ONLINE, KernelSwitches, Tables, learner_workspace, simulate_batch,
+                                          table_blocks, talk_workspace)
 from collective.simulation.stepping import Group, Member, play_group, play_overhearing
 from collective.version import VERSION
 from collective.protocols import NONE, load_protocol

@@ -18,7 +18,7 @@ playing them together (the reference's order; the lock-step tests check it):
   protocol rules, to the bit what computing them gives;
 - training passes: the whole group together under a coordination threshold (rewards depend on
   everyone); the learners together when they share a table; else each learner alone on its own table,
-  Q-learners in rounds of up to LOCKSTEP_LEARNERS stepped side by side (`_side_by_side_q_passes`: a lone
+  Q-learners in rounds of up to SIDE_BY_SIDE_LEARNERS stepped side by side (`_side_by_side_q_passes`: a lone
   learner's step waits on the one before, the learners' steps do not wait on each other), with a few
   reused blocks when the scored pass is played alone too (`table_blocks`). A learner alone, a round and the
   learners of a shared table train in loops of their own (`_lone_training_passes`, `_side_by_side_q_passes`,
@@ -62,7 +62,7 @@ from collective.protocols.shared_q import count_learning_accesses, count_table_a
 from collective.protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
-LOCKSTEP_LEARNERS = 3  # Q-learners training alone stepped side by side (`_side_by_side_q_passes`), at most
+SIDE_BY_SIDE_LEARNERS = 3  # Q-learners training alone stepped side by side (`_side_by_side_q_passes`), at most
 SIDE_BY_SIDE_BYTES = 4_500_000  # the tables of one round, at most (`side_by_side_width`)
 CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); signs of the 3x3 window's rewards
 WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
@@ -163,14 +163,14 @@ def table_blocks(learners: int, coordination_threshold: int, protocol_code: int,
 
 @njit(cache=True)
 def side_by_side_width(state_encoding, rows, cols, iterations):
-    """How many Q-learners training alone step side by side (`_side_by_side_q_passes`): LOCKSTEP_LEARNERS, fewer
+    """How many Q-learners training alone step side by side (`_side_by_side_q_passes`): SIDE_BY_SIDE_LEARNERS, fewer
     when their tables (cells·T states x 9 float64 each) would hold more than SIDE_BY_SIDE_BYTES, and 1 (each
     alone) for window-sign states. A learner side by side asks for its next row two of the others' steps ahead,
     time for the caches but not for memory: rounds of 10x10, T = 200 tables (1.44 MB) ran fastest by three
     (two kernel threads: 8.6 MB in all), and 20x20 ones (5.8 MB) at 0.4-0.65x the lone loop (docs/speed.md)."""
     if state_encoding != CELL_TIME:
         return 1
-    return max(1, min(LOCKSTEP_LEARNERS, SIDE_BY_SIDE_BYTES // (rows * cols * iterations * 9 * 8)))
+    return max(1, min(SIDE_BY_SIDE_LEARNERS, SIDE_BY_SIDE_BYTES // (rows * cols * iterations * 9 * 8)))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
