@@ -16,11 +16,12 @@ from numba import njit
 
 from collective.behaviours import Q_LEARNING, SARSA
 from collective.behaviours.decisions import greedy_action, greedy_action_masked, search_table
+from collective.environments.scene import RESET_RADIUS, field_ref
 from collective.protocols import AUCTION, NONE, SHARED_Q
 from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, PRETRAINED, SIDE_BY_SIDE_BYTES, WINDOW_SIGNS, Rules,
                                           Scratch, TrainingSet, table_blocks, table_states,
                                           _cells_to_coordinates, _lone_training_passes, _play_pass, _shared_training_passes,
-                                          _side_by_side_q_passes,
+                                          _lone_reward, _side_by_side_q_passes, _training_scene,
                                           cell_moves, learner_workspace, training_rewards,
                                           talk_workspace, training_paths)
 
@@ -239,3 +240,38 @@ def test_learners_alone_take_blocks_within_a_rounds_budget(state_encoding, rows,
         assert table_blocks(learners, 1, NONE, PRETRAINED, state_encoding, rows, cols, iterations) == learners
     if state_encoding == CELL_TIME and 3 * block_bytes <= SIDE_BY_SIDE_BYTES:  # room for a round of three
         assert table_blocks(10, 1, NONE, PER_EPISODE, state_encoding, rows, cols, iterations) == 3
+
+
+@njit(cache=True)
+def _rewards_at_each_step(rules, training, out):
+    """The twin of `training_rewards`: each cell's reward as the training loops compute it at the step."""
+    for j in range(out.shape[0]):
+        landscape = field_ref(training.landscapes[j])
+        for t in range(1, out.shape[1]):
+            scene = _training_scene(rules, training, landscape, j, t)
+            for r in range(rules.rows):
+                for c in range(rules.cols):
+                    out[j, t, r * rules.cols + c] = _lone_reward(scene, r, c, rules.threshold) * rules.reward_scale
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (1, 7), (6, 5), (10, 10), (4, 9)])
+@pytest.mark.parametrize("radius", [RESET_RADIUS, 0, 1, 2, 5])
+@pytest.mark.parametrize("threshold, landscape", [(1, False), (2, False), (1, True)])
+def test_training_rewards_are_the_rewards_computed_at_each_step(rows, cols, radius, threshold, landscape):
+    """The tabled rewards (⊕'s and ⊖'s f by row and by column distance) against the reward computed cell by
+    cell, as bits: radii that cover the ring, a quorum one agent never makes, the 2016 reset field, landscapes."""
+    rng = np.random.default_rng([rows, cols, radius + 1, threshold, landscape])
+    n, steps = 2, T + 1
+    arrays = [np.zeros((n, steps), np.int64) for _ in range(6)]
+    for j in range(n):
+        good, evil = (rng.integers(0, rows * cols, steps) for _ in range(2))
+        _cells_to_coordinates(good, evil, rows, cols, *(array[j] for array in arrays))
+    fields = np.round(rng.normal(0.0, 1.0, (n, rows * cols if landscape else 0)), 1)
+    training = TrainingSet(*arrays[:4], fields, *arrays[4:], np.zeros((n, 1), np.int64), np.full(n, -1, np.int64))
+    rules = Rules(rows, cols, T, 1, radius, threshold, 0.3, 0.7, 0.0, 10.0, 0, 0, 0, 0, CELL_TIME, PER_EPISODE)
+    tabled, computed = np.zeros((n, steps, rows * cols)), np.zeros((n, steps, rows * cols))
+    training_rewards(rules, training, tabled)
+    _rewards_at_each_step(rules, training, computed)
+    assert np.array_equal(_bits(tabled[:, 1:]), _bits(computed[:, 1:]))
+    if rows * cols > 1 and radius != RESET_RADIUS:  # (on one cell ⊕ and ⊖ always meet)
+        assert np.any(computed[:, 1:] != 0.0)

@@ -49,9 +49,10 @@ from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.prefetch import prefetch
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
-from collective.environments.scene import Scene, field_ref, reset_scene, scene_blind, scene_reward
-from collective.environments.torus import (axis_step_toward, cell_coordinates, chebyshev, king_moves, proximity,
-                                          wrap)
+from collective.environments.scene import (Scene, field_ref, is_landscape, is_reset, reset_scene, scene_blind,
+                                           scene_reward)
+from collective.environments.torus import (axis_distance, axis_step_toward, cell_coordinates, chebyshev, king_moves,
+                                          proximity, wrap)
 from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from collective.protocols.auction import auction_rule
 from collective.protocols.broadcast import broadcast_rule
@@ -776,16 +777,37 @@ def _training_scene(rules, training, landscape, j, t):
 def training_rewards(rules, training, out):
     """The scaled reward a learner training alone receives on arriving at each cell at each iteration t >= 1 of
     each training episode j, into out (n, T+1, cells) at [j, t, cell] (row t = 0 unused): what
-    `_lone_training_passes` computes at every step, the same operations, so the same float64 values, and what
-    `_shared_training_passes` computes at threshold 1 (every step pays); every pass of every learner reads it
-    (`simulate_batch` makes it when they are many enough, else out is (0, 0, 0))."""
+    `_lone_training_passes` computes at every step, to the bit, and what `_shared_training_passes` computes at
+    threshold 1 (every step pays); every pass of every learner reads it (`simulate_batch` makes it when they are
+    many enough, else out is (0, 0, 0)). In Λ* an object pays f(Chebyshev distance) = the smaller of f(row
+    distance) and f(column distance), the same float (f = `proximity` does not increase and a min returns one
+    of its operands; `ceiling._pay_zones` argues the same), so each iteration's rewards come from f of each
+    row's and each column's distance to ⊕ and ⊖; landscapes and the 2016 reset field are computed cell by cell
+    (`_lone_reward`)."""
+    rows, cols, radius, scale = rules.rows, rules.cols, rules.radius, rules.reward_scale
+    paid = rules.threshold <= 1  # one agent never makes a quorum (`_lone_reward`)
+    good_by_row, evil_by_row = np.empty(rows), np.empty(rows)
+    good_by_col, evil_by_col = np.empty(cols), np.empty(cols)
     for j in range(out.shape[0]):
         landscape = field_ref(training.landscapes[j])
         for t in range(1, out.shape[1]):
             scene = _training_scene(rules, training, landscape, j, t)
-            for r in range(rules.rows):
-                for c in range(rules.cols):
-                    out[j, t, r * rules.cols + c] = _lone_reward(scene, r, c, rules.threshold) * rules.reward_scale
+            if is_landscape(scene) or is_reset(scene):
+                for r in range(rows):
+                    for c in range(cols):
+                        out[j, t, r * cols + c] = _lone_reward(scene, r, c, rules.threshold) * scale
+                continue
+            for r in range(rows):
+                good_by_row[r] = proximity(axis_distance(r, scene.good_r, rows), radius)
+                evil_by_row[r] = proximity(axis_distance(r, scene.evil_r, rows), radius)
+            for c in range(cols):
+                good_by_col[c] = proximity(axis_distance(c, scene.good_c, cols), radius)
+                evil_by_col[c] = proximity(axis_distance(c, scene.evil_c, cols), radius)
+            for r in range(rows):
+                for c in range(cols):
+                    evil = min(evil_by_row[r], evil_by_col[c])
+                    reward = min(good_by_row[r], good_by_col[c]) - evil if paid else -evil
+                    out[j, t, r * cols + c] = reward * scale
 
 
 @njit(cache=True, inline="always")
