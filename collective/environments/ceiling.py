@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.environments.torus import axis_distance, cell_coordinates, proximity, wrap
+from collective.environments.torus import axis_proximities, cell_coordinates, wrap
 
 
 LANES = 8  # Λ* episodes solved side by side (`_zone_totals`): the values of one cell lie next to each other
@@ -114,7 +114,7 @@ RewardZones = namedtuple("RewardZones", "near_rows near_cols zone_rows zone_cols
 @njit(cache=True)
 def reward_zones(rows, cols, radius):
     """`_pay_zones`' tables for a grid and reward radius, every f value `proximity` itself."""
-    near_rows, near_cols = _axis_proximities(rows, radius), _axis_proximities(cols, radius)
+    near_rows, near_cols = axis_proximities(rows, radius), axis_proximities(cols, radius)
     zone_rows, zone_cols = _zone_lines(rows, radius), _zone_lines(cols, radius)
     span_rows, span_cols = zone_rows.shape[0] // rows, zone_cols.shape[0] // cols
     own = np.empty(span_rows * span_cols)
@@ -122,15 +122,6 @@ def reward_zones(rows, cols, radius):
         for j in range(span_cols):
             own[i * span_cols + j] = min(near_rows[rows + zone_rows[i]], near_cols[cols + zone_cols[j]])
     return RewardZones(near_rows, near_cols, zone_rows, zone_cols, own, span_rows, span_cols)
-
-
-@njit(cache=True)
-def _axis_proximities(size, radius):
-    """f(axis distance) by difference: entry size + a - b for a, b on a ring of `size` (paper 003 §4.1.2)."""
-    near = np.empty(2 * size)
-    for difference in range(-size, size):
-        near[size + difference] = proximity(axis_distance(difference % size, 0, size), radius)
-    return near
 
 
 @njit(cache=True)

@@ -81,6 +81,16 @@ def branchless_proximity(distance, radius):
     return (distance <= radius) * _unit_fraction(distance)
 
 
+@njit(cache=True)
+def axis_proximities(size, radius):
+    """f(axis distance) by difference: entry size + a - b for a, b on a ring of `size` (paper 003 §4.1.2), each
+    `proximity` itself."""
+    near = np.empty(2 * size)
+    for difference in range(-size, size):
+        near[size + difference] = proximity(axis_distance(difference % size, 0, size), radius)
+    return near
+
+
 @njit(cache=True, inline="always")
 def _unit_fraction(distance):
     """1/(d+1), f inside the reward radius (paper 003 §4.1.2)."""

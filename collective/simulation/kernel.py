@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
 from collective.behaviours.decisions import (SearchTable, action_values, greedy_action_masked, inline_local_best,
@@ -51,8 +52,8 @@ from collective.simulation.prefetch import prefetch
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import (Scene, field_ref, is_landscape, is_reset, reset_scene, scene_blind,
                                            scene_reward)
-from collective.environments.torus import (axis_distance, axis_step_toward, cell_coordinates, chebyshev, king_moves,
-                                          proximity, wrap)
+from collective.environments.torus import (axis_proximities, axis_step_toward, cell_coordinates, chebyshev,
+                                          king_moves, proximity, wrap)
 from collective.protocols import AUCTION, BROADCAST, DICTATORSHIP, HIERARCHY, NONE, SHARED_Q, STIGMERGY
 from collective.protocols.auction import auction_rule
 from collective.protocols.broadcast import broadcast_rule
@@ -171,7 +172,8 @@ def side_by_side_width(state_encoding, rows, cols, iterations):
     (two kernel threads: 8.6 MB in all), and 20x20 ones (5.8 MB) at 0.4-0.65x the lone loop (docs/speed.md)."""
     if state_encoding != CELL_TIME:
         return 1
-    return max(1, min(SIDE_BY_SIDE_LEARNERS, SIDE_BY_SIDE_BYTES // (rows * cols * iterations * 9 * 8)))
+    return max(1, min(SIDE_BY_SIDE_LEARNERS, SIDE_BY_SIDE_BYTES // (table_states(state_encoding, rows, cols,
+                                                                                  iterations) * 9 * 8)))
 
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
@@ -186,8 +188,10 @@ def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
 
 
+@register_jitable
 def table_states(state_encoding: int, rows: int, cols: int, iterations: int) -> int:
-    """States of one learner's table: T·cells under CELL_TIME, 3^9 under WINDOW_SIGNS."""
+    """States of one learner's table: T·cells under CELL_TIME, 3^9 under WINDOW_SIGNS. Plain Python when called
+    from Python (the memory check calls it before any kernel loads), compiled into the kernel's callers."""
     return WINDOW_STATES if state_encoding == WINDOW_SIGNS else rows * cols * iterations
 
 
@@ -554,8 +558,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     learner_ids = np.empty(0, np.int64)
     has_imitator = False
     # the tables' blocks (`table_blocks`): learner k takes block k mod blocks
-    blocks = max(1, tables.q.shape[0] // (9 * (WINDOW_STATES if state_encoding == WINDOW_SIGNS else
-                                               rows * cols * iterations)))
+    blocks = max(1, tables.q.shape[0] // (9 * table_states(state_encoding, rows, cols, iterations)))
     for i in range(agents):
         if codes[i] == Q_LEARNING or codes[i] == SARSA:
             table_row[i] = learner_ids.shape[0] % blocks
@@ -590,8 +593,9 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     # its making: one training episode (the replayed one), read in every pass of every learner
     tabled = n_training == 1 and passes * learner_ids.shape[0] >= TABLED_REWARD_READS * rows * cols
     rewards = np.empty((n_training, steps, rows * cols) if tabled else (0, 0, 0), np.float64)
-    # Q-learners training alone go in rounds side by side with tabled rewards (`side_by_side_width`)
-    side_by_side = side_by_side_width(state_encoding, rows, cols, iterations) if tabled else 1
+    # Q-learners training alone go in rounds side by side with tabled rewards (`side_by_side_width`), on blocks
+    # of their own (one per learner when they need tables of their own, else the blocks in turn)
+    round_width = min(blocks, side_by_side_width(state_encoding, rows, cols, iterations) if tabled else 1)
     world = np.empty(1, np.uint64)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
@@ -636,7 +640,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                 training_rewards(rules, training, rewards)
                 first = 0
                 while first < learner_ids.shape[0]:
-                    stop = _round_end(codes, learner_ids, first, side_by_side)
+                    stop = _round_end(codes, learner_ids, first, round_width)
                     _train_round(codes, learner_ids[first:stop], table_row, training.starts, rules, training,
                                  seeds[e], passes, tables, moves, rewards)
                     first = stop
@@ -656,7 +660,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             training_rewards(rules, training, rewards)
             first = 0
             while first < learner_ids.shape[0]:  # a round of learners on the blocks in turn: trained, played, reset
-                stop = _round_end(codes, learner_ids, first, min(blocks, side_by_side))
+                stop = _round_end(codes, learner_ids, first, round_width)
                 _train_round(codes, learner_ids[first:stop], table_row, training.starts, rules, training, seeds[e],
                              passes, tables, moves, rewards)
                 for i in learner_ids[first:stop]:
@@ -781,13 +785,13 @@ def training_rewards(rules, training, out):
     threshold 1 (every step pays); every pass of every learner reads it (`simulate_batch` makes it when they are
     many enough, else out is (0, 0, 0)). In Λ* an object pays f(Chebyshev distance) = the smaller of f(row
     distance) and f(column distance), the same float (f = `proximity` does not increase and a min returns one
-    of its operands; `ceiling._pay_zones` argues the same), so each iteration's rewards come from f of each
-    row's and each column's distance to ⊕ and ⊖; landscapes and the 2016 reset field are computed cell by cell
-    (`_lone_reward`)."""
-    rows, cols, radius, scale = rules.rows, rules.cols, rules.radius, rules.reward_scale
+    of its operands; `ceiling._pay_zones` argues the same), so each iteration's rewards come from f by row and
+    by column difference (`axis_proximities`, made once); landscapes and the 2016 reset field are computed cell
+    by cell (`_lone_reward`)."""
+    rows, cols, scale = rules.rows, rules.cols, rules.reward_scale
     paid = rules.threshold <= 1  # one agent never makes a quorum (`_lone_reward`)
-    good_by_row, evil_by_row = np.empty(rows), np.empty(rows)
-    good_by_col, evil_by_col = np.empty(cols), np.empty(cols)
+    near_rows, near_cols = axis_proximities(rows, rules.radius), axis_proximities(cols, rules.radius)
+    good_by_col, evil_by_col = np.empty(cols), np.empty(cols)  # an iteration's f by column, for a straight loop
     for j in range(out.shape[0]):
         landscape = field_ref(training.landscapes[j])
         for t in range(1, out.shape[1]):
@@ -797,16 +801,13 @@ def training_rewards(rules, training, out):
                     for c in range(cols):
                         out[j, t, r * cols + c] = _lone_reward(scene, r, c, rules.threshold) * scale
                 continue
+            for c in range(cols):  # f by axis difference (`axis_proximities`)
+                good_by_col[c], evil_by_col[c] = near_cols[cols + c - scene.good_c], near_cols[cols + c - scene.evil_c]
             for r in range(rows):
-                good_by_row[r] = proximity(axis_distance(r, scene.good_r, rows), radius)
-                evil_by_row[r] = proximity(axis_distance(r, scene.evil_r, rows), radius)
-            for c in range(cols):
-                good_by_col[c] = proximity(axis_distance(c, scene.good_c, cols), radius)
-                evil_by_col[c] = proximity(axis_distance(c, scene.evil_c, cols), radius)
-            for r in range(rows):
+                good_row, evil_row = near_rows[rows + r - scene.good_r], near_rows[rows + r - scene.evil_r]
                 for c in range(cols):
-                    evil = min(evil_by_row[r], evil_by_col[c])
-                    reward = min(good_by_row[r], good_by_col[c]) - evil if paid else -evil
+                    evil = min(evil_row, evil_by_col[c])
+                    reward = min(good_row, good_by_col[c]) - evil if paid else -evil
                     out[j, t, r * cols + c] = reward * scale
 
 
