@@ -2,9 +2,9 @@
 
 Each protocol row of `benchmarks/throughput.py` (group size 10 of local searchers, 10x10 torus, T=200,
 profile "paper") is timed on two builds of the same sources, each in a fresh interpreter: the project as
-installed, and a copy in a temporary folder whose `log_copies` (protocols/kernel_support.py) returns at
-once, so that no rule logs a symbol and the count table stays empty (the hashing that only feeds the log
-is then dead code, removed by the compiler). Logging's share is 1 - (rate with logging) / (rate without).
+installed, and a copy in a temporary folder whose `log_to` (protocols/kernel_support.py, through which
+every rule logs) returns its state at once, so that no rule logs a symbol and the count table stays empty
+(the hashing that only feeds the log is then dead code, removed by the compiler). Logging's share is 1 - (rate with logging) / (rate without).
 The copy lives in one folder under the system's temporary directory, its files rewritten only when they
 change, so that it compiles its kernels once per version of the sources (a few minutes on 2 cores). The
 two builds then alternate, ROUNDS rounds, the best rate of each counting; a rate is agent-steps per second
@@ -27,9 +27,10 @@ from pathlib import Path
 PROTOCOLS = ("stigmergy", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy")
 ROUNDS = 3
 TARGET_SECONDS = 0.5  # kernel time per timing
-# The body `log_copies` starts with, and what the copy without logging puts first in it.
-LOG_BODY = "    n, slots = np.int64(log[MESSAGES]), np.int64(log[SLOTS])\n"
-NO_LOG = "    return\n"
+# Where `log_to`'s body starts (after its docstring), and what the copy without logging puts there.
+LOG_TO = "def log_to(log, state, symbol, copies):\n"
+LOG_BODY = "    n, distinct, pending, pending_copies, slots = state\n"
+NO_LOG = "    return state\n"
 
 # Runs in a child: kernel agent-steps per second of each protocol named in argv, best of 3 timings.
 _TIMER = """
@@ -60,7 +61,7 @@ def package_folder(name: str) -> Path:
 
 def sources() -> dict[Path, bytes]:
     """Every file of the collective package by its path in the copy (its protocols and dashboards inside it,
-    as a wheel installs them), log_copies returning at once."""
+    as a wheel installs them), `log_to` returning at once."""
     files = {}
     for name, folder in (("", "collective"), ("protocols", "collective.protocols"),
                          ("dashboards", "collective.dashboards")):
@@ -69,11 +70,20 @@ def sources() -> dict[Path, bytes]:
             if path.is_file() and "__pycache__" not in path.parts:
                 files[Path("collective", name, path.relative_to(root))] = path.read_bytes()
     support = Path("collective", "protocols", "kernel_support.py")
-    text = files[support].decode()
-    if text.count(LOG_BODY) != 1 or text.index(LOG_BODY) < text.index("def log_copies("):
-        sys.exit(f"{support}: log_copies no longer starts with {LOG_BODY.strip()!r}; update LOG_BODY")
-    files[support] = text.replace(LOG_BODY, NO_LOG + LOG_BODY).encode()
+    files[support] = without_logging(files[support].decode(), support).encode()
     return files
+
+
+def without_logging(text: str, name: Path) -> str:
+    """kernel_support.py's text with NO_LOG first in `log_to`'s body; exits naming what moved when the
+    function no longer has that signature or body (the copy would otherwise time logging, silently)."""
+    start = text.find(LOG_TO)
+    body = text.find(LOG_BODY, start)
+    following = text.find("\ndef ", start + len(LOG_TO))
+    if text.count(LOG_TO) != 1 or body < 0 or (following >= 0 and body > following):
+        sys.exit(f"{name}: no `{LOG_TO.strip()}` whose body starts with {LOG_BODY.strip()!r}; update LOG_TO "
+                 "and LOG_BODY")
+    return text[:body] + NO_LOG + text[body:]
 
 
 def copy_without_logging(root: Path) -> Path:

@@ -1,0 +1,39 @@
+"""The benchmarks that build a patched copy of the sources patch what they say they patch."""
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import collective.protocols.kernel_support as kernel_support
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def function(text: str, name: str) -> ast.FunctionDef:
+    return next(node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef) and node.name == name)
+
+
+def test_the_copy_without_logging_returns_from_log_to_at_once():
+    """Every rule logs through `log_to`; the copy's `log_to` must return its state before counting anything,
+    and nothing else in the file may change (else logging_share.py times something other than logging)."""
+    text = Path(kernel_support.__file__).read_text()
+    patched = benchmark("logging_share").without_logging(text, Path("kernel_support.py"))
+    body = function(patched, "log_to").body
+    first = body[1] if isinstance(body[0].value, ast.Constant) else body[0]  # after the docstring
+    assert ast.unparse(first) == "return state"
+    assert ast.unparse(function(patched, "log_to").body[2:]) == ast.unparse(function(text, "log_to").body[1:])
+    assert patched.replace("    return state\n", "", 1) == text
+
+
+def test_the_copy_without_logging_refuses_a_log_to_it_does_not_know():
+    text = Path(kernel_support.__file__).read_text().replace("def log_to(log, state,", "def log_to(log, status,")
+    with pytest.raises(SystemExit, match="log_to"):
+        benchmark("logging_share").without_logging(text, Path("kernel_support.py"))
