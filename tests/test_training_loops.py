@@ -195,32 +195,39 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
 
 
 @njit
-def _both_greedy(values, states):
-    """(state', action) of both greedy choices for each row of values and each stream state."""
-    out = np.empty((values.shape[0], 4), np.uint64)
-    for k in range(values.shape[0]):
-        v = values[k]
+def _both_greedy(table, states):
+    """(state', action) of both greedy choices for each row of nine values in `table` (flat, so that the
+    masked choice reads its rows in place as the learners' table) and each stream state."""
+    out = np.empty((states.shape[0], 4), np.uint64)
+    for k in range(states.shape[0]):
+        v = table[9 * k:9 * k + 9]
         row = (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8])
         state, action = greedy_action(row, states[k])
         out[k, 0], out[k, 1] = state, action
-        state, action = greedy_action_masked(row, states[k])
+        state, action = greedy_action_masked(table, 9 * k, states[k])
         out[k, 2], out[k, 3] = state, action
     return out
 
 
 def test_masked_greedy_action_is_greedy_action():
-    """Rows from small value sets (one to nine ties, -0.0 tying with 0.0, all equal), from wide ones (no
-    ties) and the C++ profile's table values; random stream states."""
+    """Rows from small value sets (one to nine ties, -0.0 tying with 0.0, all equal, infinities), from wide
+    ones (no ties) and the C++ profile's table values, each at every offset of a vector load (rows of nine
+    values in a flat table); random stream states."""
     rng = np.random.default_rng(25)
     rows = [rng.choice(np.array(pool), (4000, 9)) for pool in
-            ([0.0, -0.0], [2.0, 1.0], [2.0, 1.0, 0.5, -0.0, 0.0], [-3.0, -3.0, -1.0], [5.0])]
+            ([0.0, -0.0], [2.0, 1.0], [2.0, 1.0, 0.5, -0.0, 0.0], [-3.0, -3.0, -1.0], [5.0], [np.inf, 1.0],
+             [-np.inf, -1.0], [-np.inf])]
     rows.append(rng.normal(0.0, 1.0, (4000, 9)))
     rows.append(np.round(rng.normal(2.0, 1.0, (4000, 9)), 1))
     values = np.concatenate(rows)
     states = rng.integers(0, 2**64 - 1, values.shape[0], dtype=np.uint64)
-    out = _both_greedy(values, states)
+    out = _both_greedy(values.ravel(), states)
     assert np.array_equal(out[:, :2], out[:, 2:])
     assert len(np.unique(out[:, 1])) == 9  # every action was drawn
+    for best in range(9):  # the best value alone at each position, the ninth included
+        row = np.zeros((1, 9))
+        row[0, best] = 1.0
+        assert _both_greedy(row.ravel(), states[:1])[0, 3] == best
 
 
 @pytest.mark.parametrize("state_encoding", [CELL_TIME, WINDOW_SIGNS])

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+from llvmlite import ir
 from numba import njit
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 from collective.simulation.random_streams import advance_uniform_float, advance_uniform_int
 from collective.environments.scene import (Scene, field_ref, is_landscape, is_reset, moore_rewards, window_reach,
@@ -226,18 +229,8 @@ _U1, _U2, _U3, _U4, _U5, _U6, _U7, _U8 = (np.uint64(k) for k in range(1, 9))
 
 
 @njit(cache=True, inline="always")
-def action_values(q_table, base):
-    """Q(s, ·), q_table[base:base+9], as a tuple: a value, which no reference counts follow (issue 25;
-    an inlined helper that took the table and branched would take and drop a reference per step)."""
-    q = q_table
-    b = np.uint64(base)  # an unsigned index: no test for a negative one (numba wraps those around)
-    return (q[b], q[b + _U1], q[b + _U2], q[b + _U3], q[b + _U4], q[b + _U5], q[b + _U6], q[b + _U7],
-            q[b + _U8])
-
-
-@njit(cache=True, inline="always")
 def greedy_action(values, state):
-    """argmax_a Q(s, a) over Q(s, ·) (`action_values`), uniform tie-break (paper 003 Algorithm 1):
+    """argmax_a Q(s, a) over Q(s, ·) (values, nine of them), uniform tie-break (paper 003 Algorithm 1):
     (stream state', action)."""
     best = values[0]
     first = 0
@@ -269,34 +262,56 @@ def _tie_positions() -> np.ndarray:
 TIE_POSITIONS = _tie_positions()
 
 
+@intrinsic
+def row_ties(typingctx, table, base):
+    """(mask, count) of the best actions of Q(s, ·) = table[base:base + 9]: bit a of the mask set when Q(s, a) =
+    max_a' Q(s, a'), and how many are set. Eight values in one vector load, one maximum and one compare, the
+    ninth beside them: a few instructions where nine scalar compares and the mask's shifts took about sixty
+    (docs/speed.md, "The learners' best actions in vector instructions"). Q-values hold no NaN; -0.0 ties with
+    0.0 (==). No bounds check: the caller's base is a row of the table."""
+    def codegen(context, builder, signature, args):
+        f64, i64 = ir.DoubleType(), ir.IntType(64)
+        eight = ir.VectorType(f64, 8)
+        first = builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]])
+        low = builder.load(builder.bitcast(first, eight.as_pointer()), align=8)
+        ninth = builder.load(builder.gep(first, [i64(8)]), align=8)
+        module = builder.module
+        reduce_max = cgutils.get_or_insert_function(module, ir.FunctionType(f64, [eight]),
+                                                    "llvm.vector.reduce.fmax.v8f64")
+        maximum = cgutils.get_or_insert_function(module, ir.FunctionType(f64, [f64, f64]), "llvm.maxnum.f64")
+        best = builder.call(maximum, [builder.call(reduce_max, [low], fastmath=("nnan",)), ninth],
+                            fastmath=("nnan",))
+        splat = builder.shuffle_vector(builder.insert_element(ir.Constant(eight, ir.Undefined), best, i64(0)),
+                                       ir.Constant(eight, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8),
+                                                                                     [0] * 8))
+        low_mask = builder.zext(builder.bitcast(builder.fcmp_ordered("==", low, splat), ir.IntType(8)), i64)
+        mask = builder.or_(low_mask, builder.shl(builder.zext(builder.fcmp_ordered("==", ninth, best), i64), i64(8)))
+        popcount = cgutils.get_or_insert_function(module, ir.FunctionType(i64, [i64]), "llvm.ctpop.i64")
+        return context.make_tuple(builder, signature.return_type, [mask, builder.call(popcount, [mask])])
+    return types.UniTuple(types.int64, 2)(table, base), codegen
+
+
 @njit(cache=True, inline="always")
-def greedy_action_masked(values, state):
-    """`greedy_action` without a branch, for the learners: the best value as a pairwise tree, the actions
-    that equal it as a 9-bit mask, their count, the same draw, and the drawn tie's action read from a
-    table, so the same (stream state', action) to the bit (for values without NaN, as Q-values are;
-    tests/test_training_loops.py). Whether an action ties is a coin toss to the branch predictor: SARSA
-    1.6x, shared Q 1.3x faster. The local searcher keeps `greedy_action` (this made it ~30% slower)."""
-    v0, v1, v2, v3, v4, v5, v6, v7, v8 = values
-    best = max(max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(max(v6, v7), v8)))
-    e0, e1, e2, e3, e4 = v0 == best, v1 == best, v2 == best, v3 == best, v4 == best
-    e5, e6, e7, e8 = v5 == best, v6 == best, v7 == best, v8 == best
-    ties = np.int64(e0) + np.int64(e1) + np.int64(e2) + np.int64(e3) + np.int64(e4) + np.int64(e5) \
-        + np.int64(e6) + np.int64(e7) + np.int64(e8)
-    mask = (np.int64(e0) | np.int64(e1) << 1 | np.int64(e2) << 2 | np.int64(e3) << 3 | np.int64(e4) << 4
-            | np.int64(e5) << 5 | np.int64(e6) << 6 | np.int64(e7) << 7 | np.int64(e8) << 8)
+def greedy_action_masked(q_table, base, state):
+    """`greedy_action` over Q(s, ·) = q_table[base:base + 9] without a branch: the best actions as a mask
+    (`row_ties`), the same draw over their count, and the drawn tie's action read from a table, so the same
+    (stream state', action) to the bit (tests/test_training_loops.py). Whether an action ties is a coin toss to
+    the branch predictor: SARSA 1.6x, shared Q 1.3x faster than `greedy_action`. The local searcher
+    keeps `greedy_action` (this made it ~30% slower)."""
+    mask, ties = row_ties(q_table, base)
     state, pick = advance_uniform_int(state, ties)
     return state, np.int64(TIE_POSITIONS[mask * 9 + pick])
 
 
 @njit(cache=True, inline="always")
-def learner_action(values, epsilon, state):
-    """ε-greedy over Q(s, ·) (`action_values`); with ε = 0 (both profiles) purely greedy as in
+def learner_action(q_table, base, epsilon, state):
+    """ε-greedy over Q(s, ·) = q_table[base:base + 9]; with ε = 0 (both profiles) purely greedy as in
     Algorithm 1 (`greedy_action_masked`): (stream state', action)."""
     if epsilon > 0.0:
         state, u = advance_uniform_float(state)
         if u < epsilon:
             return advance_uniform_int(state, 9)
-    return greedy_action_masked(values, state)
+    return greedy_action_masked(q_table, base, state)
 
 
 @njit(cache=True, inline="always")

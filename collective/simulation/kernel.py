@@ -43,9 +43,9 @@ from numba import njit
 from numba.extending import register_jitable
 
 from collective.behaviours import IMITATION, LOCAL_SEARCH, ORACLE, Q_LEARNING, RANDOM, SARSA
-from collective.behaviours.decisions import (SearchTable, action_values, greedy_action_masked, inline_local_best,
-                                             learner_action, local_search_step, max_q, object_offset, oracle_step,
-                                             random_step, search_table, tabled_local_best)
+from collective.behaviours.decisions import (SearchTable, greedy_action_masked, inline_local_best, learner_action,
+                                             local_search_step, max_q, object_offset, oracle_step, random_step,
+                                             search_table, tabled_local_best)
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.prefetch import prefetch
@@ -371,12 +371,12 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                         dirty[base // 9] = True
                         written[n_written[0]] = base
                         n_written[0] += 1
-                    stream, actions[i] = learner_action(action_values(q, base), epsilon, stream)
+                    stream, actions[i] = learner_action(q, base, epsilon, stream)
                     if code == SARSA and t > 0 and not rules.learner_bootstrap:
                         old = prev_states[i] + prev_actions[i]
                         q[old] += alpha * (prev_rewards[i] + gamma * q[base + actions[i]] - q[old])
                 else:
-                    stream, actions[i] = greedy_action_masked(action_values(q, base), stream)
+                    stream, actions[i] = greedy_action_masked(q, base, stream)
                 dr, dc = actions[i] // 3 - 1, actions[i] % 3 - 1
             streams[i, 0] = stream
             new_r[i] = wrap(r + dr, rows)
@@ -408,7 +408,7 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 elif code == SARSA and rules.learner_bootstrap:
                     # main.cpp's SARSA: a' chosen at (c', t), the same t, bootstrapped from, then discarded
                     following = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
-                    streams[i, 0], next_action = learner_action(action_values(q, following), epsilon, streams[i, 0])
+                    streams[i, 0], next_action = learner_action(q, following, epsilon, streams[i, 0])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
                     target = scaled
@@ -858,7 +858,7 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
                 dirty[state] = True
             if not windows and t + 1 < iterations:  # the rows the next decision may read
                 _prefetch_rows(q, to, cell, _q_base(t + 1, row, 0, iterations, n_cells))
-            stream, action = learner_action(action_values(q, base), epsilon, stream)
+            stream, action = learner_action(q, base, epsilon, stream)
             if sarsa and t > 0 and not bootstrap:
                 old = prev_state + prev_action
                 q[old] += alpha * (prev_reward + gamma * q[base + action] - q[old])
@@ -879,7 +879,7 @@ def _lone_training_passes(code, agent_id, row, starts, rules, training, episode_
                 q[here] += alpha * (target - q[here])
             elif sarsa and bootstrap:
                 following = _q_base(t, row, cell, iterations, n_cells)
-                stream, next_action = learner_action(action_values(q, following), epsilon, stream)
+                stream, next_action = learner_action(q, following, epsilon, stream)
                 q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
             elif not sarsa:
                 target = scaled
@@ -958,7 +958,7 @@ def _side_by_side_q_passes(agent_ids, table_rows, starts, rules, training, episo
                     written[n] = base
                     n += not dirty[state]
                     dirty[state] = True
-                streams[i], action = learner_action(action_values(q, base), epsilon, streams[i])
+                streams[i], action = learner_action(q, base, epsilon, streams[i])
                 left = cell
                 cell = to[np.uint64(cell) * _U9 + np.uint64(action)]
                 cells[i] = cell
@@ -1033,7 +1033,7 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                     written[n] = base
                     n += not dirty[state]
                     dirty[state] = True
-                streams[i], action = learner_action(action_values(q, base), epsilon, streams[i])
+                streams[i], action = learner_action(q, base, epsilon, streams[i])
                 actions[i] = action
                 if sarsa and t > 0 and not bootstrap:
                     old = prev_states[i] + prev_actions[i]
@@ -1065,7 +1065,7 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                     q[here] += alpha * (target - q[here])
                 elif sarsa and bootstrap:
                     following = _q_base(t, 0, cell, iterations, n_cells)
-                    streams[i], next_action = learner_action(action_values(q, following), epsilon, streams[i])
+                    streams[i], next_action = learner_action(q, following, epsilon, streams[i])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
                 elif not sarsa:
                     target = scaled
