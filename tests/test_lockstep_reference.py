@@ -175,6 +175,15 @@ def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
     assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
 
 
+@pytest.mark.parametrize("protocol", ["wisdom", "broadcast"])
+def test_wide_windows_match_reference(protocol):
+    """Windows of 121 cells (range 5), more than any word-sized mask of a window's cells holds."""
+    config = EvaluationConfig.from_profile("paper", mix="local_search:4", protocol=protocol, observation_range=5,
+                                           **{**SMALL, "rows": 20, "cols": 20})
+    assert_lockstep(config)
+    assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
+
+
 @pytest.mark.parametrize("form, side", [("paper", 9), ("reference", 5)])
 def test_crowded_stigmergy_matches_reference(form, side):
     """Eight searchers on a small torus share cells: a reader on the last reader's cell, adding no rewards of
