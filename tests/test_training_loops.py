@@ -13,9 +13,10 @@ Tables are compared as bits (-0.0 and 0.0 apart), with the written-state bookkee
 import numpy as np
 import pytest
 from numba import njit
+from numba.core.errors import TypingError
 
 from collective.behaviours import Q_LEARNING, SARSA
-from collective.behaviours.decisions import greedy_action, greedy_action_masked, search_table
+from collective.behaviours.decisions import greedy_action, greedy_action_masked, row_ties, search_table
 from collective.environments.scene import RESET_RADIUS, field_ref
 from collective.protocols import AUCTION, NONE, SHARED_Q
 from collective.simulation.kernel import (CELL_TIME, PER_EPISODE, PRETRAINED, SIDE_BY_SIDE_BYTES, WINDOW_SIGNS, Rules,
@@ -228,6 +229,20 @@ def test_masked_greedy_action_is_greedy_action():
         row = np.zeros((1, 9))
         row[0, best] = 1.0
         assert _both_greedy(row.ravel(), states[:1])[0, 3] == best
+
+
+@njit
+def _row_ties(table, base):
+    return row_ties(table, base)
+
+
+@pytest.mark.parametrize("table", [np.zeros(36)[::2], np.zeros(18, np.float32), np.zeros((2, 9))],
+                         ids=["strided", "float32", "2-d"])
+def test_row_ties_refuses_tables_its_vector_load_would_misread(table):
+    """`row_ties` reads nine contiguous float64 values without a check: any other table is a typing error."""
+    assert _row_ties(np.arange(18.0), 9) == (1 << 8, 1)
+    with pytest.raises(TypingError):
+        _row_ties(table, 0)
 
 
 @pytest.mark.parametrize("state_encoding", [CELL_TIME, WINDOW_SIGNS])

@@ -288,6 +288,8 @@ def row_ties(typingctx, table, base):
         mask = builder.or_(low_mask, builder.shl(builder.zext(builder.fcmp_ordered("==", ninth, best), i64), i64(8)))
         popcount = cgutils.get_or_insert_function(module, ir.FunctionType(i64, [i64]), "llvm.ctpop.i64")
         return context.make_tuple(builder, signature.return_type, [mask, builder.call(popcount, [mask])])
+    if table != types.Array(types.float64, 1, "C") or not isinstance(base, types.Integer):
+        return None  # a typing error: the vector load needs a contiguous float64 table and a row's index
     return types.UniTuple(types.int64, 2)(table, base), codegen
 
 
@@ -318,6 +320,6 @@ def learner_action(q_table, base, epsilon, state):
 def max_q(q_table, base):
     """max_a Q(s, a) as a pairwise tree, so the nine comparisons do not wait on one another."""
     q = q_table
-    b = np.uint64(base)  # as in action_values
+    b = np.uint64(base)  # an unsigned index: no test for a negative one (numba wraps those around)
     return max(max(max(q[b], q[b + _U1]), max(q[b + _U2], q[b + _U3])),
                max(max(q[b + _U4], q[b + _U5]), max(max(q[b + _U6], q[b + _U7]), q[b + _U8])))
