@@ -61,11 +61,12 @@ def test_observe_window_matches_its_slow_twin(kind, tabled):
 
 
 def test_best_cells_matches_flatnonzero():
-    """Against NumPy on values with many ties, signed zeros and infinities, of every length around the
-    four-way running maxima (a remainder of 0-3); NaN is never among the best (NumPy's max would be NaN:
-    compared with the non-NaN values' max), and n = 0 gives none."""
+    """Against NumPy on values with many ties, signed zeros and infinities, of every length up to 130 (every
+    remainder of the four-way running maxima, and a 10x10 grid's 100 cells); NaN is never among the best
+    (NumPy's max would be NaN: compared with the non-NaN values' max), runs of NaN do not beat either, and
+    n = 0 gives none."""
     rng = np.random.default_rng(26)
-    for n in range(0, 40):
+    for n in range(0, 131):
         for _ in range(20):
             values = rng.choice([-np.inf, -1.0, -0.0, 0.0, 0.25, 0.5, np.inf, np.nan], size=n + 3,
                                 p=[0.15, 0.15, 0.15, 0.15, 0.15, 0.15, 0.02, 0.08])
@@ -74,6 +75,11 @@ def test_best_cells_matches_flatnonzero():
             numbers = values[:n][~np.isnan(values[:n])]
             expected = np.flatnonzero(values[:n] == numbers.max()) if numbers.size else []
             assert cells[:ties].tolist() == list(expected), values[:n]
+    for values in (np.array([-1.0, -2.0, -1.0] + [-3.0] * 5 + [np.nan] * 8),  # a run of NaN after numbers
+                   np.array([np.nan] * 8 + [-1.0, -2.0, -1.0] + [-3.0] * 5)):  # and before
+        cells = np.full(values.shape[0], -7, np.int64)
+        ties = best_cells(values, values.shape[0], cells)
+        assert cells[:ties].tolist() == ([0, 2] if values[0] == -1.0 else [8, 10])
 
 
 def test_windows_that_fit_name_the_cells_the_wraps_name():
