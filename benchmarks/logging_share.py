@@ -1,10 +1,11 @@
 """What message-entropy logging costs the communicating groups' kernel (issue 25 point 3: < 5%).
 
 Each protocol row of `benchmarks/throughput.py` (group size 10 of local searchers, 10x10 torus, T=200,
-profile "paper") is timed on two builds of the same sources, each in a fresh interpreter: the project as
-installed, and a copy in a temporary folder whose `log_to` (protocols/kernel_support.py, through which
-every rule logs) returns its state at once, so that no rule logs a symbol and the count table stays empty
-(the hashing that only feeds the log is then dead code, removed by the compiler). Logging's share is 1 - (rate with logging) / (rate without).
+profile "paper" unless --profile names another) is timed on two builds of the same sources, each in a fresh
+interpreter: the project as installed, and a copy in a temporary folder whose `log_to`
+(protocols/kernel_support.py, through which every rule logs) returns its state at once, so that no rule logs
+a symbol and the count table stays empty (the hashing that only feeds the log is then dead code, removed by
+the compiler). Logging's share is 1 - (rate with logging) / (rate without).
 The copy lives in one folder under the system's temporary directory, its files rewritten only when they
 change, so that it compiles its kernels once per version of the sources (a few minutes on 2 cores). The
 two builds then alternate, ROUNDS rounds, the best rate of each counting; a rate is agent-steps per second
@@ -13,6 +14,7 @@ the 1-minute load average is printed with each round.
 
     .venv/bin/python benchmarks/logging_share.py                         # every protocol row
     .venv/bin/python benchmarks/logging_share.py --protocol stigmergy    # one row (repeatable)
+    .venv/bin/python benchmarks/logging_share.py --protocol stigmergy --profile lambdastar2016  # the 2016 form
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from collective.config import PROFILES
 
 PROTOCOLS = ("stigmergy", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy")
 ROUNDS = 3
@@ -39,9 +43,9 @@ import time
 import numpy as np
 from collective.config import EvaluationConfig
 from collective.evaluate import batch_episodes, generate_environments, play
-target = float(sys.argv[1])
-for protocol in sys.argv[2:]:
-    config = EvaluationConfig.from_profile("paper", behaviour="local_search", group_size=10, protocol=protocol,
+target, profile = float(sys.argv[1]), sys.argv[2]
+for protocol in sys.argv[3:]:
+    config = EvaluationConfig.from_profile(profile, behaviour="local_search", group_size=10, protocol=protocol,
                                            rows=10, cols=10, iterations=200, episodes=1_000_000)
     batch = generate_environments(config, np.arange(batch_episodes(config)))
     calls = max(1, round(target / play(config, batch).kernel_seconds))
@@ -97,12 +101,13 @@ def copy_without_logging(root: Path) -> Path:
     return root
 
 
-def rates(protocols: list[str], pythonpath: str | None) -> dict[str, float]:
-    """Kernel agent-steps per second per protocol, timed in a child (PYTHONPATH first when given)."""
+def rates(protocols: list[str], profile: str, pythonpath: str | None) -> dict[str, float]:
+    """Kernel agent-steps per second per protocol under `profile`, timed in a child (PYTHONPATH first when
+    given)."""
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    run = subprocess.run([sys.executable, "-c", _TIMER, str(TARGET_SECONDS), *protocols], env=env,
+    run = subprocess.run([sys.executable, "-c", _TIMER, str(TARGET_SECONDS), profile, *protocols], env=env,
                          cwd=pythonpath or None, capture_output=True, text=True, check=True)
     return {name: float(rate) for name, rate in (line.split() for line in run.stdout.splitlines())}
 
@@ -111,22 +116,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--protocol", action="append", choices=PROTOCOLS, help="time these rows only")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="alternations of the two builds")
+    parser.add_argument("--profile", default="paper", choices=sorted(PROFILES),
+                        help="the configuration profile of every row (default paper; the 2016 C++ program's "
+                             "stigmergy is `lambdastar2016`'s, its wisdom and auction `sound`'s)")
     args = parser.parse_args()
     protocols = args.protocol or list(PROTOCOLS)
     without_path = str(copy_without_logging(Path(tempfile.gettempdir()) / "collective-logging-share"))
     print(f"Warming up the copy without logging in {without_path} (compiled once per version: a few minutes) ...",
           flush=True)
-    rates(protocols, without_path)
+    rates(protocols, args.profile, without_path)
     best_with: dict[str, float] = {}
     best_without: dict[str, float] = {}
     for round_index in range(args.rounds):
-        for name, rate in rates(protocols, None).items():
+        for name, rate in rates(protocols, args.profile, None).items():
             best_with[name] = max(best_with.get(name, 0.0), rate)
-        for name, rate in rates(protocols, without_path).items():
+        for name, rate in rates(protocols, args.profile, without_path).items():
             best_without[name] = max(best_without.get(name, 0.0), rate)
         print(f"round {round_index + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"\nKernel M agent-steps per CPU second, G10 local searchers, 10x10, T=200, paper; best of {args.rounds} "
-          "rounds")
+    print(f"\nKernel M agent-steps per CPU second, G10 local searchers, 10x10, T=200, {args.profile}; best of "
+          f"{args.rounds} rounds")
     print(f"{'protocol':<14}{'logging':>10}{'no logging':>12}{'share':>8}")
     for name in protocols:
         share = 1.0 - best_with[name] / best_without[name]
