@@ -11,7 +11,7 @@ from collective.evaluate import (generate_environments, play, run_episodes, shad
 from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
                                              learner_tables, reference_episode, reference_sham_episode)
 from collective.protocols import get_protocol
-from collective.simulation.kernel import TABLED_REWARD_READS
+from collective.simulation.kernel import REFILL_WRITES, TABLED_REWARD_READS
 
 
 def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:
@@ -173,6 +173,18 @@ def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
                                            landscape_peaks=3, **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)
     assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
+
+
+@pytest.mark.parametrize("profile", ["paper", "lambdastar2016"])
+def test_shared_tables_refilled_whole_match_reference(profile):
+    """Passes that write each state of a shared table several times list none of them: the table is refilled
+    with Q0 whole after each episode (`kernel.REFILL_WRITES`); the next episode starts from a fresh table."""
+    config = EvaluationConfig.from_profile(profile, mix="q_learning:3", protocol="shared_q",
+                                           **{**SMALL, "rows": 5, "cols": 5, "iterations": 20,
+                                              "q_training_passes": 40})
+    states = config.iterations * config.rows * config.cols
+    assert config.q_training_passes * config.iterations * 3 >= REFILL_WRITES * states  # refilled, not listed
+    assert_lockstep(config)
 
 
 @pytest.mark.parametrize("protocol", ["wisdom", "broadcast"])

@@ -150,6 +150,7 @@ def test_side_by_side_q_passes_are_lone_passes(bootstrap, epsilon, threshold, n_
     assert np.array_equal(fast.dirty, twin.dirty)
 
 
+@pytest.mark.parametrize("lists", [True, False])  # written states listed, or left to a whole refill
 @pytest.mark.parametrize("tabled", [False, True])  # rewards computed at each step, or read from `training_rewards`
 @pytest.mark.parametrize("codes", [(Q_LEARNING,) * 3, (SARSA,) * 3, (SARSA, Q_LEARNING, SARSA)])
 @pytest.mark.parametrize("bootstrap, epsilon, threshold, n_training, landscape, state_encoding", [
@@ -160,7 +161,7 @@ def test_side_by_side_q_passes_are_lone_passes(bootstrap, epsilon, threshold, n_
     (0, 0.0, 2, 2, False, CELL_TIME),  # a quorum of two
 ])
 def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, threshold, n_training, landscape,
-                                                     state_encoding, tabled):
+                                                     state_encoding, tabled, lists):
     rng = np.random.default_rng([*codes, bootstrap, n_training, state_encoding, threshold])
     training = _training_set(rng, n_training, landscape)
     codes = np.array(codes, np.int64)
@@ -175,7 +176,7 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
                        for _ in range(2))
     rewards = np.empty((n_training, T + 1, ROWS * COLS) if tabled else (0, 0, 0))
     training_rewards(rules, training, rewards)
-    _shared_training_passes(codes, ids, training.starts, rules, training, seed, PASSES, fast.q, fast.dirty,
+    _shared_training_passes(codes, ids, training.starts, rules, training, seed, PASSES, lists, fast.q, fast.dirty,
                             fast.written, fast.n_written, fast_talk.comm, cell_moves(ROWS, COLS), rewards)
     scratch = Scratch(*(np.zeros(AGENTS, np.int64) for _ in range(4)), np.zeros(AGENTS + 1, np.int64),
                       np.empty(max(9, ROWS * COLS), np.int64), *(np.zeros(AGENTS, np.int64) for _ in range(4)),
@@ -189,9 +190,12 @@ def test_shared_training_passes_are_play_pass_passes(codes, bootstrap, epsilon, 
     assert written > 9 and talk.comm.sum() > 0
     assert np.array_equal(_bits(fast.q), _bits(twin.q))
     assert not np.array_equal(_bits(fast.q), _bits(tables.q))
-    assert fast.n_written[0] == written
-    assert np.array_equal(fast.written[:written], twin.written[:written])
-    assert np.array_equal(fast.dirty, twin.dirty)
+    if lists:
+        assert fast.n_written[0] == written
+        assert np.array_equal(fast.written[:written], twin.written[:written])
+        assert np.array_equal(fast.dirty, twin.dirty)
+    else:  # nothing listed: the caller refills the table
+        assert fast.n_written[0] == 0 and not fast.dirty.any()
     assert np.array_equal(_bits(fast_talk.comm), _bits(talk.comm))
 
 

@@ -73,6 +73,9 @@ PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_train
 _U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-up)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 TABLED_REWARD_READS = 2  # the fewest reads per entry, on average, for which the learners' training rewards are tabled
+# A shared per-episode table is refilled with Q0 whole after each episode, its training passes listing no written
+# state, when those passes write at least this many entries per state on average (docs/speed.md)
+REFILL_WRITES = 2
 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (max(side², cells),) the rules'
 # tie lists.
@@ -592,6 +595,9 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     # the learners' training rewards by (t, cell) (`training_rewards`), when each entry is read often enough to repay
     # its making: one training episode (the replayed one), read in every pass of every learner
     tabled = n_training == 1 and passes * learner_ids.shape[0] >= TABLED_REWARD_READS * rows * cols
+    # a shared table's training passes list the states they write (for `_reset_written`) unless it is refilled
+    refills = shared and threshold <= 1 and \
+        passes * iterations * learner_ids.shape[0] >= REFILL_WRITES * tables.dirty.shape[0]
     rewards = np.empty((n_training, steps, rows * cols) if tabled else (0, 0, 0), np.float64)
     # Q-learners training alone go in rounds side by side with tabled rewards (`side_by_side_width`), on blocks
     # of their own (one per learner when they need tables of their own, else the blocks in turn)
@@ -631,8 +637,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             elif shared:  # the learners train together on their one table
                 training_rewards(rules, training, rewards)
                 _shared_training_passes(codes[learner_ids], learner_ids, training.starts[:, learner_ids], rules,
-                                        training, seeds[e], passes, tables.q, tables.dirty, tables.written,
-                                        tables.n_written, talk.comm, moves, rewards)
+                                        training, seeds[e], passes, not refills, tables.q, tables.dirty,
+                                        tables.written, tables.n_written, talk.comm, moves, rewards)
             else:  # each learner trains alone on its own table, Q-learners in rounds side by side. The loops are
                 # called from here (`_train_round` is inlined), not through a compiled wrapper: numba generates a
                 # callee's code again in every caller's library, and a wrapper made the install's warm-up compile
@@ -654,6 +660,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                                    rewards_out, agent_totals[e], searched, moves)
             talk.entropy[e] = table_entropy_bits(talk.log)
             talk.distinct[e] = table_distinct(talk.log)
+            if refills:  # the training passes' states, unlisted; the scored pass's are listed (and reset again)
+                tables.q[:] = q_initial
             _reset_written(tables, q_initial)
         else:  # nobody affects anybody: each learner plays its whole episode alone, the rest together
             total = 0.0
@@ -981,8 +989,8 @@ def _side_by_side_q_passes(agent_ids, table_rows, starts, rules, training, episo
 
 
 @njit(cache=True)
-def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, q, dirty, written,
-                            n_written, comm, moves, rewards):
+def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, lists, q, dirty,
+                            written, n_written, comm, moves, rewards):
     """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
     table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
     with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
@@ -990,10 +998,12 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
     the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).
     starts (n, agents) their start cells in each training episode. The agents move by `cell_moves`, as in
     `_lone_training_passes`. At threshold 1 (every step pays) the rewards are read from `rewards` ((n, T+1, cells),
-    `training_rewards`) unless that is empty ((0, 0, 0))."""
+    `training_rewards`) unless that is empty ((0, 0, 0)). With `lists` False a per-episode table's written states
+    are not listed (`written`, `dirty` untouched): the caller refills the whole table after the episode, cheaper
+    when the passes write each state several times (`REFILL_WRITES`)."""
     rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
-    bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE
+    bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE and lists
     n_cells = rows * cols
     agents = codes.shape[0]
     tabled = rewards.shape[0] > 0 and threshold <= 1
