@@ -1003,7 +1003,7 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
     when the passes write each state several times (`REFILL_WRITES`)."""
     rows, cols, iterations, radius, threshold = rules.rows, rules.cols, rules.iterations, rules.radius, rules.threshold
     alpha, gamma, epsilon, reward_scale = rules.alpha, rules.gamma, rules.epsilon, rules.reward_scale
-    bootstrap, per_episode = rules.learner_bootstrap, rules.table_mode == PER_EPISODE and lists
+    bootstrap, listing = rules.learner_bootstrap, rules.table_mode == PER_EPISODE and lists
     n_cells = rows * cols
     agents = codes.shape[0]
     tabled = rewards.shape[0] > 0 and threshold <= 1
@@ -1038,7 +1038,7 @@ def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_s
                 else:
                     base = _window_state_base_called(scene, cell_row[cell], cell_col[cell], 0)
                 states[i] = base
-                if per_episode:  # as in `_lone_training_passes`
+                if listing:  # the written states, as in `_lone_training_passes`
                     state = np.uint64(base) // _U9
                     written[n] = base
                     n += not dirty[state]
