@@ -40,13 +40,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--behaviour", default="local_search", help="the group's behaviour (default local_search)")
     parser.add_argument("--protocol", default="none", help="the group's protocol (default none)")
     parser.add_argument("--profile", default="paper", help="the configuration profile (default paper)")
+    parser.add_argument("--communication-control", default="real", choices=("real", "sham"),
+                        help="sham: the protocol's sham control, played on the stepping core (default real)")
     parser.add_argument("--group-size", type=int, default=10, help="agents in the group (default 10)")
     parser.add_argument("--grid", type=int, default=10, help="rows and columns of the torus (default 10)")
     parser.add_argument("--iterations", type=int, default=200, help="T (default 200)")
     parser.add_argument("--seconds", type=float, default=8.0, help="seconds of play sampled (default 8)")
     parser.add_argument("--top", type=int, default=30, help="hottest blocks and instructions shown (default 30)")
     parser.add_argument("--out", type=Path, default=Path("kernel_profile.txt"),
-                        help="annotated listing of the busiest code region (default kernel_profile.txt)")
+                        help="annotated listing of the detailed code region (default kernel_profile.txt)")
+    parser.add_argument("--region", type=int, default=0,
+                        help="detail the compiled region of this rank by samples (default 0: the busiest)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # internal: play, then dump code there
     return parser.parse_args(argv)
 
@@ -60,7 +64,8 @@ def play_then_dump(args: argparse.Namespace) -> None:
     from collective.evaluate import batch_episodes, generate_environments, play
 
     config = EvaluationConfig.from_profile(args.profile, behaviour=args.behaviour, group_size=args.group_size,
-                                           protocol=args.protocol, rows=args.grid, cols=args.grid,
+                                           protocol=args.protocol, communication_control=args.communication_control,
+                                           rows=args.grid, cols=args.grid,
                                            iterations=args.iterations, episodes=1_000_000)
     batch = generate_environments(config, np.arange(batch_episodes(config)))
     play(config, batch)  # compiled or loaded before sampling starts
@@ -99,14 +104,17 @@ def report(samples: collections.Counter, libraries: collections.Counter, code: P
     outside = collections.Counter({name: n for name, n in libraries.items()})
     for name, n in outside.most_common(5):
         print(f"  {n / total:6.1%}  {name}")
-    start, path = max(((s, p) for s, p in regions if in_region[s]), key=lambda sp: in_region[sp[0]])
+    ranked = sorted(((s, p) for s, p in regions if in_region[s]), key=lambda sp: -in_region[sp[0]])
+    print("compiled regions by samples: " + ", ".join(f"{start:#x} {in_region[start] / total:.1%}"
+                                                      for start, _ in ranked[:8]))
+    start, path = ranked[min(args.region, len(ranked) - 1)]
     lines = disassembly(path, start)
     counts = [samples.get(address, 0) for address, _ in lines]
     blocks = collections.Counter()
     for (address, _), n in zip(lines, counts):
         blocks[address - address % BLOCK] += n
     busiest = in_region[start]
-    print(f"\nbusiest region {start:#x}: {busiest / total:.1%} of samples; hottest {BLOCK}-byte blocks:")
+    print(f"\nregion {start:#x}: {busiest / total:.1%} of samples; its hottest {BLOCK}-byte blocks:")
     for block, n in blocks.most_common(args.top):
         print(f"  {n / busiest:6.1%}  {block:#x}")
     print("\nhottest instructions (a sample skids onto the instruction after the one that stalled):")

@@ -9,7 +9,8 @@ and the best of 3 timings counts. After each row the script prints the process's
 then runs `collective.evaluate.evaluate` for 2,000 and for 20,000 episodes, each in its own
 subprocess, to show that memory does not grow with the number of episodes. Last, it compares the
 group-size-10 rates with the C++ reference figures quoted in the issues, and times each episode's
-ceiling of R̄ (`collective.environments.ceiling`) against the kernel time of local searchers. The plug-in rows time
+ceiling of R̄ (`collective.environments.ceiling`) against the kernel time of local searchers. The sham rows time
+each protocol's sham control (`communication_control` sham, on the stepping core). The plug-in rows time
 the NumPy examples (`examples/`) on the stepping core the same way (group size 10, batches of
 `collective.evaluate` size: 2,000 episodes); run the script from the project root.
 `benchmarks/vector_env.py` times the batched Gymnasium and PettingZoo-style environments.
@@ -72,6 +73,8 @@ PROTOCOL_ROWS = (("stigmergy", "local_search"), ("broadcast", "local_search"), (
                  ("shared_q", "q_learning"))
 CPP_PROTOCOL_REFERENCE = (("stigmergy", "scored", 1.7), ("wisdom", "scored", 1.4), ("auction", "scored", 1.9),
                           ("shared_q", "training", 4.5))
+# Sham-control rows (the stepping core's sham of each protocol of local searchers), at group size 10.
+SHAM_PROTOCOLS = ("stigmergy", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy")
 # Plug-in rows on the stepping core, at group size 10: (label, behaviour, protocol).
 PLUGIN_ROWS = (("numpy local", "examples.numpy_local_search:LocalSearch", "none"),
                ("numpy bcast", "examples.numpy_local_search:LocalSearch", "examples.numpy_broadcast:Broadcast"),
@@ -321,6 +324,15 @@ def main() -> None:
           "passes x T x G / kernel time; for learners the kernel time covers the training passes and the "
           "scored pass. Protocol rows: local searchers (shared_q: Q-learners). Peak RSS: this process's "
           "ru_maxrss after the row.")
+
+    print()
+    print(header.format("sham"))
+    for protocol in SHAM_PROTOCOLS:
+        print(format_row(measure("local_search", REFERENCE_GROUP_SIZE, target_seconds, args.episodes, protocol,
+                                 communication_control="sham"), protocol), flush=True)
+    print("Sham rows: each protocol's sham control on the stepping core; the scored rate counts the listening "
+          "group's agent-steps, while its kernel time also plays each episode's shadow and the protocol's rule "
+          "once per member and iteration (what each member hears).")
 
     print()
     print(header.format("plug-ins"))

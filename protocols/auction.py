@@ -27,10 +27,9 @@ class Auction(Protocol):
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from collective.behaviours.decisions import searched_best  # noqa: E402
-from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (BID, FLOAT_BITS, cell_bits, count_all, log_close,  # noqa: E402
-                                      log_open, log_to, offset_cell, symbol_add_cell, symbol_add_value, symbol_start)
+                                      log_open, log_to, member_best, offset_cell, symbol_add_cell, symbol_add_value,
+                                      symbol_start)
 
 
 @njit(cache=True)
@@ -46,8 +45,8 @@ def auction_rule(values, members, pos_r, pos_c, scene, view, streams, window, fi
     for i in members:  # each searcher's own best cell, one draw each, and its bid (written out: a helper binding
         # the arrays would count a reference to each per iteration)
         r, c = pos_r[i], pos_c[i]
-        streams[i, 0], row_offset, column_offset, reward = searched_best(
-            r, c, member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
+        streams[i, 0], row_offset, column_offset, reward = member_best(
+            scene, i, r, c, view, streams[i, 0], reach, keys, ties, best, parts)
         choice[i, 0], choice[i, 1], choice[i, 2] = row_offset, column_offset, reward
         cell = offset_cell(r, c, int(row_offset), int(column_offset), rows, cols)  # its `chosen_cell`
         targets[i] = cell  # the bid's cell, until the winner's is everyone's target

@@ -35,10 +35,9 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
-from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (FLOAT_BITS, MAP_READ, MAP_WRITE, OBSERVATION_REPORT,  # noqa: E402
                                       READS_AND_WRITES, best_cells, cell_bits, count, count_all, float_bits, log_close,
-                                      log_open, log_to, observe_window, symbol_add, symbol_add_cell, symbol_add_value,
+                                      log_open, log_to, member_observe, symbol_add, symbol_add_cell, symbol_add_value,
                                       symbol_start, toggle_entry, window_column, window_fits, window_row)
 
 MAP_HASH = 1  # wisdom keeps its map's hash in state[1] (the kernel starts each pass with -1.0 there)
@@ -54,8 +53,8 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     Broadcast keeps the reported rewards in `field` (the kernel's and the stepping core's field is the
     rule's own scratch, -inf: not reported), and both forms list the best cells in `window` (at least N
     long, `best_cells`): no array is allocated per iteration. Each searcher's window is read into
-    `observed` (`observe_window`)."""
-    reach, keys, parts = search.reach, search.keys, search.parts  # the table's, for `observe_window`
+    `observed` (`member_observe`)."""
+    reach, keys, parts = search.reach, search.keys, search.parts  # the table's, for `member_observe`
     memory = values[0] > 0.5
     rows, cols = scene.rows, scene.cols
     n_cells = rows * cols
@@ -67,7 +66,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     if memory:  # fold every non-zero observation into the shared map, agent by agent
         for i in members:
             r, c = pos_r[i], pos_c[i]  # in locals: the compiler cannot prove the field's stores leave them unchanged
-            observe_window(r, c, member_scene(scene, i), view, observed, i, reach, keys, parts)
+            member_observe(scene, i, r, c, view, observed, reach, keys, parts)
             wrote = 0
             symbol = symbol_start(MAP_WRITE)
             fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)  # unsigned indices: no negative-index fix-up
@@ -99,7 +98,7 @@ def broadcast_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
             field[cell] = -np.inf
         for i in members:  # one report per searcher, heard by the m - 1 others: logged once
             r, c = pos_r[i], pos_c[i]
-            observe_window(r, c, member_scene(scene, i), view, observed, i, reach, keys, parts)
+            member_observe(scene, i, r, c, view, observed, reach, keys, parts)
             symbol = symbol_add_cell(symbol_start(OBSERVATION_REPORT), r * cols + c)
             fits, k = window_fits(r, c, view, rows, cols), np.uintp(0)
             for dr in range(-view, view + 1):

@@ -22,10 +22,8 @@ class Dictatorship(Protocol):
 
 from numba import njit  # noqa: E402
 
-from collective.behaviours.decisions import searched_best  # noqa: E402
-from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (ORDER, cell_bits, chosen_cell, count_all,  # noqa: E402
-                                      log_message, symbol_add_cell, symbol_start)
+                                      log_message, member_best, symbol_add_cell, symbol_start)
 
 
 @njit(cache=True)
@@ -38,8 +36,8 @@ def dictatorship_rule(values, members, pos_r, pos_c, scene, view, streams, windo
     those choices, never again (spec §6; the reference twin makes them all, to the same targets)."""
     reach, keys, ties, best, parts = search.reach, search.keys, search.ties, search.best, search.parts
     i = members[int(values[0])]
-    streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
-        pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
+    streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = member_best(
+        scene, i, pos_r[i], pos_c[i], view, streams[i, 0], reach, keys, ties, best, parts)
     target = chosen_cell(i, pos_r, pos_c, choice, scene.rows, scene.cols)
     m = members.shape[0]
     count_all(comm, m - 1, (m - 1) * cell_bits(scene.rows, scene.cols))

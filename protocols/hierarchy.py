@@ -20,10 +20,9 @@ class Hierarchy(Protocol):
 
 from numba import njit  # noqa: E402
 
-from collective.behaviours.decisions import searched_best  # noqa: E402
-from collective.environments.scene import member_scene  # noqa: E402
 from collective.protocols.kernel_support import (CHOICE_REPORT, FLOAT_BITS, cell_bits, chosen_cell, count_all,  # noqa: E402
-                                      log_close, log_open, log_to, symbol_add_cell, symbol_add_value, symbol_start)
+                                      log_close, log_open, log_to, member_best, symbol_add_cell, symbol_add_value,
+                                      symbol_start)
 
 
 @njit(cache=True)
@@ -33,8 +32,8 @@ def hierarchy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     reach, keys, ties, best, parts = search.reach, search.keys, search.ties, search.best, search.parts
     for i in members:  # each searcher's own best cell, one draw each (written out: a helper binding the
         # arrays would count a reference to each per iteration)
-        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = searched_best(
-            pos_r[i], pos_c[i], member_scene(scene, i), view, streams[i, 0], reach, keys, ties, best, parts)
+        streams[i, 0], choice[i, 0], choice[i, 1], choice[i, 2] = member_best(
+            scene, i, pos_r[i], pos_c[i], view, streams[i, 0], reach, keys, ties, best, parts)
     m = members.shape[0]
     plain = values[SWITCH_SLOT] > 0.5  # cpp_binary_tree: each heads for its own choice
     logged = log_open(log)

@@ -30,11 +30,11 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
-from collective.behaviours.decisions import object_keys, tables_window
-from collective.environments.scene import (is_landscape, is_reset, moore_rewards, scene_reward, window_reach,
-                                           window_reward)
+from collective.behaviours.decisions import object_keys, searched_best, tables_window
+from collective.environments.scene import (is_landscape, is_overheard, is_reset, moore_rewards, scene_reward,
+                                           window_reach, window_reward)
 from collective.environments.torus import wrap
 from collective.simulation.prefetch import prefetch
 
@@ -426,6 +426,42 @@ def observe_window(r, c, scene, view, observed, i, reach, keys, parts):
             low, high = min(low, value), max(high, value)
             k += 1
     return low, high
+
+
+def member_observe(scene, i, r, c, view, observed, reach, keys, parts):
+    """`observe_window` of member i, at (r, c), in its scene (`member_scene`). In an `Overheard`, another
+    member than the listener observed its shadow window once for the episode: its rewards are already in
+    `observed` and its bounds in the scene (`collective.simulation.compiled_plugins.builtin_overhear`)."""
+
+
+@overload(member_observe, inline="always")
+def _member_observe_compiled(scene, i, r, c, view, observed, reach, keys, parts):
+    if is_overheard(scene):
+        def overheard(scene, i, r, c, view, observed, reach, keys, parts):
+            if i == scene.listener:
+                return observe_window(r, c, scene.own, view, observed, i, reach, keys, parts)
+            return scene.bounds[i, 0], scene.bounds[i, 1]
+        return overheard
+    return lambda scene, i, r, c, view, observed, reach, keys, parts: observe_window(r, c, scene, view, observed, i,
+                                                                                      reach, keys, parts)
+
+
+def member_best(scene, i, r, c, view, state, reach, keys, ties, best, parts):
+    """`searched_best` of member i, at (r, c) with stream state `state`, in its scene (`member_scene`). In an
+    `Overheard`, another member than the listener chose once for the episode, in its shadow, from the shadow's
+    stream: the choice and the stream after it are read from the scene."""
+
+
+@overload(member_best, inline="always")
+def _member_best_compiled(scene, i, r, c, view, state, reach, keys, ties, best, parts):
+    if is_overheard(scene):
+        def overheard(scene, i, r, c, view, state, reach, keys, ties, best, parts):
+            if i == scene.listener:
+                return searched_best(r, c, scene.own, view, state, reach, keys, ties, best, parts)
+            return scene.streams[i], scene.offsets[i, 0], scene.offsets[i, 1], scene.rewards[i]
+        return overheard
+    return lambda scene, i, r, c, view, state, reach, keys, ties, best, parts: searched_best(
+        r, c, scene, view, state, reach, keys, ties, best, parts)
 
 
 @njit(cache=True)

@@ -33,7 +33,7 @@ from numba import njit  # noqa: E402
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
 from collective.environments.scene import member_scene, scene_blind  # noqa: E402
 from collective.protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
-                                      count, log_close, log_open, log_to, observe_window, symbol_add_value,
+                                      count, log_close, log_open, log_to, member_observe, symbol_add_value,
                                       symbol_start, window_column, window_fits, window_row)
 
 PAPER, REFERENCE = 0, 1
@@ -52,7 +52,7 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     every searcher's read of its window of the field; writes counts, as before, every searcher's
     deposit in the paper form (a blind one's r̂ = 0 included) and the deposits with fr ≠ 0 in the
     reference form, and no reads."""
-    reach, keys, parts = search.reach, search.keys, search.parts  # the table's, for `observe_window`
+    reach, keys, parts = search.reach, search.keys, search.parts  # the table's, for `member_observe`
     form, gamma, weight, divisor = int(values[0]), values[1], values[2], values[3]
     side = 2 * view + 1
     window_bits = side * side * FLOAT_BITS
@@ -61,12 +61,11 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
     logged = log_open(log)
     for i in members:  # deposits, all before any agent chooses
         r, c = pos_r[i], pos_c[i]
-        seen = member_scene(scene, i)
-        sees = not scene_blind(seen, r, c, view)
+        sees = not scene_blind(member_scene(scene, i), r, c, view)
         choice[i, 0] = sees
         low, high = 0.0, 0.0
         if sees:
-            low, high = observe_window(r, c, seen, view, observed, i, reach, keys, parts)
+            low, high = member_observe(scene, i, r, c, view, observed, reach, keys, parts)
         fake = gamma * high + (1.0 - gamma) * low if form == PAPER else weight * (high + low)
         if form == PAPER or fake != 0.0:
             count(comm, WRITES, 1, window_bits)

@@ -292,6 +292,7 @@ def test_learners_trained_side_by_side_match_reference(profile, protocol, mix):
 SHAM_CASES = [
     ("stigmergy", (), "local_search:4,random:1", {}),
     ("stigmergy", (("form", "reference"),), "local_search:3", {}),
+    ("stigmergy", (("gamma", "0.25"),), "local_search:4", {}),  # r̂ tells the lowest reward from the highest
     ("broadcast", (), "local_search:4", {}),
     ("wisdom", (), "local_search:3,oracle:1", {}),
     ("auction", (), "local_search:4", {}),

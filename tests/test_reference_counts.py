@@ -117,7 +117,8 @@ def _calls_with_owned(a, b, n):
 def test_calls_with_lent_arrays_count_no_references():
     """Known answer from the IR: a loop calling a compiled function with the owner's arrays counts
     references (the control: increments in the caller's IR), the same loop with the arrays lent counts none;
-    and the kernel lends the protocol rules nothing but arrays it was given (`lent` appears there only)."""
+    and only the kernel and the stepping core's rule loops (`compiled_plugins._communicate`, `_overhear`) lend
+    arrays, each nothing but arrays it was given (`lent` appears there only)."""
     a, b = np.zeros(3), np.ones(3)
     counts = {}
     for caller in (_calls_with_lent, _calls_with_owned):
@@ -128,4 +129,4 @@ def test_calls_with_lent_arrays_count_no_references():
     root = Path(__file__).parent.parent
     sources = [*(root / "collective").rglob("*.py"), *(root / "protocols").glob("*.py")]
     users = [path.name for path in sources if re.search(r"\blent\(", path.read_text())]
-    assert sorted(users) == ["kernel.py", "lent_arrays.py"], users
+    assert sorted(users) == ["compiled_plugins.py", "kernel.py", "lent_arrays.py"], users

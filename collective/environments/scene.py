@@ -37,8 +37,17 @@ RESET_CELL_VALUE = -0.5
 # What one listener of the sham-communication control hears (issue 22 point 2): the protocol's rule run
 # with the listener (an agent index) in its own scene `own` and every other member in the shadow
 # episode's scene `others` (`collective.simulation.stepping.play_overhearing`). Protocol rules read each
-# member's scene with `member_scene`, so a plain Scene is every member's scene.
-Overheard = namedtuple("Overheard", "rows cols listener own others")
+# member's scene with `member_scene`, so a plain Scene is every member's scene. What the other members
+# observe and choose in the shadow is the same for every listener of an episode, so it is worked out once
+# per episode and read here (`collective.protocols.kernel_support.member_observe`, `member_best`):
+# bounds (A, 2) the (lowest, highest) reward of each member's window (its rewards in the rule's `observed`
+# scratch), offsets (A, 2) int64, rewards (A,) and streams (A,) uint64 each member's `searched_best`.
+Overheard = namedtuple("Overheard", "rows cols listener own others bounds offsets rewards streams")
+
+
+def is_overheard(scene) -> bool:
+    """Whether a compiled function's `scene` argument is typed as an `Overheard` (for overloads)."""
+    return isinstance(scene, types.BaseNamedTuple) and scene.instance_class is Overheard
 
 
 @njit(cache=True, inline="always")
@@ -109,7 +118,7 @@ def member_scene(scene, member):
 
 @overload(member_scene)
 def _member_scene_compiled(scene, member):
-    if isinstance(scene, types.BaseNamedTuple) and scene.instance_class is Overheard:
+    if is_overheard(scene):
         def overheard(scene, member):
             if member == scene.listener:
                 return scene.own

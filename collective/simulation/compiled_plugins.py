@@ -15,9 +15,10 @@ import numpy as np
 from numba import njit
 
 from collective.behaviours import IMITATION, ORACLE, RANDOM
-from collective.behaviours.decisions import oracle_step, untabled
+from collective.behaviours.decisions import SearchTable, oracle_step, searched_best, untabled
 from collective.environments.torus import axis_step_toward, chebyshev, wrap
 from collective.simulation.kernel import SCORED_PASS, WORLD_STREAM
+from collective.simulation.lent_arrays import lent
 from collective.simulation.plugins import Messages
 from collective.simulation.random_streams import derive_stream_seed, uniform_int
 from collective.environments.scene import Overheard
@@ -27,7 +28,8 @@ from collective.protocols.auction import auction_rule
 from collective.protocols.broadcast import broadcast_rule
 from collective.protocols.dictatorship import dictatorship_rule
 from collective.protocols.hierarchy import hierarchy_rule
-from collective.protocols.kernel_support import COMM_SLOTS, HEADER, episode_distinct, episode_entropies, list_logs, log_capacity
+from collective.protocols.kernel_support import (COMM_SLOTS, HEADER, episode_distinct, episode_entropies, list_logs,
+                                                 log_capacity, observe_window)
 from collective.protocols.stigmergy import stigmergy_rule
 
 
@@ -122,12 +124,13 @@ def hidden_starts(agent_seeds, n_cells, out):
 
 @njit(cache=True)
 def _rule(code, values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
-          comm, log):
+          comm, log, search):
     """The rule of protocol `code` (protocols/kernel_support.py states the signature), every window computed
-    (`untabled`: the stepping core is the fused kernel's twin, tables included). Called, not inlined: the
-    stepping core compiles faster and plays as fast (docs/speed.md: Compile time)."""
+    (`search` is `untabled()`, made once by the caller: the stepping core is the fused kernel's twin, tables
+    included; made per call, its five arrays cost more than a broadcast's rule on 10x10). Called, not inlined:
+    the stepping core compiles faster and plays as fast (docs/speed.md: Compile time)."""
     arguments = (values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
-                 comm, log, untabled())
+                 comm, log, search)
     if code == STIGMERGY:
         stigmergy_rule(*arguments)
     elif code == BROADCAST:
@@ -140,6 +143,13 @@ def _rule(code, values, members, pos_r, pos_c, scene, view, streams, window, fie
         hierarchy_rule(*arguments)
 
 
+@njit(cache=True, inline="always")
+def _lent_search(search):
+    """A `SearchTable` with its arrays lent (`lent_arrays`)."""
+    return SearchTable(lent(search.reach), search.keys, lent(search.ties), lent(search.best), lent(search.pays),
+                       lent(search.parts))
+
+
 @njit(cache=True)
 def builtin_communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams,
                         window, fields, states, choice, observed, targets, comm, logs, reset_first_observation):
@@ -147,14 +157,28 @@ def builtin_communicate(code, values, members, t, cells, good, evil, landscapes,
     targets (E, A), adds messages and bits to comm (COMM_SLOTS,) and appends each episode's message
     symbols to its list, logs (E, HEADER + capacity); fields (E, N) and states (E, 2) keep the
     protocol's per-episode state."""
-    pos_r = np.empty(cells.shape[1], np.int64)
-    pos_c = np.empty(cells.shape[1], np.int64)
+    _communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams, window,
+                 fields, states, choice, observed, targets, comm, logs, reset_first_observation,
+                 np.empty(cells.shape[1], np.int64), np.empty(cells.shape[1], np.int64), untabled())
+
+
+@njit(cache=True)
+def _communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams, window,
+                 fields, states, choice, observed, targets, comm, logs, reset_first_observation, pos_r, pos_c, search):
+    """`builtin_communicate`'s loop, pos_r and pos_c (A,) its scratch, search `untabled()`. Every array is lent
+    (`lent_arrays`), as the fused kernel lends them to its rules: counted, their references cost more than a
+    rule on a small grid. The caller holds them (this call's arguments) until the loop is done."""
+    values, members, streams, window, fields, states, choice, observed, targets, comm, logs = (
+        lent(values), lent(members), lent(streams), lent(window), lent(fields), lent(states), lent(choice),
+        lent(observed), lent(targets), lent(comm), lent(logs))
+    good, evil, landscapes, pos_r, pos_c, search = (lent(good), lent(evil), lent(landscapes), lent(pos_r),
+                                                    lent(pos_c), _lent_search(search))
     for e in range(cells.shape[0]):
         for i in range(cells.shape[1]):
             pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
         scene = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
         _rule(code, values, members, pos_r, pos_c, scene, view, streams[e], window, fields[e], states[e], choice,
-              observed, targets[e], comm, logs[e])
+              observed, targets[e], comm, logs[e], search)
 
 
 @njit(cache=True)
@@ -169,24 +193,68 @@ def builtin_overhear(code, values, members, t, cells, good, evil, landscapes, he
     and states (E, A, 2) keep each member's own copy of the protocol's state. The traffic is not counted
     here (the shadow's own run counts it)."""
     agents = cells.shape[1]
-    pos_r = np.empty(agents, np.int64)
-    pos_c = np.empty(agents, np.int64)
-    lanes = np.empty((agents, 1), np.uint64)
-    said = np.full(agents, -1, np.int64)
-    comm = np.zeros(COMM_SLOTS)
-    log = np.zeros(HEADER, np.uint64)  # a list without room: nothing is logged
+    _overhear(code, values, members, t, cells, good, evil, landscapes, heard_cells, heard_good, heard_evil,
+              heard_landscapes, rows, cols, view, radius, streams, heard_streams, window, fields, states, choice,
+              observed, targets, reset_first_observation, untabled(), np.empty(agents, np.int64),
+              np.empty(agents, np.int64), np.empty((agents, 1), np.uint64), np.full(agents, -1, np.int64),
+              np.zeros(COMM_SLOTS), np.zeros(HEADER, np.uint64), np.zeros((agents, 2)), np.zeros((agents, 2), np.int64),
+              np.zeros(agents), np.zeros(agents, np.uint64), np.empty(observed.shape[1]))
+
+
+@njit(cache=True)
+def _overhear(code, values, members, t, cells, good, evil, landscapes, heard_cells, heard_good, heard_evil,
+              heard_landscapes, rows, cols, view, radius, streams, heard_streams, window, fields, states, choice,
+              observed, targets, reset_first_observation, search, pos_r, pos_c, lanes, said, comm, log, bounds,
+              offsets, rewards, chosen, shadow_window):
+    """`builtin_overhear`'s loop. Its scratch: search `untabled()`; pos_r, pos_c (A,), lanes (A, 1) and said (A,)
+    the rule's positions, streams and targets; comm (COMM_SLOTS,) and log (HEADER,) a list without room
+    (nothing is logged); bounds (A, 2) each member's shadow window's lowest and highest reward, offsets (A, 2),
+    rewards (A,) and chosen (A,) each member's shadow choice (row and column offsets, reward, its stream after);
+    shadow_window (side²,) the listener's shadow window, put back after its rule.
+
+    The rule runs once per listener, members x episodes calls an iteration, each handed ~20 arrays: all are
+    lent (`lent_arrays`; counted, their references took 60% of a sham's time), the caller holding them. What
+    another member observes and chooses in the shadow does not depend on the listener: the protocols that
+    observe windows (stigmergy, broadcast, wisdom) have every member's shadow window observed into `observed`
+    once per episode, those that choose (auction, dictatorship, hierarchy) every member's `searched_best` made
+    once from its shadow stream, and each listener's rule reads them from its `Overheard` (`member_observe`,
+    `member_best`), computing the listener's own alone."""
+    values, members, window, fields, states, choice, observed, comm, log = (
+        lent(values), lent(members), lent(window), lent(fields), lent(states), lent(choice), lent(observed),
+        lent(comm), lent(log))
+    good, evil, landscapes, heard_good, heard_evil, heard_landscapes = (
+        lent(good), lent(evil), lent(landscapes), lent(heard_good), lent(heard_evil), lent(heard_landscapes))
+    pos_r, pos_c, lanes, said, bounds, offsets, rewards, chosen, search = (
+        lent(pos_r), lent(pos_c), lent(lanes), lent(said), lent(bounds), lent(offsets), lent(rewards), lent(chosen),
+        _lent_search(search))
+    agents, side2 = cells.shape[1], observed.shape[1]
+    observes = code == STIGMERGY or code == BROADCAST
     for e in range(cells.shape[0]):
         own = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
         others = observed_scene(heard_good, heard_evil, heard_landscapes, e, t, rows, cols, radius,
                                 reset_first_observation)
+        for j in members:  # what every member observes or chooses in the shadow, once for every listener
+            r, c = heard_cells[e, j] // cols, heard_cells[e, j] % cols
+            if observes:
+                bounds[j, 0], bounds[j, 1] = observe_window(r, c, others, view, observed, j, search.reach,
+                                                            search.keys, search.parts)
+            else:
+                chosen[j], offsets[j, 0], offsets[j, 1], rewards[j] = searched_best(
+                    r, c, others, view, heard_streams[e, j, 0], search.reach, search.keys, search.ties, search.best,
+                    search.parts)
         for i in members:
             for j in range(agents):
                 pos_r[j], pos_c[j] = heard_cells[e, j] // cols, heard_cells[e, j] % cols
                 lanes[j, 0] = heard_streams[e, j, 0]
             pos_r[i], pos_c[i] = cells[e, i] // cols, cells[e, i] % cols
             lanes[i, 0] = streams[e, i, 0]
-            _rule(code, values, members, pos_r, pos_c, Overheard(rows, cols, i, own, others), view, lanes, window,
-                  fields[e, i], states[e, i], choice, observed, said, comm, log)
+            for k in range(side2):
+                shadow_window[k] = observed[i, k]
+            _rule(code, values, members, pos_r, pos_c, Overheard(rows, cols, i, own, others, bounds, offsets, rewards,
+                                                                 chosen),
+                  view, lanes, window, fields[e, i], states[e, i], choice, observed, said, comm, log, search)
+            for k in range(side2):
+                observed[i, k] = shadow_window[k]
             streams[e, i, 0] = lanes[i, 0]
             targets[e, i] = said[i]
 
