@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from collective.simulation.random_streams import advance_uniform_int  # noqa: E402
-from collective.environments.scene import member_scene, scene_blind  # noqa: E402
+from collective.environments.scene import member_scene, scene_blind, target_read  # noqa: E402
 from collective.protocols.kernel_support import (DEPOSIT, FIELD_READ, FLOAT_BITS, READS_AND_WRITES, WRITES,  # noqa: E402
                                       count, log_close, log_open, log_to, member_observe, symbol_add_value,
                                       symbol_start, window_column, window_fits, window_row)
@@ -90,6 +90,8 @@ def stigmergy_rule(values, members, pos_r, pos_c, scene, view, streams, window, 
         logged = log_to(log, logged, symbol, 1)
     last_r, last_c, ties, read = -1, -1, 0, symbol_start(FIELD_READ)
     for i in members:  # each searcher reads its window of the field and heads for the best fake reward
+        if not target_read(scene, i):
+            continue  # a sham's other members: nothing of their reads is kept
         r, c, sees = pos_r[i], pos_c[i], form == PAPER and choice[i, 0] > 0.0
         if not sees and r == last_r and c == last_c:  # the last reader's cell, a field and tie list
             logged = log_to(log, logged, read, 1)  # unchanged since: its read and its ties

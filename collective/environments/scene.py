@@ -127,6 +127,20 @@ def _member_scene_compiled(scene, member):
     return lambda scene, member: scene
 
 
+def target_read(scene, member):
+    """Whether the target a protocol's rule gives member `member` is read: always in a `Scene`; in an `Overheard`
+    only the listener's (the sham keeps no other member's target, draw or log), so a rule may skip the rest of
+    another member's part there."""
+    return not isinstance(scene, Overheard) or member == scene.listener
+
+
+@overload(target_read)
+def _target_read_compiled(scene, member):
+    if is_overheard(scene):
+        return lambda scene, member: member == scene.listener
+    return lambda scene, member: True
+
+
 @njit(cache=True, inline="always")
 def is_landscape(scene):
     return has_field(scene.landscape)
