@@ -477,11 +477,15 @@ def load_kernel(env: str = "lambda_star") -> None:
 @functools.cache
 def load_stepping_core(env: str = "lambda_star") -> None:
     """The same for the stepping core and the built-ins' compiled forms, in the processes that
-    play plug-ins only: one tiny episode of searchers under a protocol in the environment class
-    (its generator)."""
+    play plug-ins or the sham control only: one tiny episode of searchers under a protocol in the
+    environment class (its generator), and the same episode under the protocol's sham, whose rule loop
+    (`compiled_plugins.builtin_overhear`, every protocol's rule on an `Overheard` scene) is compiled apart:
+    left to the first sham, its ~40 s of compilation were timed as play."""
     talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast", env=env,
                                 landscape_peaks=1)
-    play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
+    environments = generate_environments(talking, np.arange(1))
+    play_group(plugin_group(talking), environments)
+    play_sham(talking.with_changes(communication_control="sham"), environments, False, plugin_group(talking))
 
 
 def kernel_cached() -> bool:

@@ -15,7 +15,10 @@ window cells) for its observation, `window` (max(window cells, N),) for a tie li
 stores the state back, never through a row view (a view costs two atomic reference counts; issue 25).
 `search` is the grid's `SearchTable` (`collective.behaviours.decisions`): a searcher's range-1 window of Λ* and
 its choice there read from it (`observe_window`, `searched_best`), `untabled` to compute every window.
-The kernel lends the rules its arrays (`collective.simulation.lent_arrays`): no call counts references.
+The kernel, and the stepping core's rule loops, lend the rules their arrays (`collective.simulation.lent_arrays`):
+no call counts references. Under the sham control a rule runs on an `Overheard` scene: `member_observe` and
+`member_best` then read the other members' shadow windows and choices, worked out once per episode by
+`collective.simulation.compiled_plugins.builtin_overhear`, and `target_read` says whose target is kept.
 
 A message's symbol is a 64-bit hash of its kind and content (cells as integers, rewards by their
 IEEE-754 bits), so equal messages have equal symbols; `entropy_of_counts` estimates the entropy of an
@@ -30,11 +33,12 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from collective.behaviours.decisions import object_keys, searched_best, tables_window
-from collective.environments.scene import (is_landscape, is_overheard, is_reset, moore_rewards, scene_reward,
-                                           window_reach, window_reward)
+from collective.environments.scene import (is_landscape, is_reset, member_scene, moore_rewards, scene_reward,
+                                           shadow_bounds, shadow_choice, shadow_worked_out, window_reach,
+                                           window_reward)
 from collective.environments.torus import wrap
 from collective.simulation.prefetch import prefetch
 
@@ -428,40 +432,25 @@ def observe_window(r, c, scene, view, observed, i, reach, keys, parts):
     return low, high
 
 
+@njit(cache=True, inline="always")
 def member_observe(scene, i, r, c, view, observed, reach, keys, parts):
     """`observe_window` of member i, at (r, c), in its scene (`member_scene`). In an `Overheard`, another
-    member than the listener observed its shadow window once for the episode: its rewards are already in
-    `observed` and its bounds in the scene (`collective.simulation.compiled_plugins.builtin_overhear`)."""
+    member than the listener observed its shadow window once for the episode (`shadow_worked_out`): its
+    rewards are already in `observed` and its bounds in the scene (`compiled_plugins.builtin_overhear`). The
+    tests on the scene's type are constants once compiled: for a `Scene` this is `observe_window`."""
+    if shadow_worked_out(scene, i):
+        return shadow_bounds(scene, i)
+    return observe_window(r, c, member_scene(scene, i), view, observed, i, reach, keys, parts)
 
 
-@overload(member_observe, inline="always")
-def _member_observe_compiled(scene, i, r, c, view, observed, reach, keys, parts):
-    if is_overheard(scene):
-        def overheard(scene, i, r, c, view, observed, reach, keys, parts):
-            if i == scene.listener:
-                return observe_window(r, c, scene.own, view, observed, i, reach, keys, parts)
-            return scene.bounds[i, 0], scene.bounds[i, 1]
-        return overheard
-    return lambda scene, i, r, c, view, observed, reach, keys, parts: observe_window(r, c, scene, view, observed, i,
-                                                                                      reach, keys, parts)
-
-
+@njit(cache=True, inline="always")
 def member_best(scene, i, r, c, view, state, reach, keys, ties, best, parts):
     """`searched_best` of member i, at (r, c) with stream state `state`, in its scene (`member_scene`). In an
     `Overheard`, another member than the listener chose once for the episode, in its shadow, from the shadow's
-    stream: the choice and the stream after it are read from the scene."""
-
-
-@overload(member_best, inline="always")
-def _member_best_compiled(scene, i, r, c, view, state, reach, keys, ties, best, parts):
-    if is_overheard(scene):
-        def overheard(scene, i, r, c, view, state, reach, keys, ties, best, parts):
-            if i == scene.listener:
-                return searched_best(r, c, scene.own, view, state, reach, keys, ties, best, parts)
-            return scene.streams[i], scene.offsets[i, 0], scene.offsets[i, 1], scene.rewards[i]
-        return overheard
-    return lambda scene, i, r, c, view, state, reach, keys, ties, best, parts: searched_best(
-        r, c, scene, view, state, reach, keys, ties, best, parts)
+    stream (`shadow_worked_out`): its choice and the stream after it are read from the scene."""
+    if shadow_worked_out(scene, i):
+        return shadow_choice(scene, i)
+    return searched_best(r, c, member_scene(scene, i), view, state, reach, keys, ties, best, parts)
 
 
 @njit(cache=True)

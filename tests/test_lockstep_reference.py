@@ -300,6 +300,12 @@ SHAM_CASES = [
     ("auction", (("sticky", "true"),), "local_search:3", {"cpp_auction": True}),
     ("dictatorship", (("dictator", "1"),), "local_search:3", {}),
     ("hierarchy", (), "local_search:5", {}),
+    # the sham's shadow windows and choices worked out once per episode (`compiled_plugins._overhear`): members
+    # that are not the first agents, range-2 windows, the 2016 program's first observation
+    ("wisdom", (), "random:1,local_search:3", {"observation_range": 2}),
+    ("hierarchy", (), "random:1,local_search:3", {"observation_range": 2}),
+    ("auction", (), "local_search:3", {"cpp_first_observation": True}),
+    ("broadcast", (), "local_search:3", {"cpp_first_observation": True}),
 ]
 
 
@@ -309,6 +315,8 @@ SHAM_CASES = [
 def test_sham_matches_reference(protocol, params, mix, switches, env):
     """The sham control (issue 22 point 2) on the stepping core and in the reference, step by step: each
     member keeps its own sensing and part in the protocol and hears the others as they were in the shadow."""
+    if env == "landscape" and switches.get("cpp_first_observation"):
+        pytest.skip("the 2016 program's first observation is a Λ* field (refused with landscapes)")
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params, env=env,
                                            landscape_peaks=3, communication_control="sham", rows=9, cols=8,
                                            iterations=40, episodes=4, **switches)

@@ -2,6 +2,7 @@
 every array argument of a compiled call and every array view, and those counts took about half of the
 kernel's time. The local searcher's decision (`local_best`, called once per searcher per iteration by
 the kernel and by the protocols' rules) therefore takes scalars only: the stream as its state."""
+import ast
 import re
 from pathlib import Path
 
@@ -130,3 +131,11 @@ def test_calls_with_lent_arrays_count_no_references():
     sources = [*(root / "collective").rglob("*.py"), *(root / "protocols").glob("*.py")]
     users = [path.name for path in sources if re.search(r"\blent\(", path.read_text())]
     assert sorted(users) == ["compiled_plugins.py", "kernel.py", "lent_arrays.py"], users
+    loops = ast.parse((root / "collective" / "simulation" / "compiled_plugins.py").read_text())
+    for function in (node for node in ast.walk(loops) if isinstance(node, ast.FunctionDef)):
+        parameters = {argument.arg for argument in function.args.args}
+        for call in (node for node in ast.walk(function) if isinstance(node, ast.Call)
+                     and getattr(node.func, "id", None) == "lent"):
+            lent_value = call.args[0].value if isinstance(call.args[0], ast.Attribute) else call.args[0]
+            assert isinstance(lent_value, ast.Name) and lent_value.id in parameters, (
+                f"{function.name} lends {ast.unparse(call.args[0])}, not one of its arguments")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
 from llvmlite import ir
 from numba import errors, njit, types
 from numba.extending import intrinsic, overload
@@ -125,6 +127,52 @@ def _member_scene_compiled(scene, member):
             return scene.others
         return overheard
     return lambda scene, member: scene
+
+
+def shadow_worked_out(scene, member):
+    """Whether member `member`'s window and choice were worked out before its rule ran: never in a `Scene`; in an
+    `Overheard`, every member's but the listener's (its shadow ones, once for the episode: `shadow_bounds`,
+    `shadow_choice`)."""
+    return isinstance(scene, Overheard) and member != scene.listener
+
+
+@overload(shadow_worked_out)
+def _shadow_worked_out_compiled(scene, member):
+    if is_overheard(scene):
+        return lambda scene, member: member != scene.listener
+    return lambda scene, member: False
+
+
+def shadow_bounds(scene, member):
+    """A member's shadow window's (lowest, highest) reward in an `Overheard` (`shadow_worked_out`); never read
+    in a `Scene`, where it is (0.0, 0.0)."""
+    if isinstance(scene, Overheard):
+        return scene.bounds[member, 0], scene.bounds[member, 1]
+    return 0.0, 0.0
+
+
+@overload(shadow_bounds)
+def _shadow_bounds_compiled(scene, member):
+    if is_overheard(scene):
+        return lambda scene, member: (scene.bounds[member, 0], scene.bounds[member, 1])
+    return lambda scene, member: (0.0, 0.0)
+
+
+def shadow_choice(scene, member):
+    """A member's shadow choice in an `Overheard` (`shadow_worked_out`), as `searched_best` returns it: (its
+    stream after the choice, row offset, column offset, reward); never read in a `Scene`."""
+    if isinstance(scene, Overheard):
+        return (scene.streams[member], int(scene.offsets[member, 0]), int(scene.offsets[member, 1]),
+                scene.rewards[member])
+    return np.uint64(0), 0, 0, 0.0
+
+
+@overload(shadow_choice)
+def _shadow_choice_compiled(scene, member):
+    if is_overheard(scene):
+        return lambda scene, member: (scene.streams[member], scene.offsets[member, 0], scene.offsets[member, 1],
+                                      scene.rewards[member])
+    return lambda scene, member: (np.uint64(0), np.int64(0), np.int64(0), 0.0)
 
 
 def target_read(scene, member):

@@ -145,7 +145,8 @@ def _rule(code, values, members, pos_r, pos_c, scene, view, streams, window, fie
 
 @njit(cache=True, inline="always")
 def _lent_search(search):
-    """A `SearchTable` with its arrays lent (`lent_arrays`)."""
+    """A `SearchTable` with its arrays lent (`lent_arrays`). Inlined into its caller, which holds `search` (an
+    argument) for as long as it uses the lent copy: the one place a lent array is returned."""
     return SearchTable(lent(search.reach), search.keys, lent(search.ties), lent(search.best), lent(search.pays),
                        lent(search.parts))
 
@@ -228,7 +229,10 @@ def _overhear(code, values, members, t, cells, good, evil, landscapes, heard_cel
         lent(pos_r), lent(pos_c), lent(lanes), lent(said), lent(bounds), lent(offsets), lent(rewards), lent(chosen),
         _lent_search(search))
     agents, side2 = cells.shape[1], observed.shape[1]
-    observes = code == STIGMERGY or code == BROADCAST
+    observes = code == STIGMERGY or code == BROADCAST  # rules that read windows (`member_observe`)
+    chooses = code == AUCTION or code == DICTATORSHIP or code == HIERARCHY  # rules that choose (`member_best`)
+    if not (observes or chooses):
+        raise ValueError("builtin_overhear: a protocol whose members' shadow part is not worked out here")
     for e in range(cells.shape[0]):
         own = observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first_observation)
         others = observed_scene(heard_good, heard_evil, heard_landscapes, e, t, rows, cols, radius,

@@ -17,7 +17,8 @@ def lent(typingctx, array):
     nothing. The caller keeps the owner alive for as long as the lent array is used (the kernel lends
     the arrays of a pass for that pass, from the arrays it was given). Never return a lent array or store it
     where it could outlive its owner: handed back to Python it would point at freed memory
-    (tests/test_reference_counts.py checks the kernel is its one user)."""
+    (tests/test_reference_counts.py checks that the kernel and the stepping core's rule loops are its only
+    users, and that the loops lend only their arguments)."""
     if not isinstance(array, types.Array):
         return None
 
