@@ -1,12 +1,14 @@
 """Where the compiled kernel's time goes, instruction by instruction (Linux `perf` and binutils' `objdump`).
 
 numba loads its compiled code into anonymous memory that `perf report` cannot name, and a virtual machine often
-gives perf no hardware counters, so a plain profile shows only addresses. This script plays one group on a batch
-generated beforehand, in a child process, sampled for --seconds by `perf record -e cpu-clock` (a timer, available
-everywhere); the child then copies its anonymous executable memory, where numba's code lives, to files. The
-script maps every sample into those copies, disassembles them (`objdump`), and prints the share of samples in
-compiled code and elsewhere (by library), the hottest 256-byte blocks and the hottest instructions, and writes
-the annotated listing (samples per instruction) of the busiest region to --out.
+gives perf no hardware counters, so a plain profile shows only addresses. This script plays one group (or, with
+--communication-control sham, its sham control on the stepping core) on a batch generated beforehand, in a child
+process, sampled for --seconds by `perf record -e cpu-clock` (a timer, available everywhere); the child then
+copies its anonymous executable memory, where numba's code lives, to files. The script maps every sample into
+those copies, disassembles them (`objdump`), and prints the share of samples in compiled code and elsewhere (by
+library), each compiled region's share, then for one region (--region: its rank, 0 the busiest) the hottest
+256-byte blocks and the hottest instructions, and writes that region's annotated listing (samples per
+instruction) to --out.
 
 Read it knowing that timer samples skid: a sample lands on the instruction after the one that stalled (a load
 that missed the cache, a multiply whose result is awaited), so read an instruction's count with the one before.
@@ -35,6 +37,13 @@ INSTRUCTION = re.compile(r"\s+([0-9a-f]+):\s")
 ANONYMOUS = re.compile(r"\[unknown\]|//anon|\[anon|perf-\d+\.map")  # how perf names memory without a file
 
 
+def rank(text: str) -> int:
+    """A region's rank: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be 0 or more (got {text!r})")
+    return int(text)
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--behaviour", default="local_search", help="the group's behaviour (default local_search)")
@@ -49,7 +58,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--top", type=int, default=30, help="hottest blocks and instructions shown (default 30)")
     parser.add_argument("--out", type=Path, default=Path("kernel_profile.txt"),
                         help="annotated listing of the detailed code region (default kernel_profile.txt)")
-    parser.add_argument("--region", type=int, default=0,
+    parser.add_argument("--region", type=rank, default=0, metavar="RANK",
                         help="detail the compiled region of this rank by samples (default 0: the busiest)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # internal: play, then dump code there
     return parser.parse_args(argv)
@@ -113,14 +122,14 @@ def report(samples: collections.Counter, libraries: collections.Counter, code: P
     blocks = collections.Counter()
     for (address, _), n in zip(lines, counts):
         blocks[address - address % BLOCK] += n
-    busiest = in_region[start]
-    print(f"\nregion {start:#x}: {busiest / total:.1%} of samples; its hottest {BLOCK}-byte blocks:")
+    shown = in_region[start]
+    print(f"\nregion {start:#x}: {shown / total:.1%} of samples; its hottest {BLOCK}-byte blocks:")
     for block, n in blocks.most_common(args.top):
-        print(f"  {n / busiest:6.1%}  {block:#x}")
+        print(f"  {n / shown:6.1%}  {block:#x}")
     print("\nhottest instructions (a sample skids onto the instruction after the one that stalled):")
     for k in sorted(range(len(lines)), key=lambda k: -counts[k])[:args.top]:
         before = lines[k - 1][1] if k else ""
-        print(f"  {counts[k] / busiest:6.1%}  {lines[k][1]:<60.60}  after: {before.split(chr(9))[-1]:.40}")
+        print(f"  {counts[k] / shown:6.1%}  {lines[k][1]:<60.60}  after: {before.split(chr(9))[-1]:.40}")
     args.out.write_text("".join(f"{n:7d}  {line}\n" for n, (_, line) in zip(counts, lines)))
     print(f"\nannotated listing (samples, address, bytes, instruction): {args.out}")
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-
 from llvmlite import ir
 from numba import errors, njit, types
 from numba.extending import intrinsic, overload
