@@ -451,6 +451,8 @@ def load_code(config: EvaluationConfig) -> None:
     load_kernel(config.env)
     if config.on_stepping_core:
         load_stepping_core(config.env)
+    if config.sham:
+        load_sham(config.env)
 
 
 @functools.lru_cache(maxsize=256)
@@ -474,18 +476,27 @@ def load_kernel(env: str = "lambda_star") -> None:
     ExactSum().add(np.zeros(1))
 
 
+# The smallest talking group of the stepping core: two searchers under a protocol.
+TINY_TALKING = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast", landscape_peaks=1)
+
+
 @functools.cache
 def load_stepping_core(env: str = "lambda_star") -> None:
     """The same for the stepping core and the built-ins' compiled forms, in the processes that
-    play plug-ins or the sham control only: one tiny episode of searchers under a protocol in the
-    environment class (its generator), and the same episode under the protocol's sham, whose rule loop
-    (`compiled_plugins.builtin_overhear`, every protocol's rule on an `Overheard` scene) is compiled apart:
-    left to the first sham, its ~40 s of compilation were timed as play."""
-    talking = TINY.with_changes(behaviour="local_search", group_size=2, protocol="broadcast", env=env,
-                                landscape_peaks=1)
-    environments = generate_environments(talking, np.arange(1))
-    play_group(plugin_group(talking), environments)
-    play_sham(talking.with_changes(communication_control="sham"), environments, False, plugin_group(talking))
+    play plug-ins only: one tiny episode of searchers under a protocol in the environment class
+    (its generator)."""
+    talking = TINY_TALKING.with_changes(env=env)
+    play_group(plugin_group(talking), generate_environments(talking, np.arange(1)))
+
+
+@functools.cache
+def load_sham(env: str = "lambda_star") -> None:
+    """The same for the sham control, whose rule loop (`compiled_plugins.builtin_overhear`, every protocol's
+    rule on an `Overheard` scene) the stepping core's tiny episode does not compile: left to the first sham,
+    its ~25 s of compilation were timed as play. The tiny episode under its protocol's sham."""
+    talking = TINY_TALKING.with_changes(env=env)
+    sham = talking.with_changes(communication_control="sham")
+    play_sham(sham, generate_environments(talking, np.arange(1)), False, plugin_group(talking))
 
 
 def kernel_cached() -> bool:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from collective.cli import DEMO_BEHAVIOURS, build_parser, config_from_args
-from collective.evaluate import load_compiled, load_stepping_core
+from collective.evaluate import load_compiled, load_sham, load_stepping_core
 from collective.progress import announce_compilation, compilation_done
 from collective.sweeps.plan import prepare_process
 from collective.sweeps.spec import load_spec
@@ -49,6 +49,7 @@ def compile_share(share: int) -> None:
         load_compiled(config_from_args(args, args.behaviour))
     for _, env in (item for item in ENVIRONMENTS if item[0] == share):
         load_stepping_core(env)
+        load_sham(env)
     experiments = Path(__file__).resolve().parent.parent / "experiments"
     for _, name in (item for item in SPECS if item[0] == share):
         if (experiments / name).exists():
