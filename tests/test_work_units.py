@@ -1,5 +1,6 @@
 """The sweep plan: every row in exactly one unit, and workers that run out of work together."""
 import heapq
+from collections import deque
 import tomllib
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 
 from collective.sweeps.spec import SweepSpec, load_spec, parse_spec
 from collective.sweeps.plan import TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, plan
+from collective.sweeps.runtime import CALLS_PER_HOST, next_host
 from sweep_support import BLOCKS_SPEC, SLOW_SPEC
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"
@@ -14,11 +16,21 @@ SPECS = {"slow": SLOW_SPEC, "blocks": BLOCKS_SPEC}
 
 
 def finishing_times(costs: list[int], workers: int) -> list[float]:
-    """When each worker runs out of work, handing units out in plan order to the first idle one."""
-    free = [0.0] * workers
-    for cost in costs:
-        heapq.heappush(free, heapq.heappop(free) + cost)
-    return sorted(free)
+    """When each worker runs out of work, units handed out in plan order as the Ray executor does
+    (`runtime.next_host`: a worker holds its next unit while it plays one, until the queue runs short),
+    each unit taking its cost in time."""
+    queue, calls = deque(costs), {h: 0 for h in range(workers)}
+    ends, finished = [0.0] * workers, []  # when each worker's last call ends; (time, worker) of each call's end
+    now = 0.0
+    while True:
+        while queue and (h := next_host(calls, len(queue))) is not None:
+            ends[h] = max(now, ends[h]) + queue.popleft()  # a worker plays its calls in order
+            calls[h] += 1
+            heapq.heappush(finished, (ends[h], h))
+        if not finished:
+            return sorted(ends)
+        now, h = heapq.heappop(finished)
+        calls[h] -= 1
 
 
 def load(name: str) -> SweepSpec:
@@ -50,3 +62,13 @@ def test_workers_run_out_of_work_within_a_tail_unit(name, workers):
     costs = [unit.cost for block in plan(spec) for unit in block.units]
     assert max(costs) <= 2 * TARGET_UNIT_AGENT_STEPS
     assert finishing_times(costs, workers)[-1] - sum(costs) / workers <= TAIL_UNIT_AGENT_STEPS
+
+
+def test_a_worker_holds_its_next_unit_while_the_queue_is_long_and_only_an_idle_one_takes_the_last():
+    """The executor's hand-out (`runtime.next_host`): the least busy worker, up to CALLS_PER_HOST calls
+    each while more units are queued than there are workers, then only a worker with nothing to play."""
+    assert CALLS_PER_HOST == 2
+    assert next_host({0: 0, 1: 0}, 10) == 0 and next_host({0: 1, 1: 0}, 10) == 1
+    assert next_host({0: 1, 1: 1}, 10) == 0 and next_host({0: 2, 1: 2}, 10) is None
+    assert next_host({0: 1, 1: 1}, 3) == 0 and next_host({0: 1, 1: 1}, 2) is None
+    assert next_host({0: 1, 1: 0}, 1) == 1 and next_host({0: 2, 1: 1}, 1) is None

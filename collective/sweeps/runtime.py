@@ -47,6 +47,8 @@ OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: environment blocks are a few MB 
 ACTOR_RESTARTS = 5  # per actor: a killed actor comes back this many times ...
 ACTOR_TASK_RETRIES = 5  # ... and its unfinished calls are retried
 PREFETCH_BLOCKS = 2  # environment blocks generated ahead of the units that need them
+CALLS_PER_HOST = 2  # a GroupHost's unit playing and its next one, queued so that it does not wait, 5-15 ms
+# a unit, for the driver to see the last one finish and send another (docs/speed.md)
 PROBE_SECONDS = 3.0  # TCP connect timeout when checking a --address
 # Ray's memory request (a logical resource: Ray places no more actors on a node than its memory
 # holds) is the actor's base, a warm process before any work (Python, NumPy, pyarrow, numba and
@@ -291,33 +293,34 @@ class RayExecutor:
         return ray.get([actor.pid.remote() for actor in self.hosts + [self.maker]])
 
     def run(self, blocks: list[EnvironmentBlock]) -> Iterator[tuple[WorkUnit, pa.Table]]:
-        """Feed units to idle actors in plan order; yield each unit's rows as it finishes."""
+        """Feed units to the actors in plan order, each holding its next unit while it plays one
+        (`CALLS_PER_HOST`) until the queue runs short; yield each unit's rows as it finishes."""
         import ray
 
         spec = ray.put(self.spec)
         queue = deque((b, unit) for b, block in enumerate(blocks) for unit in block.units)
         unsubmitted = {b: len(block.units) for b, block in enumerate(blocks)}
         environment_refs: dict[int, object] = {}  # block -> ObjectRef
-        idle = list(self.hosts)
-        running: dict[object, tuple[object, WorkUnit]] = {}  # ObjectRef -> (actor, unit)
+        calls = {h: 0 for h in range(len(self.hosts))}  # host -> its calls submitted and unfinished
+        running: dict[object, tuple[int, WorkUnit]] = {}  # ObjectRef -> (host, unit)
 
         def submit() -> None:
-            while idle and queue:
+            while queue and (h := next_host(calls, len(queue))) is not None:
                 b, unit = queue.popleft()
                 for ahead in range(b, min(b + PREFETCH_BLOCKS + 1, len(blocks))):
                     if unsubmitted[ahead] and ahead not in environment_refs:
                         environment_refs[ahead] = self.maker.generate.remote(spec, blocks[ahead])
-                host = idle.pop()
-                running[host.play.remote(unit, environment_refs[b])] = (host, unit)
+                running[self.hosts[h].play.remote(unit, environment_refs[b])] = (h, unit)
+                calls[h] += 1
                 unsubmitted[b] -= 1
                 if not unsubmitted[b]:
-                    del environment_refs[b]  # running calls keep the block alive until they finish
+                    del environment_refs[b]  # submitted calls keep the block alive until they finish
 
         submit()
         while running:
             [finished], _ = ray.wait(list(running), num_returns=1)
-            host, unit = running.pop(finished)
-            idle.append(host)
+            h, unit = running.pop(finished)
+            calls[h] -= 1
             try:
                 rows = stream_table(_raise_plugin_errors(lambda: ray.get(finished)))
             except ray.exceptions.RayActorError:
@@ -337,6 +340,15 @@ class RayExecutor:
             return PluginError(", ".join(plugins), "", f"{message}: a plug-in that ends its process (os._exit, "
                                                        "a crash in native code) or exhausts its memory does this")
         return WorkerLost(f"{message}: out of memory, or killed from outside")
+
+
+def next_host(calls: dict[int, int], units_queued: int) -> int | None:
+    """The host that takes the next unit, given each host's unfinished calls, or None to wait: the least
+    busy one, with its next unit queued behind the one it plays (`CALLS_PER_HOST`) only while more units
+    are queued than there are hosts. A queued unit cannot move to a host that runs dry first, so near the
+    end (where the plan's units are small) a unit goes only to a host with nothing to play."""
+    host = min(calls, key=calls.get)
+    return host if calls[host] < (CALLS_PER_HOST if units_queued > len(calls) else 1) else None
 
 
 def arrow_stream(table: pa.Table) -> pa.Buffer:
