@@ -47,6 +47,7 @@ from collective.behaviours import behaviour_names, learns
 from collective.config import DEFAULT_PROFILE, LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
 from collective.evaluate import batch_episodes, evaluate, generate_environments, play, with_ceiling
 from collective.environments.lambda_star import EnvironmentBatch
+from collective.environments.patterns import forget_recent_blocks
 from collective.version import VERSION
 
 PROFILE = "paper"
@@ -200,7 +201,9 @@ def end_to_end(profile: str, behaviour: str, group_size: int, steps_wanted: int,
                            E2E_MAX_EPISODES))
     config = EvaluationConfig.from_profile(profile, behaviour=behaviour, group_size=group_size, protocol=protocol,
                                            rows=GRID, cols=GRID, iterations=ITERATIONS, episodes=episodes)
+    forget_recent_blocks()  # none drawn by an earlier row: the run generates all its environments
     result = evaluate(config)
+    forget_recent_blocks()  # and so does the timing alone
     generation = ceilings = 0.0
     size = batch_episodes(config)
     for first in range(0, episodes, size):

@@ -1,6 +1,8 @@
-"""The benchmarks that build a patched copy of the sources patch what they say they patch."""
+"""The benchmarks time what they say they time: patched copies patch what they say they patch, and the
+end-to-end timing generates what it times."""
 import ast
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def benchmark(name: str):
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # where its dataclasses look themselves up
     spec.loader.exec_module(module)
     return module
 
@@ -37,3 +40,23 @@ def test_the_copy_without_logging_refuses_a_log_to_it_does_not_know():
     text = Path(kernel_support.__file__).read_text().replace("def log_to(log, state,", "def log_to(log, status,")
     with pytest.raises(SystemExit, match="log_to"):
         benchmark("logging_share").without_logging(text, Path("kernel_support.py"))
+
+
+def test_end_to_end_times_every_environment_block_it_generates(monkeypatch):
+    """throughput.py's end-to-end line: the evaluation and the generation timed alone each draw the run's
+    pooled blocks (`patterns.pooled_patterns` keeps recent ones: timing the batches the run just drew, or an
+    earlier row drew, would time a lookup, ~5x cheaper than a draw)."""
+    import collective.environments.patterns as patterns
+
+    drawn = []
+    draw = patterns._pooled_block_patterns
+    monkeypatch.setattr(patterns, "_pooled_block_patterns", lambda *args: drawn.append(len(args[1])) or draw(*args))
+    throughput = benchmark("throughput")
+    evaluate = throughput.evaluate
+    monkeypatch.setattr(throughput, "evaluate", lambda config: drawn.append("run") or evaluate(config))
+    throughput.end_to_end("sound", "local_search", 2, 0)  # the fewest episodes (one pooled block); loads the code
+    drawn.clear()
+    throughput.end_to_end("sound", "local_search", 2, 0)  # the same episodes again, as by the next row
+    run = drawn.index("run")
+    # the run's batches are prepared two at a time, so it may draw its block twice; the timing alone once
+    assert run == 0 and set(drawn[1:-1]) == {512} and drawn[-1] == 512

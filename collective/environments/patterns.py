@@ -793,6 +793,13 @@ _RECENT: OrderedDict = OrderedDict()  # (setting, block seeds) -> (good, evil, k
 _RECENT_LOCK = threading.Lock()
 
 
+def forget_recent_blocks() -> None:
+    """Empty the blocks `pooled_patterns` keeps, so that a timing of generation draws every block (a
+    benchmark that generates the batches an evaluation just drew would otherwise time a lookup)."""
+    with _RECENT_LOCK:
+        _RECENT.clear()
+
+
 def _pooled_block_patterns(cyclic: CyclicPatternGenerator, seeds: np.ndarray, pair_seeds: np.ndarray, block: int,
                            rows: int, cols: int, iterations: int, k_min, k_max, pairs: bool
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
