@@ -54,7 +54,8 @@ class EvaluationResult:
     wall_seconds: float
     # The compiled kernel's: CPU seconds of the threads that played (`time.thread_time`, summed over `threads`),
     # their own work, not the minutes the threads preparing the next batches took from them on a busy machine.
-    # The stepping core's (plug-ins, the sham): wall seconds, since a plug-in may work in threads of its own.
+    # The stepping core's (plug-ins, the sham): wall seconds, since a plug-in may work in threads of its own
+    # (a built-in group's sham played in threads: each thread's, summed).
     kernel_seconds: float
     agent_steps: int  # scored agent-steps
     training_steps: int  # learner agent-steps spent in training passes
@@ -249,9 +250,15 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     control (`play_sham`). Learners that keep their tables (`learner_training`) play with `tables`
     (an online learner's, carried from batch to batch by `evaluate`), or with their pretrained
     tables (`trained_tables`; an online learner's copied, so each call starts from them). On the
-    fused kernel, up to `threads` threads play runs of the batch's episodes at once (`_play_in_threads`)."""
+    fused kernel, and for a built-in group's sham, up to `threads` threads play runs of the batch's
+    episodes at once (`_play_in_threads`, `_sham_in_threads`)."""
     load_code(config)
     if config.on_stepping_core:
+        if config.sham and not (record or config.uses_plugins):  # built-ins: no state beyond the batch
+            threads = min(threads, len(environments), len(environments) * episode_agent_steps(config)
+                          // MIN_STEPS_PER_THREAD)
+            if threads > 1:
+                return _sham_in_threads(config, environments, threads)
         group = group or plugin_group(config)
         if config.sham:
             return play_sham(config, environments, record, group)
@@ -415,6 +422,16 @@ def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: 
     message entropy are the shadow's (what the others said)."""
     return _episode_run(play_overhearing(group, plugin_group(config), environments,
                                          shadow_environments(config, environments), record), environments)
+
+
+def _sham_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, threads: int) -> EpisodeRun:
+    """A built-in group's sham control on `threads` runs of consecutive episodes at once, each with a group
+    of its own (the stepping core's compiled steps release the GIL), joined in episode order (`joined_runs`):
+    the numbers of one call, as each episode's play and shadow depend on its own seeds only."""
+    with ThreadPoolExecutor(threads, thread_name_prefix="collective-sham") as pool:
+        runs = list(pool.map(lambda part: play_sham(config, part, False, plugin_group(config)),
+                             environments.split(threads)))
+    return joined_runs(runs, environments, threads)
 
 
 def plugin_group(config: EvaluationConfig) -> Group:

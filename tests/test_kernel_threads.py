@@ -19,6 +19,7 @@ import pytest
 import collective.evaluate as evaluate_module
 from collective.config import BATCHES_PREPARED_AHEAD, EvaluationConfig, learner_table_bytes, memory_needs
 from collective.evaluate import evaluate, generate_environments, play, with_ceiling
+from collective.simulation import compiled_plugins, stepping
 from collective.simulation.kernel import simulate_batch
 
 SMALL = dict(rows=6, cols=6, iterations=30, q_training_passes=12)
@@ -129,14 +130,57 @@ def test_an_evaluation_in_two_threads_reports_what_one_thread_does(monkeypatch):
             assert getattr(one, field.name) == getattr(two, field.name), field.name
 
 
-def test_online_learners_and_the_stepping_core_play_in_one_thread(monkeypatch):
+def test_online_learners_and_plugins_play_in_one_thread(monkeypatch):
     monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
     online = _config("sound", dict(behaviour="q_learning", learner_training="online"))
+    plugin_sham = _config("sound", dict(behaviour="local_search", protocol="examples.numpy_broadcast:Broadcast",
+                                        communication_control="sham"))
     sham = _config("sound", dict(behaviour="local_search", protocol="broadcast", communication_control="sham"))
     real = _config("sound", dict(behaviour="local_search", protocol="broadcast"))
-    assert [evaluate(config, threads=2).threads for config in (online, sham, real)] == [1, 1, 2]
+    assert [evaluate(config, threads=2).threads for config in (online, plugin_sham, sham, real)] == [1, 1, 2, 2]
     with pytest.raises(ValueError, match="threads must be 1 or more"):
         evaluate(online, threads=0)
+
+
+SHAMS = [("sound", dict(behaviour="local_search", protocol=protocol))
+         for protocol in ("stigmergy", "broadcast", "wisdom", "auction", "dictatorship", "hierarchy")] + [
+    ("lambdastar2016", dict(behaviour="local_search", protocol="stigmergy")),
+    ("sound", dict(mix="random:1,local_search:3", protocol="hierarchy")),
+    ("sound", dict(behaviour="local_search", protocol="broadcast", env="landscape", landscape_peaks=3)),
+]
+
+
+@pytest.mark.parametrize("profile, settings", SHAMS, ids=lambda case: str(case))
+def test_a_built_in_sham_played_in_threads_is_the_sham_played_in_one(monkeypatch, profile, settings):
+    """A built-in group's sham control (on the stepping core) cut into runs of consecutive episodes, each
+    played with a group and shadows of its own in three threads at once: every number of one call."""
+    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    config = _config(profile, {**settings, "communication_control": "sham"})
+    batch = generate_environments(config, np.arange(EPISODES)[::-1].copy())
+    evaluate_module.load_code(config)
+    played_in = []
+    sham = evaluate_module.play_sham
+    meeting = threading.Barrier(3, timeout=60)
+
+    def spying(config, environments, record, group):
+        played_in.append((threading.current_thread().name, len(environments), id(group)))
+        if threading.current_thread() is not threading.main_thread():
+            meeting.wait()  # each of the three runs is another thread's
+        return sham(config, environments, record, group)
+
+    monkeypatch.setattr(evaluate_module, "play_sham", spying)
+    one = play(config, batch, threads=1)
+    assert [size for _, size, _ in played_in] == [EPISODES]
+    played_in.clear()
+    three = play(config, batch, threads=3)
+    assert sorted(size for _, size, _ in played_in) == [6, 7, 7] and three.threads == 3
+    assert len({name for name, _, _ in played_in}) == 3 and len({group for _, _, group in played_in}) == 3
+    _same(one, three)
+    assert all(step.targetoptions.get("nogil") for step in STEPS)  # else the threads take turns
+
+
+STEPS = (stepping.observe_windows, stepping.advance, compiled_plugins.builtin_actions,
+         compiled_plugins.builtin_communicate, compiled_plugins.builtin_overhear)  # a sham's compiled steps
 
 
 def test_threads_stop_where_their_learner_tables_would_not_fit(monkeypatch):

@@ -72,7 +72,7 @@ def _oracle_move(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot,
     return oracle_step(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def builtin_actions(code, agents, t, cells, window, field, target, good, rows, cols, iterations, view, streams,
                     pointer, hidden, oracle_approach, imitation_steps, out):
     """A kernel built-in's actions out (E, A_b) for its agents (group indices `agents`), from the
@@ -113,7 +113,7 @@ def builtin_actions(code, agents, t, cells, window, field, target, good, rows, c
             hidden[e, 0], hidden[e, 1] = wrap(hidden[e, 0] + hdr, rows), wrap(hidden[e, 1] + hdc, cols)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def hidden_starts(agent_seeds, n_cells, out):
     """Each episode's hidden oracle start: the world stream's first draw, as the kernel draws it."""
     world = np.empty(1, np.uint64)
@@ -151,7 +151,7 @@ def _lent_search(search):
                        lent(search.parts))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def builtin_communicate(code, values, members, t, cells, good, evil, landscapes, rows, cols, view, radius, streams,
                         window, fields, states, choice, observed, targets, comm, logs, reset_first_observation):
     """A kernel protocol rule (protocols/*.py) for every episode at iteration t: writes the members'
@@ -182,7 +182,7 @@ def _communicate(code, values, members, t, cells, good, evil, landscapes, rows, 
               observed, targets[e], comm, logs[e], search)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def builtin_overhear(code, values, members, t, cells, good, evil, landscapes, heard_cells, heard_good, heard_evil,
                      heard_landscapes, rows, cols, view, radius, streams, heard_streams, window, fields, states, choice,
                      observed, targets, reset_first_observation):

@@ -50,7 +50,7 @@ def observed_scene(good, evil, landscapes, e, t, rows, cols, radius, reset_first
     return scene_at(good, evil, landscapes, e, t, rows, cols, radius)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def observe_windows(good, evil, landscapes, t, cells, rows, cols, view, radius, reset_first_observation, out):
     """out[e, i] = R over agent i's range-`view` Moore window at iteration t, row by row (spec §1).
     good, evil (E, T+1) cells; landscapes (E, N), (E, 0) for Λ*; cells (E, A); out (E, A, 2k+1, 2k+1)."""
@@ -64,7 +64,7 @@ def observe_windows(good, evil, landscapes, t, cells, rows, cols, view, radius, 
                     out[e, i, dr + view, dc + view] = scene_reward(scene, row, wrap(c + dc, cols))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def advance(cells, actions, good, evil, landscapes, t, rows, cols, radius, threshold, rewards, totals, agent_totals):
     """Move every agent by its action (a // 3 - 1 rows, a % 3 - 1 columns), then pay R at t+1
     into rewards (E, A); under a coordination threshold the positive part is paid only when enough
@@ -88,7 +88,7 @@ def advance(cells, actions, good, evil, landscapes, t, rows, cols, radius, thres
             agent_totals[e, i] += reward
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def seed_streams(agent_seeds, agents, pass_index, streams):
     """streams[e, i, 0] = the kernel's seed of agent i's stream in episode e (`derive_stream_seed`)."""
     for e in range(agent_seeds.shape[0]):
