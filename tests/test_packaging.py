@@ -1,6 +1,9 @@
 """The distribution installs as itself: every package folder is in the wheel, protocols/ and dashboards/ only
 under the collective namespace (no generic top-level `protocols` or `dashboards` in site-packages), and the
 installed `collective --version` runs from the wheel alone."""
+import ast
+import importlib.metadata
+import re
 import subprocess
 import sys
 import tomllib
@@ -43,3 +46,29 @@ def test_the_wheel_holds_the_namespaced_packages_and_runs_its_version(tmp_path):
     generic = subprocess.run([sys.executable, "-S", "-c", probe.format(str(target), "import protocols")],
                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert "No module named 'protocols'" in generic.stderr
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_every_third_party_module_the_code_imports_is_a_declared_dependency():
+    """A module imported by the installed code (collective/, protocols/, dashboards/) that is neither the
+    standard library's nor ours comes from a distribution that pyproject declares (a dependency, or an extra for
+    the adapters): one that only arrives as another's dependency (llvmlite, numba's) could change or go."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_requirement_name(r) for r in project["dependencies"]}
+    declared |= {_requirement_name(r) for extra in project["optional-dependencies"].values() for r in extra}
+    imported = set()
+    for folder in ("collective", *NAMESPACED):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    imported.add(node.module.split(".")[0])
+    distributions = importlib.metadata.packages_distributions()
+    third_party = imported - set(sys.stdlib_module_names) - {"collective", *NAMESPACED}
+    undeclared = {module: distributions.get(module) for module in third_party
+                  if not {_requirement_name(name) for name in distributions.get(module, [module])} & declared}
+    assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"
