@@ -477,8 +477,10 @@ def load_generator(config: EvaluationConfig) -> None:
     """Once per run, before timing (not per played batch: an anytime test plays a new T per step):
     compile what generating `config`'s environments needs by generating one episode (with its
     held-out training episodes): the `sound` profile's stratified K, K on the played paths and
-    independent ⊖ run compiled functions that the tiny paper episode of `load_kernel` never calls."""
-    generate_environments(config, np.arange(1))
+    independent ⊖ run compiled functions that the tiny paper episode of `load_kernel` never calls. Pooled
+    draws run in a block of one episode here: a block of the run's own (512 episodes, ~7 ms) would be drawn
+    outside the run's timing and kept for it (`pooled_patterns`), so that its wall would miss that draw."""
+    generate_environments(config.with_changes(pattern_pool=1) if config.pattern_pool else config, np.arange(1))
 
 
 @functools.cache

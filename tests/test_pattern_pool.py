@@ -14,7 +14,8 @@ from collective.environments.pattern_probability import cyclic_pattern_log2_prob
 from collective.environments import patterns
 from collective.environments.patterns import (CyclicPatternGenerator, StratifiedComplexity,
                                               independent_pair_on_played_paths, pooled_patterns)
-from collective.evaluate import batch_episodes, batch_indices, evaluate, generate_environments, pool_blocks
+from collective.evaluate import (batch_episodes, batch_indices, evaluate, generate_environments, load_generator,
+                                 pool_blocks)
 from test_pattern_probability import COLS, ROWS, enumerated_distribution
 
 SOUND_DRAWS = StratifiedComplexity(CyclicPatternGenerator("half_T", lazy_shuffle=True))
@@ -225,4 +226,15 @@ def test_an_evaluations_batches_hold_whole_blocks(monkeypatch):
     assert all(batch[0] % config.pattern_pool == 0 for batch in batches)
     drawn = blocks_drawn(monkeypatch)
     evaluate(config)
-    assert sum(drawn) == -(-config.episodes // config.pattern_pool) * config.pattern_pool
+    assert drawn[0] == 1  # loading the generator (`load_generator`)
+    assert sum(drawn[1:]) == -(-config.episodes // config.pattern_pool) * config.pattern_pool
+
+
+def test_loading_the_generator_keeps_no_block_of_the_run(monkeypatch):
+    """`load_generator` compiles the pooled draws on a block of one episode: a block of the run's own would be
+    drawn before the run's timing starts and kept for it, so that the run's wall would miss its draw."""
+    config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, pattern_pool=16)
+    drawn = blocks_drawn(monkeypatch)
+    load_generator(config)
+    generate_environments(config, np.arange(16))
+    assert drawn == [1, 16]

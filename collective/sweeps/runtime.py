@@ -47,7 +47,7 @@ OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: environment blocks are a few MB 
 ACTOR_RESTARTS = 5  # per actor: a killed actor comes back this many times ...
 ACTOR_TASK_RETRIES = 5  # ... and its unfinished calls are retried
 PREFETCH_BLOCKS = 2  # environment blocks generated ahead of the units that need them
-CALLS_PER_HOST = 2  # a GroupHost's unit playing and its next one, queued so that it does not wait, 5-15 ms
+CALLS_PER_HOST = 2  # a GroupHost's unit playing and its next one, queued so that it does not wait, a few ms
 # a unit, for the driver to see the last one finish and send another (docs/speed.md)
 PROBE_SECONDS = 3.0  # TCP connect timeout when checking a --address
 # Ray's memory request (a logical resource: Ray places no more actors on a node than its memory
@@ -323,18 +323,21 @@ class RayExecutor:
             calls[h] -= 1
             try:
                 rows = stream_table(_raise_plugin_errors(lambda: ray.get(finished)))
-            except ray.exceptions.RayActorError:
-                raise self._worker_died(unit) from None
+            except ray.exceptions.RayActorError:  # its queued unit died with it: either may be the cause
+                raise self._worker_died([unit] + [held for host, held in running.values() if host == h]) from None
             submit()
             yield unit, rows
 
-    def _worker_died(self, unit: WorkUnit) -> Exception:
-        """The error for a GroupHost that died playing `unit` with its restarts used up: a PluginError
-        naming the unit's plug-ins (their code runs in that process), else a WorkerLost."""
-        configs = [self.spec.cells[unit.cell].configs[g] for g in unit.groups]
-        labels = ", ".join(self.spec.groups[g].label for g in unit.groups)
+    def _worker_died(self, units: list[WorkUnit]) -> Exception:
+        """The error for a GroupHost that died, its restarts used up, holding `units` (the one it was
+        playing and any queued behind it): a PluginError naming their plug-ins (their code runs in that
+        process), else a WorkerLost."""
+        groups = [(unit.cell, g) for unit in units for g in unit.groups]
+        configs = [self.spec.cells[c].configs[g] for c, g in groups]
+        labels = ", ".join(dict.fromkeys(self.spec.groups[g].label for _, g in groups))
         plugins = sorted({plugin.spec for config in configs for plugin in config.plugins})
-        message = (f"the Ray worker playing groups {labels} (unit {unit.id}) died {ACTOR_RESTARTS + 1} times, "
+        held = f"unit {units[0].id}" if len(units) == 1 else f"units {', '.join(unit.id for unit in units)}"
+        message = (f"the Ray worker playing groups {labels} ({held}) died {ACTOR_RESTARTS + 1} times, "
                    "more than Ray restarts it")
         if plugins:
             return PluginError(", ".join(plugins), "", f"{message}: a plug-in that ends its process (os._exit, "
