@@ -255,8 +255,7 @@ def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool 
     load_code(config)
     if config.on_stepping_core:
         if config.sham and not (record or config.uses_plugins):  # built-ins: no state beyond the batch
-            threads = min(threads, len(environments), len(environments) * episode_agent_steps(config)
-                          // MIN_STEPS_PER_THREAD)
+            threads = min(threads, len(environments) * config.group_size // MIN_SHAM_LANES_PER_THREAD)
             if threads > 1:
                 return _sham_in_threads(config, environments, threads)
         group = group or plugin_group(config)
@@ -280,6 +279,9 @@ def plays_in_threads(config: EvaluationConfig) -> bool:
 
 
 MIN_STEPS_PER_THREAD = 200_000  # agent-steps (~5 ms of kernel): fewer would not win back starting a thread (~0.1 ms)
+# A sham's thread steps episodes x agents at each iteration, between which Python holds the GIL: with fewer, the
+# second thread saves less than the turns cost (docs/communication-speed.md, "The sham in threads").
+MIN_SHAM_LANES_PER_THREAD = 500
 CHUNKS_PER_THREAD = 4  # a batch is cut finer than its threads, so that a thread slowed by other work takes fewer
 
 

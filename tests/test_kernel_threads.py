@@ -132,6 +132,7 @@ def test_an_evaluation_in_two_threads_reports_what_one_thread_does(monkeypatch):
 
 def test_online_learners_and_plugins_play_in_one_thread(monkeypatch):
     monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    monkeypatch.setattr(evaluate_module, "MIN_SHAM_LANES_PER_THREAD", 1)
     online = _config("sound", dict(behaviour="q_learning", learner_training="online"))
     plugin_sham = _config("sound", dict(behaviour="local_search", protocol="examples.numpy_broadcast:Broadcast",
                                         communication_control="sham"))
@@ -154,7 +155,7 @@ SHAMS = [("sound", dict(behaviour="local_search", protocol=protocol))
 def test_a_built_in_sham_played_in_threads_is_the_sham_played_in_one(monkeypatch, profile, settings):
     """A built-in group's sham control (on the stepping core) cut into runs of consecutive episodes, each
     played with a group and shadows of its own in three threads at once: every number of one call."""
-    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    monkeypatch.setattr(evaluate_module, "MIN_SHAM_LANES_PER_THREAD", 1)
     config = _config(profile, {**settings, "communication_control": "sham"})
     batch = generate_environments(config, np.arange(EPISODES)[::-1].copy())
     evaluate_module.load_code(config)
@@ -177,6 +178,14 @@ def test_a_built_in_sham_played_in_threads_is_the_sham_played_in_one(monkeypatch
     assert len({name for name, _, _ in played_in}) == 3 and len({group for _, _, group in played_in}) == 3
     _same(one, three)
     assert all(step.targetoptions.get("nogil") for step in STEPS)  # else the threads take turns
+
+
+def test_a_sham_takes_a_second_thread_from_500_lanes_a_thread():
+    """Each of a sham's threads steps at least MIN_SHAM_LANES_PER_THREAD episodes x agents an iteration."""
+    config = _config("sound", dict(behaviour="local_search", protocol="auction", communication_control="sham",
+                                   group_size=10, episodes=100))
+    batch = generate_environments(config, np.arange(100))
+    assert [play(config, batch.episodes(0, n), threads=2).threads for n in (99, 100)] == [1, 2]
 
 
 STEPS = (stepping.observe_windows, stepping.advance, compiled_plugins.builtin_actions,
