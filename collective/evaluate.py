@@ -319,9 +319,14 @@ def _play_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, t
         own = None if tables is None else tables._replace(n_written=np.zeros(1, np.int64))
         return _play(config, chunk, False, own)
 
-    chunks = environments.split(min(len(environments), CHUNKS_PER_THREAD * threads))
-    with ThreadPoolExecutor(threads, thread_name_prefix="collective-kernel") as pool:
-        runs = list(pool.map(played, chunks))
+    return _joined_in_threads(played, environments, min(len(environments), CHUNKS_PER_THREAD * threads), threads)
+
+
+def _joined_in_threads(played, environments: EnvironmentBatch, parts: int, threads: int) -> EpisodeRun:
+    """`played` (a run of episodes -> its EpisodeRun) on `parts` runs of consecutive episodes of the batch
+    (`EnvironmentBatch.split`), by `threads` threads at once, joined in episode order (`joined_runs`)."""
+    with ThreadPoolExecutor(threads, thread_name_prefix="collective-play") as pool:
+        runs = list(pool.map(played, environments.split(parts)))
     return joined_runs(runs, environments, threads)
 
 
@@ -430,10 +435,8 @@ def _sham_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, t
     """A built-in group's sham control on `threads` runs of consecutive episodes at once, each with a group
     of its own (the stepping core's compiled steps release the GIL), joined in episode order (`joined_runs`):
     the numbers of one call, as each episode's play and shadow depend on its own seeds only."""
-    with ThreadPoolExecutor(threads, thread_name_prefix="collective-sham") as pool:
-        runs = list(pool.map(lambda part: play_sham(config, part, False, plugin_group(config)),
-                             environments.split(threads)))
-    return joined_runs(runs, environments, threads)
+    return _joined_in_threads(lambda part: play_sham(config, part, False, plugin_group(config)), environments,
+                              threads, threads)
 
 
 def plugin_group(config: EvaluationConfig) -> Group:
