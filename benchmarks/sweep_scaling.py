@@ -35,8 +35,10 @@ class Timed:
     def __init__(self, executor):
         self.executor = executor
         self.name, self.sweep_seconds, self.driver_seconds = executor.name, 0.0, 0.0
+        self.notices = executor.notices
 
     def __enter__(self):
+        self.executor.report_phase, self.executor.writer = self.report_phase, self.writer  # set by run_spec
         self.executor.__enter__()
         self.workers = self.executor.workers
         return self

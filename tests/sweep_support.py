@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import signal
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
 
+from collective.sweeps.local_cluster import (CLUSTER_ENV, free_port, kill_session,  # noqa: F401 (tests import them here)
+                                             multi_node_cluster)
 from collective.sweeps.store import TIMING_COLUMNS
 
 # Two grids x two group sizes, three behaviours and a protocol that plays only the larger groups.
@@ -102,51 +101,9 @@ def rows(dataset: Path) -> pd.DataFrame:
     return frame.sort_values(["cell", "group_key", "episode"]).reset_index(drop=True)
 
 
-RAY = str(Path(sys.executable).with_name("ray"))
-# Loopback only, token authentication on (the driver's environment for a `ray start` cluster).
-CLUSTER_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def kill_session(process: subprocess.Popen) -> None:
-    """Kill a process started in its own session and everything it started."""
-    try:
-        os.killpg(process.pid, 9)
-    except ProcessLookupError:
-        pass
-    process.wait(timeout=60)
-
-
 @contextlib.contextmanager
 def ray_cluster(cwd: Path | None = None):
     """A `ray start --head` cluster of 2 CPUs on loopback, its processes started in `cwd`; yields
-    its address. --block keeps `ray start` in the foreground so that exactly this cluster is
-    stopped (`ray stop` would stop every Ray on the machine)."""
-    port = free_port()
-    env = {**os.environ, **CLUSTER_ENV}
-    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as temp_dir:
-        head = subprocess.Popen([RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-                                 "--include-dashboard=false", "--num-cpus", "2", "--object-store-memory",
-                                 str(200 << 20), "--disable-usage-stats", "--temp-dir", temp_dir, "--block"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
-                                cwd=cwd)
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                with socket.socket() as probe:
-                    if probe.connect_ex(("127.0.0.1", port)) == 0:
-                        break
-                assert head.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
-            yield f"127.0.0.1:{port}"
-        finally:
-            head.terminate()  # `ray start --block` stops its processes on SIGTERM
-            try:
-                head.wait(timeout=60)
-            finally:
-                kill_session(head)
+    its address."""
+    with multi_node_cluster(cwd=cwd) as (address, _):
+        yield address

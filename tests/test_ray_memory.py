@@ -5,9 +5,8 @@ import tomllib
 
 import pytest
 
-from collective.sweeps.plan import ROW_BYTES, largest_unit_bytes
-from collective.sweeps.runtime import (ACTOR_BASE_BYTES, MAKER_BYTES, RayExecutor, ResourceError,
-                                       memory_capped_workers)
+from collective.sweeps.plan import CACHED_SPANS, ROW_BYTES, largest_span_bytes, largest_unit_bytes
+from collective.sweeps.runtime import ACTOR_BASE_BYTES, RayExecutor, ResourceError, memory_capped_workers
 from collective.sweeps.spec import parse_spec
 
 GIB = 2**30
@@ -48,8 +47,12 @@ def test_every_actor_holds_its_memory_on_a_real_ray():
 
     spec = learners_spec()
     with RayExecutor(spec, workers=2) as executor:
-        assert executor.workers == 2 and executor.host_bytes == ACTOR_BASE_BYTES + largest_unit_bytes(spec)
-        expected = 2 * executor.host_bytes + MAKER_BYTES  # the GroupHosts and the EnvironmentMaker
+        # a host's base, its largest unit and the environments of the spans it keeps: 40 episodes of
+        # (2 x 101 positions + 2 starts) int32 and 52 bytes of per-episode values
+        assert largest_span_bytes(spec) == 40 * ((2 * 101 + 2) * 4 + 52)
+        assert executor.workers == 2 and executor.host_bytes == (ACTOR_BASE_BYTES + largest_unit_bytes(spec)
+                                                                 + CACHED_SPANS * largest_span_bytes(spec))
+        expected = 2 * executor.host_bytes  # the GroupHosts: nothing else holds memory
         deadline = time.monotonic() + 30  # Ray reports its resources with a delay
         while True:
             held = ray.cluster_resources()["memory"] - ray.available_resources().get("memory", 0.0)
@@ -61,9 +64,7 @@ def test_every_actor_holds_its_memory_on_a_real_ray():
 
 def test_workers_are_cut_to_what_the_nodes_memory_holds(capsys):
     nodes = [{"CPU": 4.0, "memory": 10 * GIB}, {"CPU": 2.0, "memory": 3 * GIB}]
-    # the maker takes its share of the 10 GiB node, which then holds 4 workers of 2 GiB (as many as
-    # its CPUs); the 3 GiB node holds 1
-    assert MAKER_BYTES < 2 * GIB
+    # the 10 GiB node holds 4 workers of 2 GiB (as many as its CPUs); the 3 GiB node holds 1
     assert memory_capped_workers(6, nodes, 2 * GIB) == 5
     assert "6 workers capped at 5" in capsys.readouterr().err
     assert memory_capped_workers(3, nodes, 2 * GIB) == 3 and capsys.readouterr().err == ""

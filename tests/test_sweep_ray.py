@@ -1,6 +1,8 @@
 """Sweeps on Ray with real parts: embedded Ray at several worker counts and the `auto` executor, a
-killed worker process, a killed driver resumed, a Ctrl-C that keeps the finished chunks, and a
-cluster started with `ray start` and joined by address."""
+killed worker process, a killed driver resumed, a Ctrl-C that keeps the finished chunks, a cluster
+started with `ray start` and joined by address, and multi-node clusters on loopback (a raylet per
+node): workers writing their own chunks, workers that cannot see --out, a worker node killed."""
+import contextlib
 import os
 import re
 import signal
@@ -10,16 +12,18 @@ import time
 import tomllib
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from numba.core import config as numba_config
 
-from collective.sweeps.store import MANIFEST_FILE, TIMING_COLUMNS
+from collective.sweeps.store import MANIFEST_FILE, TIMING_COLUMNS, ResultsStore
 from collective.sweeps.runtime import RayExecutor, SerialExecutor, arrow_stream, stream_table
 from collective.sweeps.command import run_spec
 from collective.sweeps.spec import parse_spec
 from collective.sweeps.plan import generate_block, plan, play_unit
 from sweep_support import (BLOCKS_ROWS, BLOCKS_SPEC, CLUSTER_ENV, SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC,
-                           collective, kill_session, ray_cluster, rows, start_collective, write_spec)
+                           collective, kill_session, multi_node_cluster, ray_cluster, rows, start_collective,
+                           write_spec)
 
 
 @pytest.fixture(scope="module")
@@ -110,48 +114,63 @@ def test_ctrl_c_keeps_every_finished_chunk_and_prints_one_line(slow, tmp_path, e
     assert resumed.returncode == 0 and f"resumed from {finished} chunks" in resumed.stdout, resumed.stderr
 
 
-@pytest.mark.parametrize("victim, spec_text, expected_rows",
-                         [("group host", SLOW_SPEC, SLOW_ROWS), ("environment maker", BLOCKS_SPEC, BLOCKS_ROWS)])
-def test_killed_actor_process_loses_no_row(victim, spec_text, expected_rows):
+@pytest.mark.parametrize("spec_text, expected_rows", [(SLOW_SPEC, SLOW_ROWS), (BLOCKS_SPEC, BLOCKS_ROWS)])
+def test_killed_actor_process_loses_no_row(spec_text, expected_rows, tmp_path):
+    """A GroupHost killed while it plays (and generates: each host draws its units' environments) is
+    restarted and its units retried: every unit's chunk is written once, with the serial executor's rows."""
     import ray
 
     spec = parse_spec(tomllib.loads(spec_text), "killed")
     blocks = list(plan(spec))
     units = {unit.id: unit for block in blocks for unit in block.units}
     results = {}
-    with RayExecutor(spec, workers=2) as executor:
-        assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}  # loopback only
-        pid = executor.actor_pids()[0 if victim == "group host" else -1]
-        for unit, table in executor.run(blocks):
-            if not results:
-                os.kill(pid, signal.SIGKILL)  # the actor restarts and its unfinished calls are retried
-            results[unit.id] = table
-        assert pid not in executor.actor_pids()
-    assert set(results) == set(units) and sum(t.num_rows for t in results.values()) == expected_rows
+    with ResultsStore(tmp_path, spec.sweep_id, {}, planned=set(units)) as store:
+        executor = RayExecutor(spec, workers=2)
+        executor.writer = store.writer
+        with executor:
+            assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}  # loopback only
+            pid = executor.actor_pids()[0]
+            for unit, record in executor.run(blocks):
+                if not results:
+                    os.kill(pid, signal.SIGKILL)  # the actor restarts and its unfinished calls are retried
+                results[unit.id] = record
+            assert pid not in executor.actor_pids()
+    assert set(results) == set(units) and sum(r.rows for r in results.values()) == expected_rows
+    assert sorted(path.name for path in store.dataset.iterdir()) == sorted(r.file for r in results.values())
     for block in (blocks[0], blocks[-1]):  # the rows equal the serial executor's
         environments = generate_block(spec, block)
         for unit in block.units:
             expected = play_unit(spec, unit, environments).drop_columns(list(TIMING_COLUMNS))
+            played = pq.read_table(store.dataset / results[unit.id].file).drop_columns(list(TIMING_COLUMNS))
             # compared as DataFrames: NaN (message entropy without messages) equals NaN there, not in Arrow
-            assert results[unit.id].drop_columns(list(TIMING_COLUMNS)).to_pandas().equals(expected.to_pandas())
+            assert played.to_pandas().equals(expected.to_pandas())
 
 
-def test_killed_driver_resumes_without_duplicates(slow, tmp_path):
+@pytest.mark.parametrize("cluster", ["embedded", "multi-node"])
+def test_killed_driver_resumes_without_duplicates(slow, tmp_path, cluster):
+    """kill -9 of the driver once chunks are written, then the same command: on an embedded Ray, and on a
+    multi-node cluster whose workers (writing chunks themselves) may outlive the driver for a while."""
     spec = write_spec(tmp_path, SLOW_SPEC)
     out = tmp_path / "out"
     units = sum(len(block.units) for block in plan(slow))
-    driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2", "--executor", "ray")
-    try:
-        wait_for_a_chunk(driver, out)
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
-    finally:
-        kill_session(driver)
-    finished = len((out / MANIFEST_FILE).read_text().splitlines())
-    assert 1 <= finished < units
-    assert (out / "sweep.lock").exists()  # left behind by the killed driver: stale
-    resumed = subprocess.run([sys.executable, "-m", "collective", "sweep", str(spec), "--out", str(out),
-                              "--workers", "1", "--executor", "ray"], capture_output=True, text=True, timeout=600)
+    with contextlib.ExitStack() as stack:
+        where = []
+        if cluster == "multi-node":
+            address, _ = stack.enter_context(multi_node_cluster(head_cpus=1, node_cpus=(1,)))
+            where = ["--address", address]
+        command = ["sweep", str(spec), "--out", str(out), "--workers", "2", "--executor", "ray", *where]
+        driver = start_collective(*command, env=CLUSTER_ENV)
+        try:
+            wait_for_a_chunk(driver, out)
+            os.kill(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=30)
+        finally:
+            kill_session(driver)
+        finished = len((out / MANIFEST_FILE).read_text().splitlines())
+        assert 1 <= finished < units
+        assert (out / "sweep.lock").exists()  # left behind by the killed driver: stale
+        command[command.index("--workers") + 1] = "1"
+        resumed = collective(*command, env=CLUSTER_ENV)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed from {finished} chunks" in resumed.stdout
     frame = rows(out / "dataset")
@@ -169,3 +188,50 @@ def test_cluster_started_with_ray_start_and_joined_by_address(tiny, tiny_referen
     assert "on ray with 2 worker(s)" in result.stdout
     assert rows(tmp_path / "out" / "dataset").equals(tiny_reference)
     assert len(tiny_reference) == TINY_ROWS
+
+
+def test_a_multi_node_cluster_writes_the_serial_rows_from_its_workers(tiny, tiny_reference, tmp_path):
+    """A head and a worker node, each a raylet with one CPU: the two GroupHosts spread over the nodes,
+    each generates its units' environments and writes its chunks; the rows are the serial executor's."""
+    with multi_node_cluster(head_cpus=1, node_cpus=(1,)) as (address, _):
+        result = collective("sweep", str(write_spec(tmp_path, TINY_SPEC)), "--out", str(tmp_path / "out"),
+                            "--address", address, env=CLUSTER_ENV)
+    assert result.returncode == 0, result.stderr
+    assert "on ray with 2 worker(s)" in result.stdout and "do not see" not in result.stderr
+    assert rows(tmp_path / "out" / "dataset").equals(tiny_reference)
+
+
+def test_workers_that_do_not_see_out_send_their_rows_and_the_sweep_says_so(tiny, tiny_reference, tmp_path):
+    """The only node with CPUs runs where --out's folder is hidden (a mount namespace of its own): its
+    workers cannot read the sweep's lock, so they return their rows and the driver writes them."""
+    out = tmp_path / "hidden" / "out"
+    out.parent.mkdir()
+    with multi_node_cluster(head_cpus=0, node_cpus=(2,), hidden=out.parent) as (address, _):
+        result = collective("sweep", str(write_spec(tmp_path, TINY_SPEC)), "--out", str(out), "--address", address,
+                            env=CLUSTER_ENV)
+    assert result.returncode == 0, result.stderr
+    notices = [line for line in result.stderr.splitlines() if "do not see" in line]
+    assert notices == [f"collective sweep: notice: 2 of 2 Ray workers do not see {out.resolve()} (no shared "
+                       "filesystem on their node): their rows travel to this process, which writes them"], result.stderr
+    assert rows(out / "dataset").equals(tiny_reference)
+
+
+def test_a_worker_node_killed_mid_sweep_loses_no_row(slow, tmp_path):
+    """kill -9 of a worker node (its raylet and the GroupHost on it) once chunks are written: the host
+    restarts on the head's spare CPU, its units are retried, and every row is there once, as serially."""
+    spec = write_spec(tmp_path, SLOW_SPEC)
+    out = tmp_path / "out"
+    with multi_node_cluster(head_cpus=2, node_cpus=(1,)) as (address, [node]):
+        driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2", "--address", address,
+                                  env=CLUSTER_ENV)
+        try:
+            wait_for_a_chunk(driver, out)
+            os.killpg(node.pid, signal.SIGKILL)
+            _, stderr = driver.communicate(timeout=600)
+            assert node.poll() is not None
+        finally:
+            kill_session(driver)
+    assert driver.returncode == 0, stderr
+    assert len((out / MANIFEST_FILE).read_text().splitlines()) == sum(len(block.units) for block in plan(slow))
+    serial = run_spec(slow, tmp_path / "serial", SerialExecutor(slow)).dataset
+    assert rows(out / "dataset").equals(rows(serial))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from collective.sweeps.spec import SweepSpec, load_spec, parse_spec
-from collective.sweeps.plan import TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, plan
+from collective.sweeps.plan import CACHED_SPANS, TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, plan
 from collective.sweeps.runtime import CALLS_PER_HOST, next_host
 from sweep_support import BLOCKS_SPEC, SLOW_SPEC
 
@@ -72,3 +72,42 @@ def test_a_worker_holds_its_next_unit_while_the_queue_is_long_and_only_an_idle_o
     assert next_host({0: 1, 1: 1}, 10) == 0 and next_host({0: 2, 1: 2}, 10) is None
     assert next_host({0: 1, 1: 1}, 3) == 0 and next_host({0: 1, 1: 1}, 2) is None
     assert next_host({0: 1, 1: 0}, 1) == 1 and next_host({0: 2, 1: 1}, 1) is None
+
+
+ONE_GROUP_SPEC = """
+name = "one group"
+seed = 3
+profile = "sound"
+episodes = 72000
+iterations = 200
+
+[factors]
+grid = ["10x10"]
+group_size = [10]
+complexity = ["2:10", "11:20", "21:30", "31:40"]
+
+[groups]
+behaviours = ["local_search"]
+"""
+
+
+@pytest.mark.parametrize("name", [*SPECS, "scaling", "factors", "one group"])
+def test_a_worker_generates_each_episode_of_the_units_it_plays_once(name):
+    """Spans (`plan._spans`): each unit's span holds its episodes, and a block's spans are equal or
+    disjoint, so one worker playing every unit in plan order (as the serial executor does, keeping
+    CACHED_SPANS spans) generates each cell's episodes exactly once; a group split by episodes (the
+    one-group sweep) generates only its own piece, whichever worker plays it."""
+    spec = parse_spec(tomllib.loads(ONE_GROUP_SPEC), "one") if name == "one group" else load(name)
+    blocks = plan(spec)
+    recent, generated = deque(maxlen=CACHED_SPANS), 0
+    for block in blocks:
+        spans = {unit.span for unit in block.units}
+        assert all(a == b or a[1] <= b[0] or b[1] <= a[0] for a in spans for b in spans)
+        for unit in block.units:
+            assert unit.span[0] <= unit.first < unit.stop <= unit.span[1]
+            if (unit.cell, *unit.span) not in recent:
+                recent.append((unit.cell, *unit.span))
+                generated += unit.span[1] - unit.span[0]
+    assert generated == spec.episodes * len(spec.cells)
+    if name == "one group":
+        assert all(unit.span == (unit.first, unit.stop) for block in blocks for unit in block.units)

@@ -55,7 +55,7 @@ def choose_executor(size: PlanSize, cpus: int, import_seconds: float, address: s
     agent_steps, rows = size.agent_steps, size.rows
     serial = (agent_steps / AGENT_STEPS_PER_SECOND + rows * ROW_SECONDS + size.environments * ENVIRONMENT_SECONDS
               + size.environment_cell_steps * ENVIRONMENT_CELL_STEP_SECONDS)
-    start_up = RAY_INIT_SECONDS + RAY_STOP_SECONDS + (import_seconds + KERNEL_LOAD_SECONDS) * (cpus + 1) / max(cpus, 1)
+    start_up = RAY_INIT_SECONDS + RAY_STOP_SECONDS + import_seconds + KERNEL_LOAD_SECONDS
     saved = serial - serial / max(cpus, 1)
     work = f"~{duration(serial)} of work serially ({agent_steps:.2g} agent-steps, {rows:,} rows)"
     if saved > start_up:
@@ -133,16 +133,15 @@ def estimate(spec: SweepSpec, workers: int, executor: str, sample: SampleTimes, 
              import_seconds: float) -> Estimate:
     """The sweep's time from the sample's per-episode seconds: every (cell, group)'s kernel time and
     each cell's generation over all episodes, plus ROW_SECONDS per row, shared by `workers` (each on a
-    CPU of its own); on Ray after RAY_INIT_SECONDS and the warm-up of the GroupHosts and the
-    EnvironmentMaker (each imports what this process imported and loads the kernels, all at once on
-    the workers' CPUs), before RAY_STOP_SECONDS."""
+    CPU of its own); on Ray after RAY_INIT_SECONDS and the warm-up of the GroupHosts (each imports
+    what this process imported and loads the kernels, each on a CPU of its own), before RAY_STOP_SECONDS."""
     kernel = spec.episodes * sum(sample.kernel.values())
     generation = spec.episodes * sum(sample.generation.values())
     rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells) * ROW_SECONDS
     work = (kernel + generation + rows) / workers
     if executor == "serial":
         return Estimate(driver_seconds, sample.load_seconds, work, 0.0)
-    warm_up = (import_seconds + sample.load_seconds) * (workers + 1) / workers
+    warm_up = import_seconds + sample.load_seconds
     return Estimate(driver_seconds, RAY_INIT_SECONDS + warm_up, work, RAY_STOP_SECONDS)
 
 
@@ -153,7 +152,7 @@ def plan_text(spec: SweepSpec, size: PlanSize, workers: int, executor: str, samp
     factors = " | ".join(f"{name} {', '.join(str(v) for v in values)}"
                          for name, values in _factor_values(spec).items())
     times = estimate(spec, workers, executor, sample, driver_seconds, import_seconds)
-    started = (f"to start Ray and warm its {workers + 1} actors" if executor == "ray" else "to load the kernels")
+    started = (f"to start Ray and warm its {workers} workers" if executor == "ray" else "to load the kernels")
     return "\n".join([
         f"sweep {spec.sweep_id}: {len(spec.cells)} cells x {len(spec.groups)} group types, "
         f"{spec.episodes:,} episodes each, T={spec.iterations}, seed {spec.seed}",
@@ -214,16 +213,18 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False,
                       bookends=True) as bar:
             bar.update(0, status())
             if todo:
-                executor.report_phase = bar.phase
+                executor.report_phase, executor.writer = bar.phase, store.writer
                 try:
                     with executor:
                         compilation_done()  # the workers are warm
+                        for notice in executor.notices:
+                            print(f"collective sweep: notice: {notice}", file=sys.stderr)
                         bar.phase(PLAYING)
-                        for unit, rows in executor.run(todo):
-                            if rows.num_rows != unit.rows:
-                                raise IncompleteSweep(f"unit {unit.id} returned {rows.num_rows} rows, "
+                        for unit, record in executor.run(todo):
+                            if record.rows != unit.rows:  # written, never listed: a rerun removes the chunk
+                                raise IncompleteSweep(f"unit {unit.id} returned {record.rows} rows, "
                                                       f"expected {unit.rows}")
-                            store.write_chunk(unit.id, rows)
+                            store.commit(record)
                             written += 1
                             rows_done += unit.rows
                             units_left[unit.cell] -= 1

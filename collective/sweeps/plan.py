@@ -1,9 +1,11 @@
-"""What a sweep's workers do: plan it into environment blocks and work units, generate a block,
-play a unit. Every executor (serial or Ray) runs these same functions.
+"""What a sweep's workers do: plan it into environment blocks and work units, generate a unit's
+environments, play a unit. Every executor (serial or Ray) runs these same functions.
 
-An *environment block* is a range of one cell's episodes, generated once and shared by every group
-of the cell (the paired design). A *work unit* is one or more groups playing a sub-range of a
-block; units aim at `TARGET_UNIT_AGENT_STEPS` (about one to two seconds of kernel time at the
+An *environment block* is a range of one cell's episodes, shared by every group of the cell (the
+paired design). A *work unit* is one or more groups playing a sub-range of a block; the worker that
+plays it generates the environments of the unit's *span* (the episodes of the block's units that
+overlap it, `_spans`), keeps its latest spans (`EnvironmentCache`) and serves the span's other units
+from them, so environments are drawn where they are played, at most once per worker; units aim at `TARGET_UNIT_AGENT_STEPS` (about one to two seconds of kernel time at the
 rates of `benchmarks/throughput.py`), so the scheduler's overhead stays small and Ray never enters
 the step loop; only the sweep's last units are smaller, so that workers finish together. The
 plan depends only on the spec, never on the worker count, so a resumed sweep finds the same units
@@ -15,6 +17,7 @@ import hashlib
 import json
 import math
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -51,6 +54,7 @@ class WorkUnit:
     stop: int
     groups: tuple[int, ...]  # indices into SweepSpec.groups
     cost: int  # estimated agent-steps
+    span: tuple[int, int] = (0, 0)  # the episodes whose environments its worker generates (set by `plan`)
 
     @property
     def rows(self) -> int:
@@ -85,7 +89,21 @@ def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
             stop = min(first + size, spec.episodes)
             units = _units(spec, c, first, first, stop, spec.cells[c].playing, TARGET_UNIT_AGENT_STEPS)
             blocks.append(EnvironmentBlock(c, first, stop, units))
-    return _taper(spec, blocks)
+    return tuple(replace(block, units=_spans(block.units)) for block in _taper(spec, blocks))
+
+
+def _spans(units: tuple[WorkUnit, ...]) -> tuple[WorkUnit, ...]:
+    """The block's units, each with its span: the episodes of the run of units whose ranges overlap it,
+    one after another. Units that split one group by episodes are disjoint, so each generates its own
+    episodes; units that share episodes (groups packed over the block next to a split group's pieces)
+    share one span, generated once by a worker that plays several of them."""
+    runs: list[list[int]] = []  # [first, stop) of each run, in episode order
+    for unit in sorted(units, key=lambda u: u.first):
+        if runs and unit.first < runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], unit.stop)
+        else:
+            runs.append([unit.first, unit.stop])
+    return tuple(replace(unit, span=next((a, b) for a, b in runs if a <= unit.first < b)) for unit in units)
 
 
 def _episode_bytes(config: EvaluationConfig, training: bool) -> int:
@@ -259,6 +277,34 @@ def time_sample(spec: SweepSpec) -> SampleTimes:
     return SampleTimes(kernel, generation, loaded, time.perf_counter() - started)
 
 
+CACHED_SPANS = 2  # spans a worker keeps (`EnvironmentCache`): the one it plays and the one queued behind it
+
+
+def largest_span_bytes(spec: SweepSpec) -> int:
+    """Memory of the largest span a worker generates: at most a block's environments."""
+    return max(block_episodes(spec, c) * _episode_bytes(cell.configs[cell.playing[0]], _cell_trains_on_held_out(cell))
+               for c, cell in enumerate(spec.cells))
+
+
+class EnvironmentCache:
+    """A worker's environments of its latest CACHED_SPANS spans: a unit whose span it holds is served
+    from it, any other generates its span (`generate_block`), the same episodes whichever worker does."""
+
+    def __init__(self, spec: SweepSpec):
+        self.spec = spec
+        self.recent: OrderedDict[tuple[int, int, int], EnvironmentBatch] = OrderedDict()  # (cell, first, stop)
+
+    def environments(self, unit: WorkUnit) -> EnvironmentBatch:
+        key = (unit.cell, *unit.span)
+        if key in self.recent:
+            self.recent.move_to_end(key)
+            return self.recent[key]
+        batch = self.recent[key] = generate_block(self.spec, EnvironmentBlock(unit.cell, *unit.span, ()))
+        while len(self.recent) > CACHED_SPANS:
+            self.recent.popitem(last=False)
+        return batch
+
+
 def generate_block(spec: SweepSpec, block: EnvironmentBlock) -> EnvironmentBatch:
     """The block's environments, keyed by (cell, episode): the same for every group of the cell, as
     is each episode's ceiling of R̄ (grid, T, group size and reward radius are the cell's)."""
@@ -275,10 +321,12 @@ def group_agent_seeds(seed: int, cell_key: int, episodes: np.ndarray, group_key:
 
 
 def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -> pa.Table:
-    """Play each of the unit's groups on its episodes of the block; one row per (episode, group).
-    A plug-in's error names the cell, the group and the episodes it was playing."""
+    """Play each of the unit's groups on its episodes of `environments` (consecutive episodes of the
+    cell, holding the unit's: its span or its block); one row per (episode, group). A plug-in's error
+    names the cell, the group and the episodes it was playing."""
     cell = spec.cells[unit.cell]
-    batch = environments.episodes(unit.first - unit.block_first, unit.stop - unit.block_first)
+    offset = int(environments.episode_index[0])
+    batch = environments.episodes(unit.first - offset, unit.stop - offset)
     episodes = np.arange(unit.first, unit.stop)
     log2_probability = pattern_log2_probabilities(cell.configs[unit.groups[0]], batch)  # the cell's environments
     first = cell.configs[unit.groups[0]]

@@ -10,7 +10,9 @@ Layout of a sweep directory:
                         pyarrow.dataset.dataset or duckdb's read_parquet('DIR/dataset/*.parquet')
 
 A chunk is written to a dot-file (which Parquet readers skip), flushed, renamed into place and
-only then recorded in the manifest, so a chunk is either whole and listed or absent. On start the
+only then recorded in the manifest, so a chunk is either whole and listed or absent. The worker that
+played a unit writes its chunk (`ChunkWriter`, wherever it sees the directory); the sweep's own
+process only appends the manifest line (`ResultsStore.commit`), so no process handles every row. On start the
 manifest is checked against the files: a listed chunk whose size or checksum differs (truncated,
 corrupt, missing) is deleted and redone, and chunks not listed (the driver died between rename and
 manifest) are deleted, so a resumed sweep never holds a row twice.
@@ -27,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import socket
 import time
 import types
@@ -193,6 +196,7 @@ class DirectoryLock:
         self.path = directory / LOCK_FILE
         self.guard = directory / GUARD_FILE
         self.held = False
+        self.token = secrets.token_hex(8)  # names this holding: a worker writes chunks only while the lock shows it
 
     def acquire(self) -> None:
         guard = os.open(self.guard, os.O_CREAT | os.O_RDWR, 0o644)
@@ -201,7 +205,8 @@ class DirectoryLock:
             self._refuse_if_held()
             with open(self.path, "w") as handle:
                 json.dump({"pid": os.getpid(), "host": socket.gethostname(),
-                           "start_ticks": _process_start_ticks(os.getpid()), "since": time.time()}, handle)
+                           "start_ticks": _process_start_ticks(os.getpid()), "since": time.time(),
+                           "token": self.token}, handle)
             self.held = True
         finally:
             os.close(guard)  # releases the flock
@@ -230,6 +235,50 @@ class DirectoryLock:
             self.held = False
 
 
+def lock_token(path: Path) -> str | None:
+    """The token of the lock file at `path`, None when it cannot be read as a lock's."""
+    try:
+        holder = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return holder.get("token") if isinstance(holder, dict) else None
+
+
+@dataclass(frozen=True)
+class ChunkWriter:
+    """Writes a finished unit's chunk into a sweep's dataset directory, in whichever process played the
+    unit (a Ray worker on any node that sees the directory, or the sweep's own process). It writes only
+    while the directory's lock holds `token`, the holding of the sweep that sent it: a worker outliving
+    its killed driver never writes into the dataset of the sweep that resumed it."""
+
+    dataset: Path  # absolute
+    lock: Path  # the directory's lock file
+    token: str
+
+    def visible(self) -> bool:
+        """Whether this process sees the sweep's directory: its lock file, with the sweep's token."""
+        return lock_token(self.lock) == self.token
+
+    def write(self, unit: str, table: pa.Table) -> ChunkRecord:
+        """Write the unit's rows atomically (a flushed dot-file renamed into place); the manifest line
+        that records it is the sweep's to append (`ResultsStore.commit`)."""
+        name = f"part-{unit}.parquet"
+        temporary = self.dataset / f".{name}.tmp"
+        if not table.schema.equals(row_schema(), check_metadata=True):  # a unit's rows have it already: casting
+            table = table.cast(row_schema())  # them would load Arrow's compute module (~0.1 s of CPU)
+        pq.write_table(table, temporary, compression="zstd")
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        if not self.visible():
+            temporary.unlink(missing_ok=True)
+            raise StoreError(f"{self.lock} no longer names this sweep (token {self.token}): its driver is gone "
+                             "and another sweep holds the directory; chunk not written")
+        path = self.dataset / name
+        os.replace(temporary, path)
+        _fsync_directory(self.dataset)
+        return ChunkRecord(unit=unit, file=name, rows=table.num_rows, bytes=path.stat().st_size, sha256=_sha256(path))
+
+
 class ResultsStore:
     """A sweep directory opened for writing: lock held, manifest verified, ready for chunks."""
 
@@ -243,7 +292,6 @@ class ResultsStore:
         self.description = description
         self.lock = DirectoryLock(self.directory)
         self.finished: dict[str, ChunkRecord] = {}
-        self.schema = row_schema()
         self.previous: dict = {}  # the sweep.json found in the directory, if any
         self.notices: list[str] = []  # what opening the store did that a user should hear of
 
@@ -357,23 +405,20 @@ class ResultsStore:
         os.replace(temporary, path)
         _fsync_directory(path.parent)
 
+    @property
+    def writer(self) -> ChunkWriter:
+        """What a worker writes this sweep's chunks with (the directory resolved: workers may start elsewhere)."""
+        return ChunkWriter(self.dataset.resolve(), self.lock.path.resolve(), self.lock.token)
+
     def write_chunk(self, unit: str, table: pa.Table) -> ChunkRecord:
-        """Write a finished unit's rows atomically, then record it in the manifest."""
-        name = f"part-{unit}.parquet"
-        temporary = self.dataset / f".{name}.tmp"
-        if not table.schema.equals(self.schema, check_metadata=True):  # a unit's rows have it already: casting
-            table = table.cast(self.schema)  # them would load Arrow's compute module in the driver (~0.1 s of CPU)
-        pq.write_table(table, temporary, compression="zstd")
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.dataset / name)
-        _fsync_directory(self.dataset)
-        path = self.dataset / name
-        record = ChunkRecord(unit=unit, file=name, rows=table.num_rows, bytes=path.stat().st_size,
-                             sha256=_sha256(path))
+        """Write a finished unit's rows here and record them (`commit`)."""
+        return self.commit(self.writer.write(unit, table))
+
+    def commit(self, record: ChunkRecord) -> ChunkRecord:
+        """Record a chunk a writer wrote in the manifest: from here on a resumed sweep keeps it."""
         with open(self.directory / MANIFEST_FILE, "a") as handle:
             handle.write(json.dumps(asdict(record)) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        self.finished[unit] = record
+        self.finished[record.unit] = record
         return record
