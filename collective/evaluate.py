@@ -280,7 +280,7 @@ def plays_in_threads(config: EvaluationConfig) -> bool:
 
 MIN_STEPS_PER_THREAD = 200_000  # agent-steps (~5 ms of kernel): fewer would not win back starting a thread (~0.1 ms)
 # A sham's thread steps episodes x agents at each iteration, between which Python holds the GIL: with fewer, the
-# second thread saves less than the turns cost (docs/communication-speed.md, "The sham in threads").
+# second thread saves less than the turns cost (notes/communication-speed.md, "The sham in threads").
 MIN_SHAM_LANES_PER_THREAD = 500
 CHUNKS_PER_THREAD = 4  # a batch is cut finer than its threads, so that a thread slowed by other work takes fewer
 

@@ -96,8 +96,8 @@ def warm_up(processes: int | None = None) -> float:
     """Load (compiling when missing) every variant above, the shares in `processes` processes (at most
     one per share; by default `default_processes`); returns the seconds it took. Two processes compile
     the protocol rules twice (~40% more CPU in all) and save ~25% of the wall time on two idle cores
-    (26-27 s against 34-37 s); on busy cores they would cost CPU and save nothing (docs/speed.md:
-    Compile time)."""
+    (26-27 s against 34-37 s); on busy cores they would cost CPU and save nothing (notes/compile-time.md:
+    Parallel warm-up)."""
     started = time.perf_counter()
     processes = default_processes() if processes is None else processes
     processes = min(SHARES, processes)

@@ -169,7 +169,7 @@ def log_open(log):
     """A rule call's logging state, read from the log's header once: (messages, distinct symbols, the pending
     symbol, its copies, C). The rule threads it through `log_to` and hands it to `log_close`, so that its
     messages do not each load and store the header (the compiler cannot keep an array's words in registers
-    across the rule's other stores; docs/communication-speed.md)."""
+    across the rule's other stores; notes/communication-speed.md)."""
     return (np.int64(log[MESSAGES]), np.int64(log[DISTINCT]), log[PENDING], np.int64(log[PENDING_COPIES]),
             np.int64(log[SLOTS]))
 
@@ -181,7 +181,7 @@ def log_to(log, state, symbol, copies):
     it, and `empty_log` clears it before the scored pass); a list takes as many symbols as it holds. A table
     counts the message before this one and keeps this one pending, after asking the cache for its slot
     (`prefetch`): counting at once waited on the symbol (a chain of multiplies) and then on its slot's line,
-    and a probe that went on resolved late (docs/communication-speed.md)."""
+    and a probe that went on resolved late (notes/communication-speed.md)."""
     n, distinct, pending, pending_copies, slots = state
     if slots:
         if 2 * (n + copies) > slots:

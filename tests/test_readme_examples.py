@@ -16,9 +16,8 @@ MARKER = "<!-- readme-example:"
 STAMP = ".venv/.installed"  # the Makefile's install stamp: the venv under test is installed already
 # The README first (its `make demo` makes what the others read), then the pages with runnable examples.
 EXAMPLE_PAGES = ("README.md", "docs/tutorial.md", "docs/reference/cli.md", "docs/reference/plugins.md",
-                 "docs/reference/config.md", "docs/benchmarks.md", "docs/plugins.md", "docs/adapters.md",
-                 "docs/dashboard.md", "docs/learning.md", "docs/speed.md", "docs/figures.md",
-                 "docs/performance-first-run.md")
+                 "docs/reference/config.md", "docs/plugins.md", "docs/adapters.md", "docs/dashboard.md",
+                 "docs/learning.md", "docs/figures.md")
 
 
 def readme_blocks(page: str = "README.md") -> list[tuple[str, str]]:

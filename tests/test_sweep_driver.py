@@ -1,5 +1,5 @@
 """The sweep driver's own work between the workers' units, which 2 workers share the machine's cores with
-(docs/speed.md, "Sweeps on two workers"): a unit's rows, as a Ray worker returns them, reach the results
+(notes/sweep-runtime.md): a unit's rows, as a Ray worker returns them, reach the results
 store without loading Arrow's compute module (~0.1 s of CPU in the middle of a sweep) and are stored as played;
 a worker that dies is reported with what it held."""
 import subprocess

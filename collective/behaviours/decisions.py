@@ -267,7 +267,7 @@ def row_ties(typingctx, table, base):
     """(mask, count) of the best actions of Q(s, ·) = table[base:base + 9]: bit a of the mask set when Q(s, a) =
     max_a' Q(s, a'), and how many are set. Eight values in one vector load, one maximum and one compare, the
     ninth beside them: a few instructions where nine scalar compares and the mask's shifts took about sixty
-    (docs/speed.md, "The learners' best actions in vector instructions"). Q-values hold no NaN; -0.0 ties with
+    (notes/learner-speed.md, "The learners' best actions in vector instructions"). Q-values hold no NaN; -0.0 ties with
     0.0 (==). No bounds check: the caller's base is a row of the table."""
     def codegen(context, builder, signature, args):
         f64, i64 = ir.DoubleType(), ir.IntType(64)

@@ -9,7 +9,7 @@ from numba import njit
 def copy_into(destination, source):
     """destination[:] = source for 1-D arrays of one length, as a loop: numba compiles a slice
     assignment with its shape-mismatch error path and its message formatting, ~2.5 s of the first
-    compile per module that has one (docs/speed.md: Compile time). Lengths that differ raise, as the
+    compile per module that has one (notes/compile-time.md: One kernel variant). Lengths that differ raise, as the
     slice would (a constant message: no formatting to compile)."""
     if destination.shape[0] != source.shape[0]:
         raise ValueError("copy_into: the arrays' lengths differ")

@@ -128,7 +128,7 @@ def _rule(code, values, members, pos_r, pos_c, scene, view, streams, window, fie
     """The rule of protocol `code` (protocols/kernel_support.py states the signature), every window computed
     (`search` is `untabled()`, made once by the caller: the stepping core is the fused kernel's twin, tables
     included; made per call, its five arrays cost more than a broadcast's rule on 10x10). Called, not inlined:
-    the stepping core compiles faster and plays as fast (docs/speed.md: Compile time)."""
+    the stepping core compiles faster and plays as fast (notes/compile-time.md: Inlining)."""
     arguments = (values, members, pos_r, pos_c, scene, view, streams, window, field, state, choice, observed, targets,
                  comm, log, search)
     if code == STIGMERGY:

@@ -74,7 +74,7 @@ _U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 TABLED_REWARD_READS = 2  # the fewest reads per entry, on average, for which the learners' training rewards are tabled
 # A shared per-episode table is refilled with Q0 whole after each episode, its training passes listing no written
-# state, when those passes write at least this many entries per state on average (docs/speed.md)
+# state, when those passes write at least this many entries per state on average (notes/learner-speed.md)
 REFILL_WRITES = 2
 
 # Per-pass scratch, each shaped (agents,) unless noted; streams (agents, 1); window (max(side², cells),) the rules'
@@ -172,7 +172,7 @@ def side_by_side_width(state_encoding, rows, cols, iterations):
     when their tables (cells·T states x 9 float64 each) would hold more than SIDE_BY_SIDE_BYTES, and 1 (each
     alone) for window-sign states. A learner side by side asks for its next row two of the others' steps ahead,
     time for the caches but not for memory: rounds of 10x10, T = 200 tables (1.44 MB) ran fastest by three
-    (two kernel threads: 8.6 MB in all), and 20x20 ones (5.8 MB) at 0.4-0.65x the lone loop (docs/speed.md)."""
+    (two kernel threads: 8.6 MB in all), and 20x20 ones (5.8 MB) at 0.4-0.65x the lone loop (notes/learner-speed.md)."""
     if state_encoding != CELL_TIME:
         return 1
     return max(1, min(SIDE_BY_SIDE_LEARNERS, SIDE_BY_SIDE_BYTES // (table_states(state_encoding, rows, cols,
@@ -449,7 +449,7 @@ def _search_pass(agent_ids, starts, rules, paths, episode_seed, learning, scratc
     operations in the same order, so the same rewards, totals, records and streams to the bit. A loop of its
     own, with the searcher's choice inlined (`inline_local_best`): called from `_play_pass`'s loop it costs
     ~10% of a searcher's rate, and inlined there it made the protocol groups' loop slower and the warm-up's
-    compile 10% longer (docs/speed.md); a range-1 window of Λ* is read from `table` (the batch's `SearchTable`)
+    compile 10% longer (notes/kernel-speed.md); a range-1 window of Λ* is read from `table` (the batch's `SearchTable`)
     instead. `learning` only says whether the 2016 reset of the first observation applies (it does in a pass
     that does not learn)."""
     rows, cols, iterations, view, radius, threshold = (rules.rows, rules.cols, rules.iterations, rules.view_range,
@@ -510,7 +510,7 @@ def _oracle_move(r, c, t, good_r, good_c, rules, pointer, slot):
     003 §5.2.1, `oracle_step`), or with `cpp_oracle` one approach step toward ⊕'s next cell, as
     Oracle::performAction(goodObjPositions.at(t)) does in main.cpp. Called, not inlined: inlined
     at its three call sites it made the oracle 2.7x slower (21 -> 56 M agent-steps/s called, CPU
-    clock, G10) and the kernel slower to compile (docs/speed.md: Compile time)."""
+    clock, G10) and the kernel slower to compile (notes/compile-time.md: Inlining)."""
     if rules.oracle_approach:
         rows, cols = rules.rows, rules.cols
         return axis_step_toward(r, good_r[t + 1], rows), axis_step_toward(c, good_c[t + 1], cols)
@@ -642,7 +642,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
             else:  # each learner trains alone on its own table, Q-learners in rounds side by side. The loops are
                 # called from here (`_train_round` is inlined), not through a compiled wrapper: numba generates a
                 # callee's code again in every caller's library, and a wrapper made the install's warm-up compile
-                # ~20% longer (docs/speed.md)
+                # ~20% longer (notes/learner-speed.md)
                 training_rewards(rules, training, rewards)
                 first = 0
                 while first < learner_ids.shape[0]:

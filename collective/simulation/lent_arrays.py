@@ -1,7 +1,7 @@
 """`lent`: an array handed to compiled calls without reference counts (issue 25).
 
 numba counts a reference, with an atomic instruction, to every array argument of a compiled call that
-is not inlined, at the callee's entry and exits (docs/speed.md: Reference counts out of the kernel's
+is not inlined, at the callee's entry and exits (notes/kernel-speed.md: Reference counts out of the kernel's
 loops). The kernel calls a protocol rule once per iteration with 13 arrays; lent, the same arrays cost
 no atomic count: numba skips the count of an array without a meminfo (its owner's record)."""
 from __future__ import annotations

@@ -51,7 +51,7 @@ OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: only rows a host cannot write it
 ACTOR_RESTARTS = 5  # per actor: a killed actor comes back this many times ...
 ACTOR_TASK_RETRIES = 5  # ... and its unfinished calls are retried
 CALLS_PER_HOST = 2  # a GroupHost's unit playing and its next one, queued so that it does not wait, a few ms
-# a unit, for the driver to see the last one finish and send another (docs/speed.md)
+# a unit, for the driver to see the last one finish and send another (notes/sweep-runtime.md)
 PROBE_SECONDS = 3.0  # TCP connect timeout when checking a --address
 # Ray's memory request (a logical resource: Ray places no more actors on a node than its memory
 # holds) is the actor's base, a warm process before any work (Python, NumPy, pyarrow, numba and
@@ -360,8 +360,8 @@ def next_host(calls: dict[int, int], units_queued: int, preferred: int | None = 
 def arrow_stream(table: pa.Table) -> pa.Buffer:
     """`table` as one Arrow IPC stream, the form in which a GroupHost returns a unit's rows: Ray copies it
     as plain bytes, where its own serialisation of a pa.Table rebuilds every column's buffers in Python,
-    on the worker between two units and on the driver next to the workers (docs/speed.md, "Sweeps on
-    two workers")."""
+    on the worker between two units and on the driver next to the workers (notes/sweep-runtime.md, "A unit's
+    rows as one Arrow IPC stream")."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
