@@ -67,7 +67,8 @@ behaviours = ["local_search"]
 DEAR = ONE_GROUP.replace('name = "one group"', 'name = "q-learning"').replace('["local_search"]', '["q_learning"]') \
     .replace("group_size = [10]", "group_size = [5]")
 LANES = 16  # emulated workers per actor process
-UNITS_PER_WORKER = 6  # the emulated sweep's length: about this many units per worker
+EMULATED_HOST_BYTES = 16 << 20  # Ray's memory resource an emulated worker asks for (it holds no environments)
+UNITS_PER_WORKER = 12  # the emulated sweep's length: about this many units per worker
 
 
 def named_spec(name: str, episodes: int | None = None) -> SweepSpec:
@@ -163,6 +164,9 @@ class EmulatedExecutor(RayExecutor):
         super().__init__(spec, address=address, workers=workers)
         self.nodes, self.templates, self.seconds_per_step = nodes, templates, seconds_per_step
 
+    def host_memory(self) -> int:
+        return EMULATED_HOST_BYTES
+
     def start_hosts(self, remote) -> list:
         lanes = min(LANES, self.workers // self.nodes)  # an actor's CPUs must fit on one node
         actor = remote(EmulatedHost).options(num_cpus=lanes, memory=lanes * self.host_bytes, max_concurrency=lanes,
@@ -225,8 +229,7 @@ def emulated(args) -> None:
                 spec = named_spec(name, base.episodes * max(1, -(-UNITS_PER_WORKER * workers // base_units)))
                 units = [unit for block in plan(spec) for unit in block.units]
                 templates = templates_for(units, table, scratch)
-                with multi_node_cluster(head_cpus=0, node_cpus=(workers // args.nodes,) * args.nodes,
-                                        node_memory=(workers // args.nodes) * (4 << 30)) as (address, _):
+                with multi_node_cluster(head_cpus=0, node_cpus=(workers // args.nodes,) * args.nodes) as (address, _):
                     os.environ.update(CLUSTER_ENV)
                     executor = Timed(EmulatedExecutor(spec, address, workers, args.nodes, templates, seconds_per_step))
                     out = scratch / f"out-{workers}"

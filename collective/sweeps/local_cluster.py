@@ -39,11 +39,10 @@ def kill_session(process: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def multi_node_cluster(head_cpus: int = 2, node_cpus: tuple[int, ...] = (), hidden: Path | None = None,
-                       cwd: Path | None = None, node_memory: int | None = None):
+                       cwd: Path | None = None):
     """`ray start --head` with `head_cpus` and one worker node per entry of `node_cpus`. With `hidden`,
     the worker nodes run in a mount namespace of their own where an empty tmpfs covers that folder: a
-    node without the shared filesystem, as far as that folder goes (needs root). `node_memory` declares
-    each worker node's memory resource (bytes; Ray's default: what the machine has). Yields (address,
+    node without the shared filesystem, as far as that folder goes (needs root). Yields (address,
     the worker nodes' processes: one may be killed). --block keeps each `ray start` in the foreground
     so that exactly this cluster is stopped (`ray stop` would stop every Ray on the machine)."""
     port = free_port()
@@ -53,25 +52,26 @@ def multi_node_cluster(head_cpus: int = 2, node_cpus: tuple[int, ...] = (), hidd
     processes = []
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as temp_dir:
         def start(command: list[str]) -> subprocess.Popen:
-            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                       start_new_session=True, cwd=cwd)
+            with open(Path(temp_dir) / f"start-{len(processes)}.log", "w") as log:  # `_wait_for` quotes it
+                process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                           start_new_session=True, cwd=cwd)
             processes.append(process)
             return process
 
         try:
             head = start([RAY, "start", "--head", "--port", str(port), "--include-dashboard=false", "--num-cpus",
                           str(head_cpus), "--object-store-memory", str(200 << 20), "--temp-dir", temp_dir, *common])
-            _wait_for(lambda: _answers(port), head)
+            _wait_for(lambda: _answers(port), temp_dir, head)
             address = f"127.0.0.1:{port}"
             nodes = []
             for cpus in node_cpus:
                 command = [RAY, "start", "--address", address, "--num-cpus", str(cpus), "--object-store-memory",
-                           str(100 << 20), *(["--memory", str(node_memory)] if node_memory else []), *common]
+                           str(100 << 20), *common]
                 if hidden is not None:
                     mount = f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(str(hidden))} && exec {shlex.join(command)}"
                     command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount]
-                nodes.append(start(command))
-            _wait_for(lambda: active_nodes(address) == 1 + len(node_cpus), *nodes)
+                nodes.append(start(command))  # one at a time: nodes starting together on one address race
+                _wait_for(lambda: active_nodes(address) == 1 + len(nodes), temp_dir, *nodes)
             yield address, nodes
         finally:
             for process in reversed(processes):
@@ -95,10 +95,12 @@ def active_nodes(address: str) -> int:
     return sum(line.strip().startswith("1 node_") for line in active.splitlines())
 
 
-def _wait_for(ready, *processes: subprocess.Popen) -> None:
-    """Until ready() holds (at most START_SECONDS), every process still running."""
+def _wait_for(ready, temp_dir: str, *processes: subprocess.Popen) -> None:
+    """Until ready() holds (at most START_SECONDS), every process still running; else a RuntimeError
+    quoting the end of the `ray start` logs."""
     deadline = time.monotonic() + START_SECONDS
     while not ready():
         if any(process.poll() is not None for process in processes) or time.monotonic() > deadline:
-            raise RuntimeError("the local Ray cluster did not start (a `ray start` exited or took too long)")
+            logs = "\n".join(log.read_text()[-800:] for log in sorted(Path(temp_dir).glob("start-*.log")))
+            raise RuntimeError(f"the local Ray cluster did not start (a `ray start` exited or took too long):\n{logs}")
         time.sleep(0.3)

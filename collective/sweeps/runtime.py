@@ -261,7 +261,7 @@ class RayExecutor:
             if self.address:
                 self.workers = cap_workers(self.requested_workers, max(1, int(ray.cluster_resources().get("CPU", 1))),
                                            "the Ray cluster")
-            self.host_bytes = ACTOR_BASE_BYTES + largest_unit_bytes(self.spec) + CACHED_SPANS * largest_span_bytes(self.spec)
+            self.host_bytes = self.host_memory()
             self.workers = memory_capped_workers(self.workers, [node["Resources"] for node in ray.nodes()
                                                                 if node["Alive"]], self.host_bytes)
             restartable = dict(max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_TASK_RETRIES)
@@ -278,6 +278,10 @@ class RayExecutor:
             ray.shutdown()
             raise
         return self
+
+    def host_memory(self) -> int:
+        """Bytes a GroupHost holds at most: a warm process, the spec's largest unit, the spans it keeps."""
+        return ACTOR_BASE_BYTES + largest_unit_bytes(self.spec) + CACHED_SPANS * largest_span_bytes(self.spec)
 
     def start_hosts(self, remote) -> list:
         """One GroupHost per worker, each holding a CPU and its memory, spread over the nodes; `remote` is
