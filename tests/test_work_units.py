@@ -34,7 +34,7 @@ def finishing_times(costs: list[int], workers: int) -> list[float]:
 
 
 def load(name: str) -> SweepSpec:
-    """A test spec, or one of experiments/ (scaling: benchmarks/sweep_scaling.py's few large units)."""
+    """A test spec, or one of experiments/ (scaling: benchmarks/cluster_scaling.py local --spec experiments/scaling.toml: few large units)."""
     return parse_spec(tomllib.loads(SPECS[name]), name) if name in SPECS else load_spec(EXPERIMENTS / f"{name}.toml")
 
 
