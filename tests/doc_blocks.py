@@ -194,10 +194,10 @@ def check(selected: list[str] | None = None, update: bool = False, log=print) ->
     return problems, outputs
 
 
-def misquoted(page: str) -> list[str]:
+def misquoted(page: str, text: str | None = None) -> list[str]:
     """Numbers with two or more decimals in the prose that follows an output block (to the next block) that are
     no rounding of a number in the page's output blocks so far: prose that quotes an output the update moved."""
-    text = (ROOT / page).read_text()
+    text = (ROOT / page).read_text() if text is None else text
     blocks = parse(text, page)
     shown: set[str] = set()
     problems = []
@@ -209,7 +209,8 @@ def misquoted(page: str) -> list[str]:
             for decimals in range(2, len(number.split(".")[1]) + 1):
                 shown.add(f"{float(number):.{decimals}f}")
         prose = text[block.end:blocks[index + 1].start if index + 1 < len(blocks) else len(text)]
-        prose = re.sub(r"`[^`]*`", "", prose)  # code spans name options and files, not results
+        prose = re.sub(r"^```.*$", "", prose, flags=re.M)  # the fences around it
+        prose = re.sub(r"`[^`\n]*`", "", prose)  # code spans name options and files, not results
         for quoted in re.findall(r"(?<![\w.])\d+\.\d{2,}(?![\w.])", prose):
             if quoted not in shown:
                 problems.append(f"{page}:{block.line}: the prose after this output quotes {quoted}, which it does not "

@@ -33,6 +33,9 @@ def test_blocks_are_classified_and_only_timings_and_the_version_are_masked():
     assert kinds == [("command", ""), ("output", ""), ("unexplained", ""), ("not run", "a cluster"), ("file", "")]
     timings = TABLE.replace("61.6    0.04", "2.7    10.58").replace("0.1.0", "0.2.0.dev3")
     assert mask(timings) == mask(TABLE) and "~" in mask(TABLE)
+    quoting = f"```sh\ncollective evaluate\n```\n```text\n{TABLE}```\nIt scores 0.529 (`0.99`), {{}} 12.5.\n"
+    assert misquoted("page", quoting.format("or 0.53")) == []
+    assert misquoted("page", quoting.format("not 0.520")) != []  # prose that quotes a number the block lost
     for moved in ("+0.5289", "+0.5146", "12.47", "13.27", "0.0 ", "seed 0", "200 episodes"):
         changed = TABLE.replace(moved, moved.replace("2", "3").replace("0", "1"), 1)
         assert changed != TABLE and mask(changed) != mask(TABLE), moved
