@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from collective.analysis.tables import Analysis, Table
+from collective.analysis.base import Analysis, Table
 from collective.analysis.validity import FAILS, HOLDS, NOT_APPLICABLE, REPORT
 
 # Columns naming a group type: a row (and a figure's series) belongs to the group in the first present, e.g. a

@@ -189,7 +189,9 @@ def test_the_documented_link_to_a_collective_keeps_the_collective(report, tmp_pa
 def test_every_analysis_table_is_shown_with_readable_headers(report):
     """Issue 24 point 2: every table of the Analysis object (whatever tables exist) is in the page, with a
     human header for every column (its raw name in the tooltip) and one number format."""
-    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
     text = report.read_text()
@@ -206,7 +208,9 @@ def test_every_analysis_table_is_shown_with_readable_headers(report):
 
 
 def test_headline_shows_accuracy_gains_and_verdicts_with_cis(report):
-    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
     from collective.dashboards.explore import format_number
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
@@ -223,7 +227,9 @@ def test_headline_shows_accuracy_gains_and_verdicts_with_cis(report):
 
 def test_figure_hover_carries_the_tables_ci_and_episodes(report):
     """The hover data of the accuracy figure are the accuracy table's CI and episodes, row for row."""
-    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
     from collective.dashboards.explore import interactive_figure
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
