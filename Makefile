@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench
+.PHONY: demo test bench docs-output
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,3 +27,6 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py
+
+docs-output: $(STAMP)  # rewrite the output blocks of README.md and docs/ from what their commands print now
+	$(BIN)/python tests/doc_blocks.py --update

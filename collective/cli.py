@@ -7,6 +7,7 @@ work starts; a plug-in that fails while playing exits 2 with one line naming it 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -83,11 +84,30 @@ RENAMED_OPTIONS = {"ruggedness": ("--ruggedness", "renamed --deception: it sets 
                                   "length, more local optima) use --noise")}
 
 
+def did_you_mean(typed: str, candidates) -> str:
+    """'; did you mean X?' with the candidate closest to what was typed (difflib's ratio at least 0.6), else ''."""
+    close = difflib.get_close_matches(typed, list(candidates), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit status 2."""
+    """argparse that reports a usage error as one line and exit status 2, naming the closest choice to a
+    mistyped one (a subcommand: `collective analyse` -> analyze)."""
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+        if choice := re.search(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$", message):
+            message += did_you_mean(choice.group(1), [c.strip(" '") for c in choice.group(2).split(",")])
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def reject_unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
+    """argparse's 'unrecognized arguments' line, from the command's parser and naming the command's option
+    closest to the first mistyped one (`--behavior` -> --behaviour)."""
+    command = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    options = [option for action in parser._actions + command._actions if action.help != argparse.SUPPRESS
+               for option in action.option_strings if option.startswith("--")]
+    hints = (did_you_mean(token.split("=", 1)[0], options) for token in unknown if token.startswith("--"))
+    command.error(f"unrecognized arguments: {' '.join(unknown)}{next(filter(None, hints), '')}")
 
 
 class ExamplesFormatter(argparse.HelpFormatter):
@@ -531,7 +551,9 @@ def _main(argv: list[str] | None) -> int:
         if not (sys.argv[1:] if argv is None else argv):  # bare `collective`: what it can do, not an error
             parser.print_help()
             return 0
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            reject_unrecognized(parser, args, unknown)
     except KeyboardInterrupt:  # while plug-ins named on the command line load
         print("collective: interrupted", file=sys.stderr)
         return 130

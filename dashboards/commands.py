@@ -157,7 +157,10 @@ def _validate(dataset, fmt: str) -> int:
 
 def run_analysis_command(args: argparse.Namespace) -> int:
     """Run analyze, figures, dashboard or validate; a DatasetError becomes one line and status 2."""
-    from collective.analysis.tables import DEFAULT_BY, DatasetError, analyse, format_analysis, load_dataset
+    from collective.analysis.base import DatasetError
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse, format_analysis
 
     try:
         dataset = load_dataset(args.dataset, pool=args.pool)

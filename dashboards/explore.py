@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from collective.analysis.tables import Analysis, Table
+from collective.analysis.base import Analysis, Table
 from collective.analysis.validity import FAILS, HOLDS, NOT_APPLICABLE, REPORT
 
 # Columns naming a group type: a row (and a figure's series) belongs to the group in the first present, e.g. a
@@ -371,21 +371,38 @@ SCRIPT = """
     });
     return state;
   }
+  // The address: kind=value,value&kind=... with each value percent-encoded where it must be. Not
+  // URLSearchParams, whose form encoding reads '+' as a space: a group such as local_search+stigmergy
+  // would match nothing.
+  function decoded(text) {
+    try { return decodeURIComponent(text); } catch (error) { return text; }  // a stray '%' is itself
+  }
+  function hashParams(hash) {
+    var params = {};
+    hash.replace(/^#/, '').split('&').forEach(function (pair) {
+      var at = pair.indexOf('=');
+      if (at > 0) { params[decoded(pair.slice(0, at))] = pair.slice(at + 1).split(',').filter(Boolean).map(decoded); }
+    });
+    return params;
+  }
+  function hashValue(value) {  // readable where the address allows it: a group's + : = ( ) stay as typed
+    return encodeURIComponent(value).replace(/%2B/g, '+').replace(/%3A/g, ':').replace(/%3D/g, '=');
+  }
   function readHash() {
-    var params = new URLSearchParams(location.hash.slice(1));
+    var params = hashParams(location.hash);
     kinds.forEach(function (kind) {
-      if (!params.has(kind)) { return; }
-      var wanted = new Set(params.get(kind).split(',').filter(Boolean));
+      if (!(kind in params)) { return; }
+      var wanted = new Set(params[kind]);
       document.querySelectorAll('input[name="' + kind + '"]').forEach(function (b) { b.checked = wanted.has(b.value); });
     });
   }
   function writeHash(state) {
-    var params = new URLSearchParams();
+    var parts = [];
     kinds.forEach(function (kind) {
       var all = document.querySelectorAll('input[name="' + kind + '"]').length;
-      if (state[kind].size < all) { params.set(kind, Array.from(state[kind]).join(',')); }
+      if (state[kind].size < all) { parts.push(kind + '=' + Array.from(state[kind]).map(hashValue).join(',')); }
     });
-    history.replaceState(null, '', params.toString() ? '#' + params.toString() : location.pathname);
+    history.replaceState(null, '', parts.length ? '#' + parts.join('&') : location.pathname);
   }
   function keeps(state, attributes) {
     function any(kind, values) { return !values || values.some(function (v) { return state[kind].has(v); }); }

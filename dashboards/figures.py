@@ -26,10 +26,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from collective.analysis.base import DatasetError, environment_ids, is_reference  # noqa: E402
+from collective.analysis.comparisons import collective_gains  # noqa: E402
+from collective.analysis.dataset import Dataset  # noqa: E402
+from collective.analysis.factors import K_BIN, K_MID, add_k_bins  # noqa: E402
+from collective.analysis.inference import clustered_mean_ci, mean_ci  # noqa: E402
 from collective.analysis.learning import (EFFICIENCY_REFERENCE, curve_task, held_out_learning,  # noqa: E402
                                          learning_curves, replay_curves)
-from collective.analysis.tables import (K_BIN, K_MID, Dataset, DatasetError, _is_reference, add_k_bins,  # noqa: E402
-                                       clustered_mean_ci, collective_gains, environment_ids, mean_ci)
 
 logging.getLogger("fontTools").setLevel(logging.ERROR)  # Computer Modern's old 'head' timestamps, when subsetting
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")  # yellow last: low contrast
@@ -142,8 +145,8 @@ def _group_types(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """One row per group identifier: behaviour, mix, protocol, whether it is a reference, its display label,
     colour, marker and line style."""
     types = rows[["group", "behaviour", "mix", "protocol"]].drop_duplicates("group")
-    types = types.assign(reference=np.where(_is_reference(types, "random"), "random",
-                                            np.where(_is_reference(types, "oracle"), "oracle", "")))
+    types = types.assign(reference=np.where(is_reference(types, "random"), "random",
+                                            np.where(is_reference(types, "oracle"), "oracle", "")))
     order = sorted(types.itertuples(index=False), key=lambda t: (t.reference, t.protocol != "none", t.protocol, t.group))
     types = types.set_index("group").loc[[t.group for t in order]]
     types["display"] = [labels.get(g, g) for g in types.index]
@@ -485,7 +488,7 @@ def _training_curves(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOpt
                                                   if (life, replays) != ("pretrained", 1) else "")
             _plot_curve(ax, curve, name, **_style(types, label))
         level = dict(zip(task, values))
-        local = rows[_is_reference(rows, EFFICIENCY_REFERENCE)]
+        local = rows[is_reference(rows, EFFICIENCY_REFERENCE)]
         for key, value in level.items():
             local = local[local[key] == value]
         if not local.empty:
@@ -596,7 +599,7 @@ def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions
     check_options(dataset, options)
     rows = add_k_bins(dataset.rows, k_bin_width)
     if options.groups is not None:
-        rows = rows[rows["group"].isin(options.groups) | _is_reference(rows, "random") | _is_reference(rows, "oracle")]
+        rows = rows[rows["group"].isin(options.groups) | is_reference(rows, "random") | is_reference(rows, "oracle")]
     types = _group_types(rows, display_labels(dataset, options.labels))
     grids = rows.drop_duplicates("entropy_bits").set_index("entropy_bits")["grid"].to_dict()
     builders = {

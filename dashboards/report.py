@@ -17,7 +17,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from collective.analysis.tables import Analysis, Dataset, provenance
+from collective.analysis.base import Analysis
+from collective.analysis.dataset import Dataset, provenance
 from collective.dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
     libraries_html, selection_html
 from collective.dashboards.figures import STYLE, build_figures, display_labels

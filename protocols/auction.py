@@ -10,7 +10,7 @@ target, so the later agent wins ties and every bid equal to the best (1.0 once a
 to ⊕) moves the target again. The spec's "beats the best bid" is therefore the C++'s `>=`;
 sticky=true without `cpp_auction` is the strict reading, which freezes the target once anyone has
 bid 1.0. Bids lie in [-1, 1], so the initial -1 and this rule's -inf accept the same first bid."""
-from collective.protocols import AUCTION, SWITCH_SLOT, Parameter, Protocol, register
+from collective.protocols.base import AUCTION, SWITCH_SLOT, Parameter, Protocol, register
 
 
 @register

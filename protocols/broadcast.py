@@ -6,7 +6,7 @@ reference's wisdom of the crowd) the group keeps one map A per episode, each non
 reward folded in as A(c) = (A(c) + R(c))/2 in agent order, and every searcher steps toward the
 global argmax of A.
 """
-from collective.protocols import BROADCAST, Parameter, Protocol, register
+from collective.protocols.base import BROADCAST, Parameter, Protocol, register
 
 _PARAMETERS = (Parameter("memory", "false", "keep a shared map across iterations (wisdom of the crowd)",
                          choices=("false", "true")),)

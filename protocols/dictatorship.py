@@ -1,6 +1,6 @@
 """`dictatorship` (spec §6): one searcher, the dictator, picks its best observed cell and the
 whole group heads for it."""
-from collective.protocols import DICTATORSHIP, Parameter, Protocol, register
+from collective.protocols.base import DICTATORSHIP, Parameter, Protocol, register
 
 
 @register

@@ -6,7 +6,7 @@ The 2016 program's tree agents (`cpp_binary_tree`) do plain local search: main.c
 performAction(columns) through an Agent pointer, which dispatches to LocalSearchAgent's, never the
 tree's three-argument overload (LambdaStar src/BinaryTreeLocalSearchAgent.cpp); the reports are
 written (setTargets) and counted, but nobody reads them."""
-from collective.protocols import HIERARCHY, SWITCH_SLOT, Protocol, register
+from collective.protocols.base import HIERARCHY, SWITCH_SLOT, Protocol, register
 
 
 @register

@@ -1,5 +1,5 @@
 """`none`: isolated agents, no communication."""
-from collective.protocols import NONE, Protocol, register
+from collective.protocols.base import NONE, Protocol, register
 
 
 @register

@@ -3,7 +3,7 @@ reference's CoopQlearning / CoopSarsa). Training passes run the learners togethe
 landing in the shared table. Its accesses happen inside the learners' steps (the fused kernel's
 learner branch calls `count_table_accesses`); their symbols are not logged, so a shared table has no
 message entropy (NaN)."""
-from collective.protocols import SHARED_Q, Protocol, register
+from collective.protocols.base import SHARED_Q, Protocol, register
 
 
 @register

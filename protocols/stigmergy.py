@@ -8,7 +8,7 @@ in turn computes fr = w·(max + min) and, when fr ≠ 0, sets F(c) = (F(c) + R(c
 observed cell; searchers then move toward the argmax of F over their window. Fake rewards never
 enter the score.
 """
-from collective.protocols import STIGMERGY, Parameter, Protocol, register
+from collective.protocols.base import STIGMERGY, Parameter, Protocol, register
 
 
 @register

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from analysis_data import EPISODES, GRIDS, ITERATIONS, TINY_PASSES, TRAINED_PASSES, collective, sweep
-from collective.analysis.tables import DatasetError, analyse, load_dataset
+from collective.analysis.base import DatasetError
+from collective.analysis.dataset import load_dataset
+from collective.analysis.report import analyse
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +194,7 @@ def test_accuracy_table_is_per_grid_with_random_at_zero_and_the_oracle_near_one(
 def test_ceiling_accuracy_interval_covers_the_true_ratio():
     """score ~ N(0.4, 0.2) beside a ceiling 0.8 + N(0, 0.05), random ~ N(0, 0.1): accuracy 0.5; the delta-method
     95% CI covers it about 95% of the time over 400 seeded samples of 60 episodes."""
-    from collective.analysis.tables import ceiling_accuracy
+    from collective.analysis.inference import ceiling_accuracy
 
     rng = np.random.default_rng(9)
     covered = 0
@@ -208,7 +210,7 @@ def test_ceiling_accuracy_interval_covers_the_true_ratio():
 def test_per_distinct_calls_once_per_combination_and_keeps_missing_values_apart():
     """`per_distinct` gives each row function(*its values), calling it once per distinct combination; a missing
     value is one of its own, passed as the row has it (a mix column is empty or missing for homogeneous groups)."""
-    from collective.analysis.tables import per_distinct
+    from collective.analysis.base import per_distinct
 
     behaviours = pd.Series(["a", "b", "a", "a", "b", "c"])
     mixes = pd.Series(["", "x", "", None, "x", None], dtype=object)

@@ -194,6 +194,30 @@ def test_bad_protocol_input_exits_2_with_one_line(args, option):
     assert len(lines) == 1 and option in lines[0] and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("args, suggestion", [
+    (["analyse", "runs/quickstart"], "analyze"),
+    (["evalute", "--behaviour", "random"], "evaluate"),
+    (["evaluate", "--behavior", "random"], "--behaviour"),
+    (["evaluate", "--behavior=random", "--episodes", "5"], "--behaviour"),
+    (["demo", "--group-szie", "3"], "--group-size"),
+    (["sweep", "experiments/quickstart.toml", "--dryrun"], "--dry-run"),
+    (["--debgu", "behaviours"], "--debug"),
+])
+def test_a_mistyped_command_or_option_names_the_closest_in_one_line(args, suggestion):
+    result = collective(*args)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and result.stdout == "" and len(lines) == 1, result.stderr
+    assert lines[0].endswith(f"did you mean {suggestion}?"), lines[0]
+    assert args[0] in lines[0]  # what was typed is quoted
+
+
+def test_a_mistyped_command_or_option_far_from_any_gets_no_suggestion():
+    for args in (["zzz"], ["evaluate", "--behaviour", "random", "--zzz"]):
+        result = collective(*args)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1 and "did you mean" not in lines[0], result.stderr
+
+
 def test_protocols_listing():
     result = collective("protocols")
     assert result.returncode == 0

@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 from collective.analysis.communication import communication_entropy_table, communication_table, sham_table
-from collective.analysis.tables import Analysis, Dataset, analyse
+from collective.analysis.base import Analysis
+from collective.analysis.dataset import Dataset
+from collective.analysis.report import analyse
 
 CELLS = (11, 22, 33)
 

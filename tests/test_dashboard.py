@@ -6,6 +6,7 @@ import math
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -157,10 +158,40 @@ def test_selection_in_the_address_filters_tables_and_figures(report, tmp_path):
     assert _drawn_traces(oracle, "plot-accuracy") == len(grids)  # one oracle trace per grid panel
 
 
+# Appended to a copy of the report: once the page is ready, its address (as the page rewrote it) in the DOM.
+HASH_PROBE = """<script>(function wait() {
+  if (document.body.dataset.ready === 'true') { document.body.dataset.hash = location.hash; } else { setTimeout(wait, 50); }
+})();</script>"""
+
+
+def _shown_groups(dom: str) -> set[str]:
+    rows = _body_rows(dom, "data-accuracy")
+    return {group for row in rows for group in json.loads(html.unescape(re.search(r'data-groups="([^"]*)"', row)[1]))}
+
+
+def test_the_documented_link_to_a_collective_keeps_the_collective(report, tmp_path):
+    """docs/dashboard.md's `#groups=oracle,local_search+stigmergy`: the '+' is part of the collective's name (a
+    form decoder such as URLSearchParams reads it as a space, and the collective was silently dropped), and the
+    address the page writes back reads the same (no %2B)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "dashboard.md").read_text()
+    link = re.search(r"^report\.html(#groups=\S*\+\S*)$", page, re.M)[1]
+    assert link == "#groups=oracle,local_search+stigmergy"
+    probe = report.parent / "probe.html"
+    probe.write_text(report.read_text().replace("</body>", HASH_PROBE + "</body>"))
+    dom = _chromium(probe.as_uri() + link, tmp_path / "p0").stdout
+    assert _shown_groups(dom) == {"oracle", "local_search+stigmergy"}
+    written = re.search(r'<body[^>]*data-hash="([^"]*)"', dom)[1]  # in the order of the page's boxes
+    assert written.startswith("#groups=") and set(written[8:].split(",")) == {"oracle", "local_search+stigmergy"}
+    encoded = _chromium(probe.as_uri() + "#groups=oracle,local_search%2Bstigmergy", tmp_path / "p1").stdout
+    assert _shown_groups(encoded) == {"oracle", "local_search+stigmergy"}  # what URLSearchParams used to write
+
+
 def test_every_analysis_table_is_shown_with_readable_headers(report):
     """Issue 24 point 2: every table of the Analysis object (whatever tables exist) is in the page, with a
     human header for every column (its raw name in the tooltip) and one number format."""
-    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
     text = report.read_text()
@@ -177,7 +208,9 @@ def test_every_analysis_table_is_shown_with_readable_headers(report):
 
 
 def test_headline_shows_accuracy_gains_and_verdicts_with_cis(report):
-    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
     from collective.dashboards.explore import format_number
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))
@@ -194,7 +227,9 @@ def test_headline_shows_accuracy_gains_and_verdicts_with_cis(report):
 
 def test_figure_hover_carries_the_tables_ci_and_episodes(report):
     """The hover data of the accuracy figure are the accuracy table's CI and episodes, row for row."""
-    from collective.analysis.tables import DEFAULT_BY, analyse, load_dataset
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
     from collective.dashboards.explore import interactive_figure
 
     analysis = analyse(load_dataset([report.parent.parent / "tiny"]), list(DEFAULT_BY))

@@ -8,7 +8,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.image import AxesImage
 
 from analysis_data import GRIDS, collective, sweep
-from collective.analysis.tables import Dataset, load_dataset
+from collective.analysis.dataset import Dataset, load_dataset
 from collective.dashboards.figures import build_figures
 
 SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},

@@ -16,7 +16,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.text import Text
 
 from analysis_data import collective, sweep
-from collective.analysis.tables import load_dataset
+from collective.analysis.dataset import load_dataset
 from collective.sweeps.spec import SpecError, load_spec, parse_spec
 from collective.dashboards.figures import (FIGURE_NAMES, MIN_FONT_POINTS, OKABE_ITO, WIDTHS, FigureOptionError, FigureOptions,
                                 build_figures, series_style)
@@ -237,7 +237,8 @@ def test_bad_figure_options_fail_with_one_line(tmp_path_factory, tmp_path, optio
 def test_the_dashboard_names_groups_by_the_specs_display_labels(datasets):
     """The interactive figures and the group selection show the spec's labels; the selection's values and each
     trace's `meta` keep the group identifiers the tables and the address use."""
-    from collective.analysis.tables import DEFAULT_BY, analyse
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
     from collective.dashboards.explore import figures_html, selection_html
     from collective.dashboards.figures import display_labels
 

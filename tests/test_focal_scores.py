@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from collective.analysis.focal import focal_scores
-from collective.analysis.tables import Dataset, analyse, format_analysis
+from collective.analysis.dataset import Dataset
+from collective.analysis.report import analyse, format_analysis
 from collective.config import EvaluationConfig
 from collective.sweeps.plan import scores_by_behaviour_json
 

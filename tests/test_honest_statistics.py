@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 from collective.analysis.scores import lz_code_length_bits, weighted_estimate
-from collective.analysis.tables import DatasetError, _holm, legg_hutter_table, mean_ci, upsilon_table
+from collective.analysis.base import DatasetError
+from collective.analysis.inference import holm, mean_ci
+from collective.analysis.upsilon import legg_hutter_table, upsilon_table
 
 
 def _rows(scores: np.ndarray, group: str, cells: np.ndarray, **columns) -> pd.DataFrame:
@@ -38,16 +40,16 @@ def test_episodes_of_other_cells_or_seeds_are_other_environments():
 
 def test_wilcoxon_p_values_are_holm_corrected_like_the_t_tests():
     p = np.array([0.01, 0.04, 0.03, np.nan, 0.2])
-    frame = _holm(pd.DataFrame({"p_t": p[::-1], "p_wilcoxon": p}))
+    frame = holm(pd.DataFrame({"p_t": p[::-1], "p_wilcoxon": p}))
     valid = ~np.isnan(p)
     order = np.argsort(p[valid])
     m = valid.sum()
     expected = np.maximum.accumulate(np.minimum(1, p[valid][order] * (m - np.arange(m))))  # Holm 1979
-    holm = np.empty(m)
-    holm[order] = expected
-    np.testing.assert_allclose(frame["p_wilcoxon_holm"].to_numpy()[valid], holm)
+    corrected = np.empty(m)
+    corrected[order] = expected
+    np.testing.assert_allclose(frame["p_wilcoxon_holm"].to_numpy()[valid], corrected)
     assert np.isnan(frame["p_wilcoxon_holm"].iloc[3])
-    np.testing.assert_allclose(frame["p_holm"].to_numpy()[::-1][valid], holm)
+    np.testing.assert_allclose(frame["p_holm"].to_numpy()[::-1][valid], corrected)
 
 
 def _legg_hutter_rows(estimator: str = "importance_bits", **extra) -> pd.DataFrame:

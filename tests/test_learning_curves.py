@@ -10,7 +10,7 @@ import pytest
 
 from collective.analysis.learning import (add_learning_tables, episodes_to_reach, learning_curves, sample_efficiency,
                                          sharing_table)
-from collective.analysis.tables import Analysis
+from collective.analysis.base import Analysis
 from collective.sweeps.spec import SpecError, load_spec, parse_spec
 from collective.dashboards.figures import FigureOptions, _group_types, _training_curves
 

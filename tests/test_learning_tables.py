@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from collective.analysis.learning import held_out_learning, replay_curves
-from collective.analysis.tables import Dataset, analyse
+from collective.analysis.dataset import Dataset
+from collective.analysis.report import analyse
 
 CELLS = range(6)
 EPISODES = 50

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collective.analysis.tables import demonstration_score, pgi_table
+from collective.analysis.pgi import demonstration_score, pgi_table
 
 T = 200
 G = 3  # every group of a cell has the cell's size, as in a sweep

@@ -66,7 +66,8 @@ def test_an_honest_plugin_protocol_passes_with_a_line_per_check():
 
 
 def test_rows_record_centralised_and_the_upsilon_table_shows_it(tmp_path):
-    from collective.analysis.tables import load_dataset, upsilon_table
+    from collective.analysis.dataset import load_dataset
+    from collective.analysis.upsilon import upsilon_table
     from collective.sweeps.command import run_spec
     from collective.sweeps.runtime import SerialExecutor
     from collective.sweeps.spec import load_spec

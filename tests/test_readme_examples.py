@@ -1,18 +1,18 @@
 """Every example in the README and the documentation runs as written. Each fenced `sh` and `python` block
-(except those marked `<!-- readme-example: NAME -->`, which test_readme_byo.py runs) of EXAMPLE_PAGES is
-run in that order in a fresh directory holding the project's Makefile, experiments, examples and .venv,
-command by command as a user would paste them; later blocks use what earlier ones made (the README's
-`make demo` makes runs/quickstart)."""
-import re
+of EXAMPLE_PAGES is run in that order (except those marked `<!-- readme-example: NAME -->`, which
+test_readme_byo.py runs, those marked `<!-- not run: REASON -->`, and those followed by their output, which
+test_doc_outputs.py runs and compares) in a fresh directory holding the project's Makefile, experiments,
+examples and .venv, command by command as a user would paste them; later blocks use what earlier ones made
+(the README's `make demo` makes runs/quickstart)."""
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from doc_blocks import FENCE, page_blocks, shell_commands
+
 ROOT = Path(__file__).resolve().parent.parent
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-MARKER = "<!-- readme-example:"
 STAMP = ".venv/.installed"  # the Makefile's install stamp: the venv under test is installed already
 # The README first (its `make demo` makes what the others read), then the pages with runnable examples.
 EXAMPLE_PAGES = ("README.md", "docs/tutorial.md", "docs/reference/cli.md", "docs/reference/plugins.md",
@@ -21,20 +21,10 @@ EXAMPLE_PAGES = ("README.md", "docs/tutorial.md", "docs/reference/cli.md", "docs
 
 
 def readme_blocks(page: str = "README.md") -> list[tuple[str, str]]:
-    """(language, code) of every fenced sh or python block of a page without a readme-example marker, in order."""
-    text = (ROOT / page).read_text()
-    blocks = []
-    for match in FENCE.finditer(text):
-        before = text[:match.start()].rstrip().splitlines()
-        if match.group(1) in ("sh", "python") and not (before and before[-1].startswith(MARKER)):
-            blocks.append((match.group(1), match.group(2)))
-    return blocks
-
-
-def shell_commands(block: str) -> list[str]:
-    """A shell block's commands: lines joined across trailing backslashes; blank and comment lines dropped."""
-    lines = re.sub(r"\\\n", " ", block).splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+    """(language, code) of every fenced sh or python block of a page that this test runs, in order."""
+    blocks = page_blocks(page)
+    compared = {id(block.command) for block in blocks if block.kind == "output"}
+    return [(block.language, block.code) for block in blocks if block.kind == "command" and id(block) not in compared]
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:

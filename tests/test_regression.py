@@ -12,7 +12,8 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 from scipy import linalg
 
-from collective.analysis.regression import clustered_ols, regression, satterthwaite_df
+from collective.analysis.cluster_robust import clustered_ols, satterthwaite_df
+from collective.analysis.regression import regression
 
 GRIDS = (5, 8, 10, 15, 20)
 SIZES = (1, 2, 4, 8)

@@ -3,7 +3,8 @@ factors the table is read by; `--format wide` (and any output that is not a term
 import numpy as np
 import pandas as pd
 
-from collective.analysis.tables import Analysis, Table, column_panels, format_analysis
+from collective.analysis.base import Analysis, Table
+from collective.analysis.report import column_panels, format_analysis
 
 WIDTH = 80
 

@@ -15,12 +15,13 @@ how Υ goes with the entropy of its messages, and how much of its gain its sham 
   isolated agents: gain over isolated of both, and the real group's gain over its sham, the part of the
   gain that needs the others' messages to be about the episode.
 
-Gains follow the design at the cell level, as the focal table does (`focal.stratified_difference`): groups of
-a cell play the same environments, so scores are paired by (cell, episode); cells are strata, the estimate is
+Gains follow the design at the cell level, as the focal table does (`inference.stratified_difference`): groups
+of a cell play the same environments, so scores are paired by (cell, episode); cells are strata, the estimate is
 the mean of per-cell mean differences, SE = sqrt(Σ SE_cell²)/cells, Student-t on pairs - cells df, and p values
 are Holm-corrected over a table. A ratio (gain per bit) is the ratio of the cell-stratified means, with the
 delta method: the SE of the linearised differences d - R·b, stratified the same way, over the mean of b.
-The entropy slopes are OLS with CR2 errors clustered by cell, t on cells - 1 df (`regression.clustered_ols`).
+The entropy slopes are OLS with CR2 errors clustered by cell, t on cells - 1 df
+(`cluster_robust.clustered_slope`).
 """
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.focal import stratified_difference
-from collective.analysis.tables import CONFIDENCE, Analysis, Table, _holm, cell_ids
+from collective.analysis.base import Analysis, Table, cell_ids
+from collective.analysis.cluster_robust import clustered_slope
+from collective.analysis.inference import CONFIDENCE, holm, stratified_difference
 
 KEY = ["cell", "episode"]
 ACCOUNTING = "communication_accounting"
@@ -85,7 +87,8 @@ def group_types(rows: pd.DataFrame) -> pd.DataFrame:
         .set_index("group")
 
 
-def _isolated(types: pd.DataFrame, group: pd.Series) -> list[str]:
+def isolated_counterparts(types: pd.DataFrame, group: pd.Series) -> list[str]:
+    """The isolated group types (protocol none) of `group`'s behaviour or mix, in `types` (`group_types`)."""
     match = (types["behaviour"] == group["behaviour"]) & (types["mix"] == group["mix"]) & \
         (types["protocol"] == "none")
     return list(types.index[match])
@@ -100,7 +103,7 @@ def _levels(frame: pd.DataFrame, keys: list[str]):
         yield (key if isinstance(key, tuple) else (key,)), part
 
 
-def _paired(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+def paired_scores(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Rows of several groups on the same environments: one row per (cell, episode) all played, with the
     first group's other columns, and `score_<name>` (plus traffic columns `<column>_<name>`) for each
     name -> group label."""
@@ -148,8 +151,8 @@ def communication_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     keys = strata + ([ACCOUNTING] if ACCOUNTING in rows and ACCOUNTING not in strata else [])
     records = []
     for label, group in types[types["protocol"] != "none"].iterrows():
-        for baseline in _isolated(types, group):
-            paired = _paired(rows, {"collective": label, "isolated": baseline})
+        for baseline in isolated_counterparts(types, group):
+            paired = paired_scores(rows, {"collective": label, "isolated": baseline})
             for key, part in _levels(paired, keys):
                 cells = part["cell"].to_numpy()
                 differences = (part["score_collective"] - part["score_isolated"]).to_numpy()
@@ -172,23 +175,7 @@ def communication_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
                "gain_p", *TRAFFIC, "gain_per_kbit", "gain_per_kbit_ci95_low", "gain_per_kbit_ci95_high",
                "gain_per_information_bit", "gain_per_information_bit_ci95_low", "gain_per_information_bit_ci95_high"]
     frame = pd.DataFrame(records, columns=columns).rename(columns={"gain_p": "p_t"})
-    return _holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
-
-
-def _slope(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, intercept: bool, minimum_cells: int) -> tuple:
-    """(slope, low, high, p) of y on x, CR2 by cluster, t on clusters - 1 df; NaN where not estimable."""
-    from collective.analysis.regression import clustered_ols
-
-    n_clusters = len(np.unique(clusters))
-    if n_clusters < minimum_cells or np.ptp(x) < 1e-12:
-        return math.nan, math.nan, math.nan, math.nan
-    design = np.column_stack([np.ones(len(x)), x - x.mean()]) if intercept else x[:, None]
-    fit = clustered_ols(y, design, clusters, ["Intercept", "slope"][-design.shape[1]:])
-    estimate, error, df = fit.params[-1], fit.std_errors[-1], n_clusters - 1
-    if not error > 0:
-        return estimate, math.nan, math.nan, math.nan
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * error
-    return estimate, estimate - half, estimate + half, float(2 * stats.t.sf(abs(estimate / error), df))
+    return holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
 
 
 def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -201,14 +188,14 @@ def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
         clusters = cell_ids(part)
         y, x = part["score"].to_numpy(float), part[ENTROPY].to_numpy(float)
         cell_means = part.assign(_cell=clusters).groupby("_cell")[["score", ENTROPY]].transform("mean")
-        across = _slope(y, x, clusters, intercept=True, minimum_cells=3)
-        within = _slope(y - cell_means["score"].to_numpy(), x - cell_means[ENTROPY].to_numpy(), clusters,
-                        intercept=False, minimum_cells=2)
+        across = clustered_slope(y, x, clusters, intercept=True, minimum_cells=3)
+        within = clustered_slope(y - cell_means["score"].to_numpy(), x - cell_means[ENTROPY].to_numpy(), clusters,
+                                 intercept=False, minimum_cells=2)
         within_k = (math.nan,) * 4
         if K in part:
             stratum_means = part.assign(_cell=clusters).groupby(["_cell", K])[["score", ENTROPY]].transform("mean")
-            within_k = _slope(y - stratum_means["score"].to_numpy(), x - stratum_means[ENTROPY].to_numpy(), clusters,
-                              intercept=False, minimum_cells=2)
+            within_k = clustered_slope(y - stratum_means["score"].to_numpy(), x - stratum_means[ENTROPY].to_numpy(),
+                                       clusters, intercept=False, minimum_cells=2)
         by_cell = part.assign(_cell=clusters).groupby("_cell")[ENTROPY].mean()
         records.append(dict(zip(keys, key), cells=len(by_cell), episodes=len(part), upsilon=float(y.mean()),
                             message_entropy_bits=float(x.mean()),
@@ -232,9 +219,9 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     for label, sham in types[types[CONTROL] == "sham"].iterrows():
         same = (types[identity] == sham[identity]).all(axis=1) & (types[CONTROL] == "real")
         for real in types.index[same]:
-            isolated = _isolated(types, sham)
+            isolated = isolated_counterparts(types, sham)
             labels = {"real": real, "sham": label, **({"isolated": isolated[0]} if isolated else {})}
-            for key, part in _levels(_paired(rows, labels), strata):
+            for key, part in _levels(paired_scores(rows, labels), strata):
                 cells = part["cell"].to_numpy()
                 record = dict(real=real, sham=label, isolated=isolated[0] if isolated else "", **dict(zip(strata, key)),
                               cells=len(np.unique(cells)), pairs=len(part),
@@ -256,7 +243,7 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
                "upsilon_isolated", *gains, "real_over_sham_p",
                *[f"{column}_{name}" for column in TRAFFIC for name in ("real", "sham")]]
     frame = pd.DataFrame(records).reindex(columns=columns).rename(columns={"real_over_sham_p": "p_t"})
-    return _holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
+    return holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
 
 
 def add_communication_tables(analysis: Analysis, rows: pd.DataFrame, strata: list[str]) -> None:

@@ -26,14 +26,12 @@ Holm-corrected over the table, as in the `gains` table.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
-from collective.analysis.tables import CONFIDENCE, Analysis, Table, _holm
+from collective.analysis.base import Analysis, Table
+from collective.analysis.inference import holm, stratified_difference
 from collective.config import parse_mix
 
 COLUMN = "score_by_behaviour"
@@ -48,26 +46,6 @@ NOTE = ("Mixed groups, per behaviour B (Melting Pot per-capita focal/background 
         "other behaviour's homogeneous group. Paired by (cell, episode); stratified by cell: mean of "
         "per-cell mean differences, SE = sqrt(Σ SE_cell²)/cells, Student-t CI on pairs - cells df; "
         "Cohen's d_z over all pairs; Holm-corrected over the table.")
-
-
-def stratified_difference(cells: np.ndarray, subject: np.ndarray, baseline: np.ndarray) -> dict:
-    """Paired difference subject - baseline, stratified by cell (see the module's docstring)."""
-    frame = pd.DataFrame({"cell": cells, "subject": subject, "baseline": baseline,
-                          "difference": subject - baseline})
-    per_cell = frame.groupby("cell").agg(n=("difference", "size"), subject=("subject", "mean"),
-                                         baseline=("baseline", "mean"), mean=("difference", "mean"),
-                                         var=("difference", "var"))
-    n_cells, pairs = len(per_cell), int(per_cell["n"].sum())
-    mean = float(per_cell["mean"].mean())
-    se = math.sqrt((per_cell["var"] / per_cell["n"]).sum(skipna=False)) / n_cells
-    df = pairs - n_cells
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se if df > 0 else math.nan
-    p = float(2 * stats.t.sf(abs(mean / se), df)) if df > 0 and se > 0 else math.nan
-    sd = float(np.std(frame["difference"], ddof=1)) if pairs > 1 else math.nan
-    return dict(cells=n_cells, pairs=pairs, score=float(per_cell["subject"].mean()),
-                baseline_score=float(per_cell["baseline"].mean()), difference=mean, std_error=se,
-                ci95_low=mean - half, ci95_high=mean + half,
-                cohen_dz=float(frame["difference"].mean()) / sd if sd > 0 else math.nan, p_t=p)
 
 
 def _per_behaviour(part: pd.DataFrame, behaviours: list[str]) -> pd.DataFrame:
@@ -113,7 +91,7 @@ def focal_scores(rows: pd.DataFrame) -> pd.DataFrame:
                     statistics.append(stratified_difference(paired["cell"].to_numpy(), paired[subject].to_numpy(),
                                                             paired["baseline"].to_numpy()))
                 listed.append((label, focal, measure, baseline, position[key]))
-    corrected = _holm(pd.DataFrame(statistics, columns=COLUMNS[4:-1])).to_dict("records")
+    corrected = holm(pd.DataFrame(statistics, columns=COLUMNS[4:-1])).to_dict("records")
     return pd.DataFrame([dict(group=label, focal=focal, measure=measure, baseline=baseline, **corrected[index])
                          for label, focal, measure, baseline, index in listed], columns=COLUMNS)
 

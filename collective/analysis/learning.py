@@ -22,9 +22,10 @@ import pandas as pd
 
 from scipy import stats
 
-from collective.analysis.tables import (CONFIDENCE, Analysis, Table, _is_reference, ceiling_accuracy, cell_ids,
-                                        clustered_mean_ci, environment_ids, learns, mean_ci, per_distinct,
-                                        random_references, reference_keys, reference_upsilon, training_experience)
+from collective.analysis.base import (Analysis, Table, cell_ids, environment_ids, is_reference, learns, per_distinct,
+                                      random_references, reference_keys, reference_upsilon, training_experience)
+from collective.analysis.cluster_robust import clustered_slope
+from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, clustered_mean_ci, mean_ci
 
 HELD_OUT = "held_out"
 # A curve: one group type at one number of passes on one kind of task (grid, class, T when recorded)
@@ -71,8 +72,6 @@ def held_out_learning(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(slopes, points) of held-out learners whose curve (CURVE_KEYS and the TASK_KEYS recorded) has two or
     more levels of training_episodes: slopes, one row per curve (see LEARNING_NOTE); points, Υ with its 95%
     CI and the mean accuracy at each level, on the environments every level played when they share any."""
-    from collective.analysis.communication import _slope  # communication.py imports tables, as this module
-
     learners = _learner_rows(rows, HELD_OUT)
     keys = CURVE_KEYS + [column for column in TASK_KEYS if column in rows]
     environments = pd.Series(environment_ids(rows), index=rows.index)
@@ -89,9 +88,9 @@ def held_out_learning(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         clusters = environment.loc[curve.index].to_numpy()
         novel = curve["training_episodes"].to_numpy(float)  # (rows,) novel episodes of each test episode
         accuracy = episode_accuracy(rows, curve)
-        estimate, low, high, p = _slope(curve["score"].to_numpy(float), novel, clusters, True, 2)
+        estimate, low, high, p = clustered_slope(curve["score"].to_numpy(float), novel, clusters, True, 2)
         if np.isfinite(accuracy).all():
-            accuracy_slope, accuracy_low, accuracy_high, _ = _slope(accuracy, novel, clusters, True, 2)
+            accuracy_slope, accuracy_low, accuracy_high, _ = clustered_slope(accuracy, novel, clusters, True, 2)
         else:
             accuracy_slope = accuracy_low = accuracy_high = math.nan
         labels = dict(zip(keys, key))
@@ -251,7 +250,7 @@ def sample_efficiency(rows: pd.DataFrame, curves: pd.DataFrame, fraction: float 
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction: must be in (0, 1], got {fraction}")
     task = curve_task(rows)
-    reference = rows[_is_reference(rows, EFFICIENCY_REFERENCE)]
+    reference = rows[is_reference(rows, EFFICIENCY_REFERENCE)]
     local = reference.groupby(["group_size", *task])["score"].mean()
     keys = ["group", "group_size", *task, "learner_training", "replays_per_episode"]
     records = []

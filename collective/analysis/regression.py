@@ -10,7 +10,7 @@ identified (fit table).
 
 G and D take one value per cell and the grid one per grid; only K varies between a cell's episodes. Whatever
 the model misses at the cell level is shared by all rows of the cell, so rows are not independent: standard
-errors are cluster-robust by cell. Without pairing, environments nest in cells (`tables.environment_ids`), so
+errors are cluster-robust by cell. Without pairing, environments nest in cells (`base.environment_ids`), so
 clustering by cell also covers rows that share an environment. With `paired_group_sizes` the cells of a grid
 that differ only in group size share their seed word: every random draw of a row (⊕'s and ⊖'s paths, the start
 cells, the agents' streams) comes from (seed word, episode), so the rows of one environment are correlated across
@@ -36,13 +36,14 @@ group type with one cell per grid has none.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.tables import CONFIDENCE, Analysis, Table, cell_ids, environment_ids, learns
+from collective.analysis.base import Analysis, Table, cell_ids, environment_ids, learns
+from collective.analysis.cluster_robust import ClusteredFit, clustered_ols, satterthwaite_df
+from collective.analysis.inference import CONFIDENCE
 
 EPISODE_TERMS = ("K", "K x G")  # vary within a cell; every other term is cell-level
 ERRORS = "CR2 clustered by cell, Satterthwaite t"
@@ -75,91 +76,6 @@ FIT_NOTE = (
     "removed), the cell-level terms with a linear H in place of the grid factor against those with the grid "
     "factor (3+ grids), F on (extra grid terms, cell_df) df; a small p means Υ's dependence on the grid is not "
     "linear in H. Blank: not identifiable, or no pure error (one cell per grid).")
-
-
-@dataclass(frozen=True)
-class ClusteredFit:
-    """OLS estimates with a CR2 cluster-robust covariance."""
-
-    names: list[str]
-    params: np.ndarray  # (terms,)
-    covariance: np.ndarray  # (terms, terms)
-    clusters: int
-    r_squared: float
-    adj_r_squared: float
-
-    @property
-    def std_errors(self) -> np.ndarray:
-        return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
-
-
-def _cluster_blocks(clusters: np.ndarray) -> list[np.ndarray]:
-    """The clusters' rows, clusters of one size stacked: one (clusters of that size, size) array of row indices
-    per size, each cluster's rows in order, so that the per-cluster algebra runs as stacked array operations
-    rather than a Python loop over clusters."""
-    codes = np.unique(clusters, return_inverse=True)[1].ravel()
-    order = np.argsort(codes, kind="stable")
-    sizes = np.bincount(codes)
-    starts = np.cumsum(sizes) - sizes
-    return [order[starts[sizes == size][:, None] + np.arange(size)] for size in np.unique(sizes)]
-
-
-def _adjust(x: np.ndarray, root: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """A_c v for the columns v of `vectors` (..., rows of c, k), x (..., rows of c, terms) (leading axes: a stack
-    of clusters), A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c' = (X_c R)(X_c R)' with B = R R'. H_cc has rank <=
-    terms, so A_c is applied through the thin SVD of X_c R."""
-    u, singular, _ = np.linalg.svd(x @ root, full_matrices=False)
-    scale = 1 / np.sqrt(np.maximum(1 - singular ** 2, 1e-12)) - 1  # eigenvalues of H_cc are singular²
-    return vectors + u @ (scale[..., None] * (np.swapaxes(u, -1, -2) @ vectors))
-
-
-def clustered_ols(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, names: list[str]) -> ClusteredFit:
-    """OLS of y (rows,) on design (rows, terms) with the CR2 covariance (Bell & McCaffrey 2002):
-    V = B Σ_c X_c' A_c e_c e_c' A_c X_c B, B = (X'X)^-1, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c'."""
-    bread = np.linalg.inv(design.T @ design)
-    params = bread @ (design.T @ y)
-    residuals = y - design @ params
-    root = np.linalg.cholesky(bread)
-    meat = np.zeros_like(bread)
-    count = 0
-    for rows in _cluster_blocks(clusters):
-        x = design[rows]  # (clusters, rows of each, terms)
-        scores = (np.swapaxes(x, -1, -2) @ _adjust(x, root, residuals[rows][..., None]))[..., 0]  # (clusters, terms)
-        meat += scores.T @ scores
-        count += len(rows)
-    n, terms = design.shape
-    total = float(np.sum((y - y.mean()) ** 2))
-    r_squared = 1 - float(residuals @ residuals) / total if total > 0 else math.nan
-    adj = 1 - (1 - r_squared) * (n - 1) / (n - terms) if n > terms else math.nan
-    return ClusteredFit(names, params, bread @ meat @ bread, count, r_squared, adj)
-
-
-def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:
-    """(terms,) degrees of freedom of each coefficient's CR2 variance (Bell & McCaffrey 2002 §4; Pustejovsky &
-    Tipton 2018 eq. 11, working model σ²I): for the contrast c = e_j, c'Vc = y' G G' y with the columns
-    g_c = (I - H) S_c' w_c, w_c = A_c X_c B c (S_c' embeds cluster c's rows), so df = tr(G'G)² / tr((G'G)²).
-    As (I - H) is idempotent and X'(I - H) = 0, G'G = D - P, D = diag(w_c'w_c), P = M' B M, M = [X_c' w_c]_c.
-    P has rank <= terms, so both traces come from terms x terms products, never the clusters x clusters G'G
-    (which grows with the square of the clusters: gigabytes at a few ten thousand environments):
-    tr(G'G) = Σ_c (d_c - p_c) and tr((G'G)²) = Σ_c (d_c - p_c)² + tr(B S B S) - Σ_c p_c², with p_c = P_cc =
-    m_c' B m_c and S = M M'."""
-    bread = np.linalg.inv(design.T @ design)
-    root = np.linalg.cholesky(bread)
-    norms, moments = [], []  # per cluster: w_c'w_c for every j (terms,); X_c' w_c, one column per j (terms, terms)
-    for rows in _cluster_blocks(clusters):
-        x = design[rows]  # (clusters, rows of each, terms)
-        weights = _adjust(x, root, x @ bread)  # w_c for every j
-        norms.append(np.sum(weights * weights, axis=-2))
-        moments.append(np.swapaxes(x, -1, -2) @ weights)
-    norms, moments = np.concatenate(norms), np.concatenate(moments)
-    df = np.empty(design.shape[1])
-    for j in range(design.shape[1]):
-        m = moments[:, :, j]  # (clusters, terms): the m_c
-        d = norms[:, j]
-        p = np.einsum("ct,ct->c", m @ bread, m)
-        spread = bread @ (m.T @ m)
-        df[j] = np.sum(d - p) ** 2 / (np.sum((d - p) ** 2) + np.sum(spread * spread.T) - np.sum(p * p))
-    return df
 
 
 def _identifiable(columns: dict[str, np.ndarray], candidates: dict[str, np.ndarray]) -> tuple[list[str], list[str]]:

@@ -16,7 +16,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from collective.analysis.tables import _paired_statistics, mean_ci, per_distinct
+from collective.analysis.base import Table, per_distinct
+from collective.analysis.inference import mean_ci, paired_statistics
 from collective.config import CPP_SWITCHES
 
 # The 13 group types of main.cpp, as the labels of csvResults.csv name them -> (behaviour, protocol)
@@ -76,7 +77,7 @@ def _with_keys(rows: pd.DataFrame) -> pd.DataFrame:
 def _paired(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     merged = a[["environment", "episode", "score"]].merge(b[["environment", "episode", "score"]],
                                                           on=["environment", "episode"])
-    return _paired_statistics(merged["score_x"].to_numpy(), merged["score_y"].to_numpy())
+    return paired_statistics(merged["score_x"].to_numpy(), merged["score_y"].to_numpy())
 
 
 def switch_effects(rows: pd.DataFrame) -> pd.DataFrame:
@@ -204,8 +205,6 @@ def _trend_claims(rows: pd.DataFrame) -> list[dict]:
 def add_replication_tables(analysis, rows: pd.DataFrame) -> None:
     """Add the replication tables when the dataset holds `lambdastar2016` rows of the C++ group types
     (a sweep of experiments/lambdastar2016*.toml); say why when its rows predate the switches."""
-    from collective.analysis.tables import Table
-
     if "profile" not in rows or not (rows["profile"] == "lambdastar2016").any():
         return
     if not set(CPP_SWITCHES) <= set(rows.columns):

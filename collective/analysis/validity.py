@@ -7,7 +7,7 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
 - random_zero: the random agent scores 0 in expectation (spec: balance; paper 003 §4): per grid, its 95% CI
   covers 0 or |Υ| < RANDOM_TOLERANCE.
 - oracle_ceiling: the oracle plays about as well as the episode allows: per grid, its accuracy against the
-  ceiling (tables.ACCURACY_NOTE) is at least ORACLE_ACCURACY.
+  ceiling (upsilon.ACCURACY_NOTE) is at least ORACLE_ACCURACY.
 - below_ceiling: no episode's R̄ exceeds its ceiling upsilon_best (an upper bound by construction).
 - sham_not_above_real: a sham control replaces what the others tell a listener by what they said in another
   episode and keeps everything else (its own sensing and its own part in the protocol), so the real protocol
@@ -34,8 +34,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from collective.analysis.base import is_reference, reference_keys
+from collective.analysis.cluster_robust import clustered_ols
+from collective.analysis.communication import CONTROL, group_types, isolated_counterparts, paired_scores, sham_table
+from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, mean_ci
+from collective.analysis.regression import regression
 from collective.environments.motion import MOTION_KINDS
-from collective.analysis.tables import (CONFIDENCE, _is_reference, ceiling_accuracy, mean_ci, reference_keys)
 
 RANDOM_TOLERANCE = 0.01  # |Υ_random| below this is 0 for every purpose (R̄ lies in [-1, 1])
 ORACLE_ACCURACY = 0.95  # the oracle's accuracy against the ceiling at least this
@@ -70,8 +74,6 @@ def _ci(estimate: float, low: float, high: float) -> str:
 
 def isolated_group_size(rows: pd.DataFrame) -> list[Check]:
     """G and D of the regression (grid as a factor) for each group type that cannot interact."""
-    from collective.analysis.regression import regression
-
     isolated = rows[(rows["protocol"] == "none")
                     & ((rows["coordination_threshold"] == 1) if "coordination_threshold" in rows else True)]
     sizes = isolated.groupby(["group", "grid"])["group_size"].nunique().groupby("group").max()
@@ -102,7 +104,7 @@ def isolated_group_size(rows: pd.DataFrame) -> list[Check]:
 
 
 def random_zero(rows: pd.DataFrame) -> list[Check]:
-    random = rows[_is_reference(rows, "random")]
+    random = rows[is_reference(rows, "random")]
     criterion = f"Υ_random = 0: the 95% CI covers 0 or |Υ| < {RANDOM_TOLERANCE}"
     if random.empty:
         return [Check("random_zero", "(dataset)", NOT_APPLICABLE, "no random group", criterion)]
@@ -116,11 +118,11 @@ def random_zero(rows: pd.DataFrame) -> list[Check]:
 
 
 def oracle_ceiling(rows: pd.DataFrame) -> list[Check]:
-    oracle = rows[_is_reference(rows, "oracle")]
+    oracle = rows[is_reference(rows, "oracle")]
     criterion = f"the oracle's accuracy against the ceiling >= {ORACLE_ACCURACY}"
     if oracle.empty or "upsilon_best" not in rows or oracle["upsilon_best"].isna().all():
         return [Check("oracle_ceiling", "(dataset)", NOT_APPLICABLE, "no oracle group with a ceiling", criterion)]
-    random = rows[_is_reference(rows, "random")]
+    random = rows[is_reference(rows, "random")]
     keys = reference_keys(rows)
     references = {key: part["score"].to_numpy(float) for key, part in random.groupby(keys, dropna=False)}
     checks = []
@@ -150,8 +152,6 @@ def below_ceiling(rows: pd.DataFrame) -> list[Check]:
 
 
 def sham_not_above_real(rows: pd.DataFrame) -> list[Check]:
-    from collective.analysis.communication import CONTROL, sham_table
-
     criterion = ("upper end of real - sham's 95% CI >= 0: the others' messages do not mislead on average; "
                  "the sham's distance below isolated agents is how far trusting uninformative reports leads "
                  "listeners away")
@@ -178,8 +178,6 @@ def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
     information and discards its own window, scores about 0 on every environment (balance, spec §2), so its scores
     are uncorrelated with the environment's: r ≈ 0 and the check fails. Pearson r of the scores centred within
     cells (cell means removed), Fisher z interval on pairs - cells - 1 df (Fisher 1921)."""
-    from collective.analysis.communication import CONTROL, _isolated, _paired, group_types
-
     criterion = ("the lower end of the 95% CI of r(sham, isolated) over paired environments (within cells) > 0: the "
                  "sham listener still acts on its own window (a blindfold sham has r = 0; so does a protocol whose rule "
                  "always defers to the others' reports, and then real - sham measures trust in reports, not what "
@@ -190,12 +188,12 @@ def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
     keys = reference_keys(rows)
     checks = []
     for label, sham in types[types[CONTROL] == "sham"].iterrows():
-        isolated = _isolated(types, sham)
+        isolated = isolated_counterparts(types, sham)
         if not isolated:
             checks.append(Check("sham_keeps_sensing", label, NOT_APPLICABLE, "no isolated group to pair with",
                                 criterion))
             continue
-        paired = _paired(rows, {"sham": label, "isolated": isolated[0]})
+        paired = paired_scores(rows, {"sham": label, "isolated": isolated[0]})
         for key, part in paired.groupby(keys, sort=True, dropna=False):
             key = key if isinstance(key, tuple) else (key,)
             centred = part[["score_sham", "score_isolated"]] - \
@@ -219,8 +217,6 @@ def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
 def _k_slope(part: pd.DataFrame) -> str:
     """The K slope within `part`'s cells (cell intercepts, HC2 errors: episodes are independent within a cell once
     its mean is removed; t on episodes - cells - 1 df), or "" when K does not vary."""
-    from collective.analysis.regression import clustered_ols
-
     cells = pd.get_dummies(part["cell"], dtype=float).to_numpy()
     k = part["k_raw"].to_numpy(float)
     if len(part) <= cells.shape[1] + 2 or np.ptp(k) == 0:

@@ -60,7 +60,7 @@ def learns(text: str) -> bool:
 
 def privileged(text: str) -> bool:
     """Whether the behaviour uses information the test hides from its agents (⊕'s future path), so that
-    indices of intelligence flag it (paper 004's PGI index, collective.analysis.tables.pgi_table)."""
+    indices of intelligence flag it (paper 004's PGI index, collective.analysis.pgi.pgi_table)."""
     return text in BEHAVIOURS.names() and bool(getattr(get_behaviour(text), "privileged", False))
 
 

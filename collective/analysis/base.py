@@ -1,0 +1,116 @@
+"""The base of the analysis: the table type, and the identifiers every table reads a dataset's rows by (cells,
+environments, the reference groups and whether a group learns). It imports nothing of the analysis: the table
+modules build on it, and `report` assembles them.
+
+A dataset holds one row per (cell, episode, group) with the episode's score R̄ (paper 003 Definition 2);
+Υ of a group is the mean of R̄ over its episodes (Definition 3), with a Student-t 95% interval over
+episodes as in `collective.analysis.scores`. All groups of one cell play the same environments (seeded by
+SeedSequence(seed, spawn_key=(cell, episode))), so two groups are compared on the differences of their
+scores paired by (cell, episode), and a table that pools groups counts an environment once: its rows form
+one cluster. Without `paired_group_sizes` no two cells that differ in more than a 2016 switch share an
+environment; with it, the cells of a grid that differ only in group size share theirs (`environment_ids`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+REFERENCE_BEHAVIOURS = ("random", "oracle")  # accuracy 0 and 1 (paper 004, Step 1)
+# Config columns that fix the distribution an episode's environment is drawn from (and the Legg-Hutter
+# estimator): the Legg-Hutter table never pools rows that differ in one of them.
+ENVIRONMENT_CLASS_COLUMNS = ("env", "grid", "iterations", "pattern_generator", "evil_pairing", "k_min", "k_max",
+                             "k_sampling", "landscape_peaks", "landscape_peak_width", "landscape_ruggedness",
+                             "landscape_motion", "legg_hutter_estimator")
+
+
+class DatasetError(ValueError):
+    """Input that cannot be analysed: not a dataset, or an unknown factor. The message is one line."""
+
+
+@dataclass
+class Table:
+    """A titled result table; `note` says what was computed and cites the source."""
+
+    name: str
+    title: str
+    note: str
+    frame: pd.DataFrame
+
+
+@dataclass
+class Analysis:
+    """Every table of `analyze`, in display order, and why an expected table was skipped (name -> reason)."""
+
+    tables: dict[str, Table] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def add(self, table: Table) -> None:
+        self.tables[table.name] = table
+
+
+def environment_ids(rows: pd.DataFrame) -> np.ndarray:
+    """(rows,) integer id of each row's environment, (seed, seed word, episode) where the rows carry the seed
+    word of their environments (`seed_word`, from a sweep row's spawn key), else (seed, cell, episode): rows
+    of different groups of a cell share it, and so do rows of cells that share their seed word (cells that
+    differ only in group size under `paired_group_sizes`, or only in a 2016 switch)."""
+    cell = "seed_word" if "seed_word" in rows else "cell"
+    return rows.groupby([c for c in ("seed", cell, "episode") if c in rows], sort=False).ngroup().to_numpy()
+
+
+def cell_ids(rows: pd.DataFrame) -> np.ndarray:
+    """(rows,) integer id of each row's cell, (seed, cell): its environments are the cell's alone."""
+    return rows.groupby([c for c in ("seed", "cell") if c in rows], sort=False).ngroup().to_numpy()
+
+
+def is_reference(rows: pd.DataFrame, behaviour: str) -> pd.Series:
+    """(rows,) whether each row is of the reference group of `behaviour` (random, oracle, local search): its
+    agents alone, with protocol none and no mix."""
+    return (rows["behaviour"] == behaviour) & (rows["protocol"] == "none") & (rows["mix"] == "")
+
+
+def reference_upsilon(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, Υ of the random and the oracle groups (NaN where the cell lacks one)."""
+    columns = {behaviour: rows[is_reference(rows, behaviour)].groupby("cell")["score"].mean()
+               for behaviour in REFERENCE_BEHAVIOURS}
+    return pd.DataFrame(columns).reindex(rows["cell"].unique())
+
+
+def reference_keys(rows: pd.DataFrame) -> list[str]:
+    """The grid and the environment-class columns that vary: the levels a random reference is matched on."""
+    return ["grid"] + [c for c in ENVIRONMENT_CLASS_COLUMNS
+                       if c != "grid" and c in rows and rows[c].nunique(dropna=False) > 1]
+
+
+def random_references(rows: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """The random group's scores per reference level (`reference_keys`: the grid and the varying class columns)."""
+    return {key if isinstance(key, tuple) else (key,): part["score"].to_numpy(float)
+            for key, part in rows[is_reference(rows, "random")].groupby(reference_keys(rows), dropna=False)}
+
+
+def per_distinct(function, *columns: pd.Series) -> np.ndarray:
+    """(rows,) function(*values) of each row's values in `columns`, called once per distinct combination of
+    values, with the values of its first row (a sweep's rows repeat a few behaviours, mixes and protocols; a call
+    per row costs seconds at a million rows). Missing values (None, NaN) are one value of their own."""
+    codes = [pd.factorize(column, use_na_sentinel=False)[0] for column in columns]
+    if not len(codes[0]):
+        return np.array([])
+    shape = [codes_of.max() + 1 for codes_of in codes]
+    _, first, inverse = np.unique(np.ravel_multi_index(codes, shape), return_index=True, return_inverse=True)
+    results = [function(*(column.iloc[row] for column in columns)) for row in first]
+    return np.asarray(results)[inverse.ravel()]
+
+
+def learns(behaviour: str, mix: str) -> bool:
+    """True when any member of the group learns (trains before the scored pass)."""
+    from collective.behaviours import learns as behaviour_learns
+    from collective.config import parse_mix
+
+    return any(behaviour_learns(name) for name in (parse_mix(mix) if mix else [behaviour]))
+
+
+def training_experience(rows: pd.DataFrame) -> pd.Series:
+    """Training agent-steps per agent per episode: q_training_passes x iterations for learners, else 0."""
+    flags = per_distinct(learns, rows["behaviour"], rows["mix"]).astype(bool)
+    return pd.Series(np.where(flags, rows["q_training_passes"] * rows["iterations"], 0), index=rows.index)

@@ -1,0 +1,63 @@
+"""Paired comparisons of group types on the same environments, paired by (cell, episode): each collective
+against the isolated agents of its behaviour (`gains`) and every two collectives that played the same cells
+(`protocols`), with paired t and Wilcoxon p Holm-corrected over each table.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from collective.analysis.inference import holm, paired_statistics
+
+
+def _group_types(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[["group", "behaviour", "mix", "protocol"]].drop_duplicates("group").set_index("group")
+
+
+def _paired(rows: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
+    """Scores of two groups on the same environments: columns cell, episode, first, second, + strata."""
+    a = rows[rows["group"] == first]
+    b = rows[rows["group"] == second][["cell", "episode", "score"]]
+    return a.merge(b, on=["cell", "episode"], suffixes=("_first", "_second"))
+
+
+def _compare(rows: pd.DataFrame, pairs: list[tuple[str, str]], strata: list[str], names: tuple[str, str]) -> pd.DataFrame:
+    records = []
+    for first, second in pairs:
+        paired = _paired(rows, first, second)
+        for key, part in (paired.groupby(strata, observed=True, sort=True) if strata else [((), paired)]):
+            key = key if isinstance(key, tuple) else (key,)
+            record = {names[0]: first, names[1]: second, **dict(zip(strata, key)),
+                      f"upsilon_{names[0]}": part["score_first"].mean(),
+                      f"upsilon_{names[1]}": part["score_second"].mean()}
+            record.update(paired_statistics(part["score_first"].to_numpy(), part["score_second"].to_numpy()))
+            records.append(record)
+    columns = [*names, *strata, f"upsilon_{names[0]}", f"upsilon_{names[1]}", "pairs", "difference", "ci95_low",
+               "ci95_high", "cohen_dz", "p_t", "p_wilcoxon"]
+    return holm(pd.DataFrame(records, columns=columns))
+
+
+def collective_gains(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+    """Each collective (a group with a protocol) against the isolated agents of the same behaviour or mix
+    (protocol none) in the same cells, paired by (cell, episode); difference = collective - isolated."""
+    types = _group_types(rows)
+    isolated = types[types["protocol"] == "none"]
+    pairs = []
+    for label, group in types[types["protocol"] != "none"].iterrows():
+        match = isolated[(isolated["behaviour"] == group["behaviour"]) & (isolated["mix"] == group["mix"])]
+        pairs += [(label, baseline) for baseline in match.index]
+    return _compare(rows, pairs, strata, ("collective", "isolated"))
+
+
+def protocol_comparisons(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+    """Every pair of collectives (groups with a protocol) that played the same cells, paired by
+    (cell, episode); difference = first - second; `winner` is the better one where Holm p < 0.05."""
+    collectives = sorted(_group_types(rows).query("protocol != 'none'").index)
+    cells = rows.groupby("group")["cell"].agg(set)
+    pairs = [(a, b) for a, b in combinations(collectives, 2) if cells[a] & cells[b]]
+    frame = _compare(rows, pairs, strata, ("first", "second"))
+    significant = frame["p_holm"] < 0.05
+    frame["winner"] = np.where(significant, np.where(frame["difference"] > 0, frame["first"], frame["second"]), "")
+    return frame

@@ -1,0 +1,56 @@
+"""The factors a table is read by (`--by`): column names or aliases (k: K binned, H, G), K's bins, the grid
+added to every grouping (one H per Υ), and the strata within which group types are compared.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from collective.analysis.base import DatasetError
+
+GROUP_COLUMNS = ("group", "group_key", "behaviour", "mix", "protocol", "protocol_params")  # name a group type
+K_BIN = "k_bin"  # derived column: K (raw LZ76 phrases) in bins of `k_bin_width`
+K_MID = "k_mid"  # the bin's midpoint, for plotting
+FACTOR_ALIASES = {"k": K_BIN, "K": K_BIN, "h": "entropy_bits", "H": "entropy_bits", "G": "group_size"}
+DEFAULT_BY = ("group", "grid", "group_size")
+MEASURED_COLUMNS = ("score",)  # what the tables measure, never a factor
+
+
+def add_k_bins(rows: pd.DataFrame, width: int) -> pd.DataFrame:
+    """Copy of `rows` with K binned: bins [1, w], [w+1, 2w], ... labelled "1-4" (or "7" when w = 1)."""
+    if width < 1:
+        raise DatasetError(f"argument --k-bin-width: must be >= 1 (got {width})")
+    index = (rows["k_raw"].to_numpy() - 1) // width
+    low, high = 1 + index * width, (index + 1) * width
+    labels = [str(a) if width == 1 else f"{a}-{b}" for a, b in zip(low, high)]
+    order = [str(a) if width == 1 else f"{a}-{a + width - 1}" for a in sorted(set(low))]
+    rows = rows.copy()
+    rows[K_BIN] = pd.Categorical(labels, categories=order, ordered=True)
+    rows[K_MID] = (low + high) / 2
+    return rows
+
+
+def resolve_factors(rows: pd.DataFrame, names: list[str]) -> list[str]:
+    """Column names for factor names or aliases (k -> binned K, H -> entropy_bits, G -> group_size)."""
+    columns = []
+    for name in names:
+        column = FACTOR_ALIASES.get(name, name)
+        if column in MEASURED_COLUMNS:
+            raise DatasetError(f"argument --by: {name!r} is what the tables measure, not a factor")
+        if column not in rows.columns:
+            allowed = ", ".join(list(FACTOR_ALIASES) + [c for c in rows.columns if c not in (K_MID,)])
+            raise DatasetError(f"argument --by: {name!r} is not a column of the dataset; allowed: {allowed}")
+        if column not in columns:
+            columns.append(column)
+    return columns
+
+
+def with_grid(by: list[str]) -> list[str]:
+    """`by` with the grid appended when missing: Υ is defined for one H (paper 003 Definition 3), so no table
+    pools grids."""
+    return by if "grid" in by else [*by, "grid"]
+
+
+def strata_of(by: list[str]) -> list[str]:
+    """The factors of `by` that describe environments or cells, not group types: paired comparisons
+    are made within each of their levels."""
+    return [column for column in by if column not in GROUP_COLUMNS]

@@ -1,0 +1,114 @@
+"""Confidence intervals and tests the tables share: Student-t intervals of a mean, plain and cluster-robust;
+paired differences, plain and stratified by cell; an accuracy against a ceiling (delta method); and Holm's
+correction over a table. It imports nothing of the analysis.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+CONFIDENCE = 0.95
+
+
+def clustered_mean_ci(values: np.ndarray, clusters: np.ndarray) -> tuple[int, float, float, float]:
+    """(clusters, mean, low, high): the mean of `values` with a cluster-robust 95% interval, SE² =
+    C/(C-1) Σ_c (Σ_(i in c) (y_i - ȳ))² / n² and Student-t on C - 1 degrees of freedom (Cameron & Miller
+    2015, "A practitioner's guide to cluster-robust inference", §II-III); one value per cluster gives
+    `mean_ci`'s interval. NaN bounds with fewer than two clusters."""
+    n = len(values)
+    mean = float(np.mean(values)) if n else math.nan
+    codes, inverse = np.unique(clusters, return_inverse=True)
+    count = len(codes)
+    if count < 2:
+        return count, mean, math.nan, math.nan
+    sums = np.bincount(inverse, weights=values - mean)
+    se = math.sqrt(count / (count - 1) * float(np.sum(sums ** 2))) / n
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, count - 1) * se
+    return count, mean, mean - half, mean + half
+
+
+def mean_ci(values: np.ndarray) -> tuple[int, float, float, float]:
+    """(n, mean, low, high): Student-t 95% interval of the mean; NaN bounds when n < 2."""
+    n = len(values)
+    mean = float(np.mean(values)) if n else math.nan
+    if n < 2:
+        return n, mean, math.nan, math.nan
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * float(np.std(values, ddof=1)) / math.sqrt(n)
+    return n, mean, mean - half, mean + half
+
+
+def paired_statistics(first: np.ndarray, second: np.ndarray) -> dict:
+    """Mean difference with its paired-t 95% CI, Cohen's d_z, paired t and Wilcoxon signed-rank p."""
+    differences = first - second
+    n, mean, low, high = mean_ci(differences)
+    sd = float(np.std(differences, ddof=1)) if n > 1 else math.nan
+    p_t = float(stats.ttest_rel(first, second).pvalue) if n > 1 and sd > 0 else math.nan
+    p_wilcoxon = float(stats.wilcoxon(differences).pvalue) if n > 1 and np.any(differences) else math.nan
+    return dict(pairs=n, difference=mean, ci95_low=low, ci95_high=high,
+                cohen_dz=mean / sd if sd > 0 else math.nan, p_t=p_t, p_wilcoxon=p_wilcoxon)
+
+
+def stratified_difference(cells: np.ndarray, subject: np.ndarray, baseline: np.ndarray) -> dict:
+    """Paired difference subject - baseline, stratified by cell: every group of a cell plays the same
+    environments, and cells differ systematically. Per cell, the mean paired difference and its standard error
+    over episodes; the estimate is their unweighted mean over cells, with SE = sqrt(Σ SE_cell²) / cells and a
+    Student-t 95% CI and two-sided p on pairs - cells df (a cell needs two pairs for its SE); Cohen's d_z over
+    all pairs pooled."""
+    frame = pd.DataFrame({"cell": cells, "subject": subject, "baseline": baseline,
+                          "difference": subject - baseline})
+    per_cell = frame.groupby("cell").agg(n=("difference", "size"), subject=("subject", "mean"),
+                                         baseline=("baseline", "mean"), mean=("difference", "mean"),
+                                         var=("difference", "var"))
+    n_cells, pairs = len(per_cell), int(per_cell["n"].sum())
+    mean = float(per_cell["mean"].mean())
+    se = math.sqrt((per_cell["var"] / per_cell["n"]).sum(skipna=False)) / n_cells
+    df = pairs - n_cells
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se if df > 0 else math.nan
+    p = float(2 * stats.t.sf(abs(mean / se), df)) if df > 0 and se > 0 else math.nan
+    sd = float(np.std(frame["difference"], ddof=1)) if pairs > 1 else math.nan
+    return dict(cells=n_cells, pairs=pairs, score=float(per_cell["subject"].mean()),
+                baseline_score=float(per_cell["baseline"].mean()), difference=mean, std_error=se,
+                ci95_low=mean - half, ci95_high=mean + half,
+                cohen_dz=float(frame["difference"].mean()) / sd if sd > 0 else math.nan, p_t=p)
+
+
+def ceiling_accuracy(scores: np.ndarray, ceilings: np.ndarray, random: np.ndarray) -> tuple[float, float, float]:
+    """(accuracy, low, high) of `upsilon.ACCURACY_NOTE` from a level's scores and ceilings (paired by episode) and the
+    random group's scores on the same grid; NaN where not defined."""
+    n = len(scores)
+    if n == 0 or len(random) == 0 or not np.isfinite(ceilings).all():
+        return math.nan, math.nan, math.nan
+    base = float(np.mean(random))
+    span = float(np.mean(ceilings)) - base
+    if not span > 0:
+        return math.nan, math.nan, math.nan
+    accuracy = (float(np.mean(scores)) - base) / span
+    if n < 2:
+        return accuracy, math.nan, math.nan
+    variance = float(np.var(scores - accuracy * ceilings, ddof=1)) / n
+    if len(random) > 1:
+        variance += (accuracy - 1) ** 2 * float(np.var(random, ddof=1)) / len(random)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * math.sqrt(variance) / span
+    return accuracy, accuracy - half, accuracy + half
+
+
+HOLM_COLUMNS = {"p_t": "p_holm", "p_wilcoxon": "p_wilcoxon_holm"}  # raw p -> Holm-corrected p
+
+
+def holm(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add p_holm (paired t) and p_wilcoxon_holm (when the table has Wilcoxon p values): each test's p values
+    corrected for the whole table (Holm 1979) with statsmodels, one family per test."""
+    from statsmodels.stats.multitest import multipletests
+
+    frame = frame.copy()
+    for raw, corrected in HOLM_COLUMNS.items():
+        if raw not in frame:
+            continue
+        frame[corrected] = math.nan
+        valid = frame[raw].notna()
+        if valid.any():
+            frame.loc[valid, corrected] = multipletests(frame.loc[valid, raw], method="holm")[1]
+    return frame
