@@ -5,7 +5,9 @@ from doc_blocks import check, mask, misquoted, page_blocks, pages, parse
 
 # The blocks marked `<!-- not run: ... -->` in README.md and docs/: raise this only for a block that truly
 # cannot run in CI (a cluster, a browser, a long sweep), with its reason in the marker.
-NOT_RUN = {("docs/dashboard.md", "addresses to open in a browser; tests/test_dashboard.py opens the groups one")}
+NOT_RUN = {("docs/dashboard.md", "addresses to open in a browser; tests/test_dashboard.py opens the groups one"),
+           ("docs/scaling.md", "a cluster of several machines; tests/test_sweep_ray.py starts one on loopback"),
+           ("docs/scaling.md", "a sweep on that cluster; tests/test_sweep_ray.py runs sweeps across loopback nodes")}
 
 TABLE = """\
 group                      G      protocol        Υ              95% CI  K mean  H bits  msgs/it  M steps/s  wall s
