@@ -218,12 +218,14 @@ def test_workers_that_do_not_see_out_send_their_rows_and_the_sweep_says_so(tiny,
 
 def test_a_worker_node_killed_mid_sweep_loses_no_row(slow, tmp_path):
     """kill -9 of a worker node (its raylet and the GroupHost on it) once chunks are written: the host
-    restarts on the head's spare CPU, its units are retried, and every row is there once, as serially."""
+    restarts on the head's spare CPU and its units are retried; or, when Ray spends the host's restarts
+    before it marks the node dead (seen in CI), the sweep stops with one line and the same command
+    resumes. Either way every row is there once, as serially."""
     spec = write_spec(tmp_path, SLOW_SPEC)
     out = tmp_path / "out"
     with multi_node_cluster(head_cpus=2, node_cpus=(1,)) as (address, [node]):
-        driver = start_collective("sweep", str(spec), "--out", str(out), "--workers", "2", "--address", address,
-                                  env=CLUSTER_ENV)
+        command = ["sweep", str(spec), "--out", str(out), "--workers", "2", "--address", address]
+        driver = start_collective(*command, env=CLUSTER_ENV)
         try:
             wait_for_a_chunk(driver, out)
             os.killpg(node.pid, signal.SIGKILL)
@@ -231,7 +233,10 @@ def test_a_worker_node_killed_mid_sweep_loses_no_row(slow, tmp_path):
             assert node.poll() is not None
         finally:
             kill_session(driver)
-    assert driver.returncode == 0, stderr
+        if driver.returncode:
+            assert driver.returncode == 1 and stderr.splitlines()[-1].endswith("out of memory, or killed from outside")
+            resumed = collective(*command, env=CLUSTER_ENV)
+            assert resumed.returncode == 0 and "resumed from" in resumed.stdout, resumed.stderr
     assert len((out / MANIFEST_FILE).read_text().splitlines()) == sum(len(block.units) for block in plan(slow))
     serial = run_spec(slow, tmp_path / "serial", SerialExecutor(slow)).dataset
     assert rows(out / "dataset").equals(rows(serial))
