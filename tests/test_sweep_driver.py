@@ -24,7 +24,7 @@ from collective.sweeps.runtime import stream_table
 from collective.sweeps.store import ResultsStore
 rows = stream_table(Path(sys.argv[1]).read_bytes())
 with ResultsStore(sys.argv[2], "tiny", {}, planned={"u"}) as store:
-    store.write_chunk("u", rows)
+    store.commit(store.writer.write("u", rows))
 print("pyarrow.compute" in sys.modules)
 """
 

@@ -1,5 +1,6 @@
 """The sweep plan: every row in exactly one unit, and workers that run out of work together."""
 import heapq
+import importlib.util
 from collections import deque
 import tomllib
 from pathlib import Path
@@ -11,7 +12,8 @@ from collective.sweeps.plan import CACHED_SPANS, TAIL_UNIT_AGENT_STEPS, TARGET_U
 from collective.sweeps.runtime import CALLS_PER_HOST, next_host
 from sweep_support import BLOCKS_SPEC, SLOW_SPEC
 
-EXPERIMENTS = Path(__file__).parent.parent / "experiments"
+ROOT = Path(__file__).parent.parent
+EXPERIMENTS = ROOT / "experiments"
 SPECS = {"slow": SLOW_SPEC, "blocks": BLOCKS_SPEC}
 
 
@@ -74,21 +76,12 @@ def test_a_worker_holds_its_next_unit_while_the_queue_is_long_and_only_an_idle_o
     assert next_host({0: 1, 1: 0}, 1) == 1 and next_host({0: 2, 1: 1}, 1) is None
 
 
-ONE_GROUP_SPEC = """
-name = "one group"
-seed = 3
-profile = "sound"
-episodes = 72000
-iterations = 200
-
-[factors]
-grid = ["10x10"]
-group_size = [10]
-complexity = ["2:10", "11:20", "21:30", "31:40"]
-
-[groups]
-behaviours = ["local_search"]
-"""
+def one_group_spec() -> SweepSpec:
+    """The issue's one-group sweep, as benchmarks/cluster_scaling.py times it."""
+    module = importlib.util.module_from_spec(
+        spec := importlib.util.spec_from_file_location("cluster_scaling", ROOT / "benchmarks" / "cluster_scaling.py"))
+    spec.loader.exec_module(module)
+    return module.named_spec("one-group")
 
 
 @pytest.mark.parametrize("name", [*SPECS, "scaling", "factors", "one group"])
@@ -97,7 +90,7 @@ def test_a_worker_generates_each_episode_of_the_units_it_plays_once(name):
     disjoint, so one worker playing every unit in plan order (as the serial executor does, keeping
     CACHED_SPANS spans) generates each cell's episodes exactly once; a group split by episodes (the
     one-group sweep) generates only its own piece, whichever worker plays it."""
-    spec = parse_spec(tomllib.loads(ONE_GROUP_SPEC), "one") if name == "one group" else load(name)
+    spec = one_group_spec() if name == "one group" else load(name)
     blocks = plan(spec)
     recent, generated = deque(maxlen=CACHED_SPANS), 0
     for block in blocks:
@@ -105,8 +98,8 @@ def test_a_worker_generates_each_episode_of_the_units_it_plays_once(name):
         assert all(a == b or a[1] <= b[0] or b[1] <= a[0] for a in spans for b in spans)
         for unit in block.units:
             assert unit.span[0] <= unit.first < unit.stop <= unit.span[1]
-            if (unit.cell, *unit.span) not in recent:
-                recent.append((unit.cell, *unit.span))
+            if unit.span_key not in recent:
+                recent.append(unit.span_key)
                 generated += unit.span[1] - unit.span[0]
     assert generated == spec.episodes * len(spec.cells)
     if name == "one group":

@@ -60,6 +60,11 @@ class WorkUnit:
     def rows(self) -> int:
         return (self.stop - self.first) * len(self.groups)
 
+    @property
+    def span_key(self) -> tuple[int, int, int]:
+        """(cell, first, stop) of its span: the environments a worker keeps for it (`EnvironmentCache`)."""
+        return (self.cell, *self.span)
+
 
 @dataclass(frozen=True)
 class EnvironmentBlock:
@@ -295,7 +300,7 @@ class EnvironmentCache:
         self.recent: OrderedDict[tuple[int, int, int], EnvironmentBatch] = OrderedDict()  # (cell, first, stop)
 
     def environments(self, unit: WorkUnit) -> EnvironmentBatch:
-        key = (unit.cell, *unit.span)
+        key = unit.span_key
         if key in self.recent:
             self.recent.move_to_end(key)
             return self.recent[key]

@@ -315,12 +315,12 @@ class RayExecutor:
         span_host: dict[tuple[int, int, int], int] = {}  # (cell, span) -> the host last sent one of its units
 
         def submit() -> None:
-            while queue and (h := next_host(calls, len(queue), span_host.get((queue[0].cell, *queue[0].span)))) \
+            while queue and (h := next_host(calls, len(queue), span_host.get(queue[0].span_key))) \
                     is not None:
                 unit = queue.popleft()
                 running[self.hosts[h].play.remote(unit)] = (h, unit)
                 calls[h] += 1
-                span_host[unit.cell, *unit.span] = h
+                span_host[unit.span_key] = h
 
         submit()
         while running:

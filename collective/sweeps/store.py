@@ -87,7 +87,7 @@ RESULT_FIELDS = (
     # observations; collective.testing checks every other behaviour acts on its own slice only)
     ("centralised", pa.bool_()),
 )
-# The names a sweep gives the files it writes into dataset/ (see `plan._units` and `write_chunk`).
+# The names a sweep gives the files it writes into dataset/ (see `plan._units` and `ChunkWriter.write`).
 CHUNK_NAME = re.compile(r"\.?part-c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}\.parquet(\.tmp)?")
 _ARROW_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 
@@ -409,10 +409,6 @@ class ResultsStore:
     def writer(self) -> ChunkWriter:
         """What a worker writes this sweep's chunks with (the directory resolved: workers may start elsewhere)."""
         return ChunkWriter(self.dataset.resolve(), self.lock.path.resolve(), self.lock.token)
-
-    def write_chunk(self, unit: str, table: pa.Table) -> ChunkRecord:
-        """Write a finished unit's rows here and record them (`commit`)."""
-        return self.commit(self.writer.write(unit, table))
 
     def commit(self, record: ChunkRecord) -> ChunkRecord:
         """Record a chunk a writer wrote in the manifest: from here on a resumed sweep keeps it."""
