@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/cluster_scaling.py local [--rounds N] [--spec one-group|factors|PATH ...]
     .venv/bin/python benchmarks/cluster_scaling.py emulated [--workers 64 256] [--nodes 4]
+    .venv/bin/python benchmarks/cluster_scaling.py analysis SWEEP_DIR [--rows 1000000 10000000]
 
 `local` runs each spec with the serial executor, 1 Ray worker and 2 Ray workers on an embedded Ray, in
 interleaved rounds (a shared VM's speed drifts from minute to minute; each executor's fastest round
@@ -25,6 +26,10 @@ the measured parallel efficiency (the workers' planned seconds / (workers x wall
 the central CPU predicts: the driver serves one unit in c CPU seconds, so N workers with units of u
 seconds keep it busy N c / u of the time; beyond 1 it is the bottleneck (efficiency u / (N c)).
 
+`analysis` times `collective analyze` and `collective validate` (each in its own process: wall seconds and peak
+RSS) on datasets of 10^6 and 10^7 rows made from a real sweep's (e.g. experiments/factors.toml's): its rows
+repeated with their episodes renumbered past the last, as a sweep of more episodes per cell would hold.
+
 Every line ends with the 1-minute load average: quote it with the figures.
 """
 from __future__ import annotations
@@ -38,6 +43,7 @@ import tomllib
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from collective.sweeps.command import run_spec
@@ -247,6 +253,44 @@ def emulated(args) -> None:
                       f"{planned / (workers * executor.play_seconds):>12.1%}{predicted:>11.1%}{load():>7}", flush=True)
 
 
+def grown_dataset(source: Path, rows: int, directory: Path) -> Path:
+    """A dataset of about `rows` rows: `source`'s chunks, each repeated with episodes renumbered past the last."""
+    parts = sorted((source / "dataset").glob("part-*.parquet"))
+    tables = [pq.read_table(part) for part in parts]
+    total = sum(table.num_rows for table in tables)
+    copies = max(1, round(rows / total))
+    span = 1 + max(pc.max(table["episode"]).as_py() for table in tables)
+    out = directory / f"rows-{copies * total}" / "dataset"
+    out.mkdir(parents=True)
+    for part, table in zip(parts, tables):
+        episodes = table["episode"]
+        grown = pa.concat_tables([table.set_column(table.schema.get_field_index("episode"), "episode",
+                                                   pc.add(episodes, copy * span)) for copy in range(copies)])
+        pq.write_table(grown, out / part.name)
+    return out.parent
+
+
+def analysis(args) -> None:
+    """Wall seconds and peak RSS of `collective analyze` and `validate` on grown datasets."""
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        for rows in args.rows:
+            dataset = grown_dataset(Path(args.sweep), rows, Path(tmp))
+            for command in ("analyze", "validate"):
+                start = time.perf_counter()
+                child = subprocess.Popen([sys.executable, "-m", "collective", command, str(dataset), "--format", "json"],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                errors = child.stderr.read().strip()
+                _, status, usage = os.wait4(child.pid, 0)  # this child's own peak RSS (KB on Linux)
+                wall = time.perf_counter() - start
+                ended = f"exit {os.waitstatus_to_exitcode(status)}" + (f": {errors.splitlines()[-1]}" if errors else "")
+                print(f"{dataset.name}: {command} {wall:.1f} s, peak RSS {usage.ru_maxrss / 2**20:.2f} GB ({ended}) "
+                      f"{load()}", flush=True)
+            shutil.rmtree(dataset)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -257,10 +301,13 @@ def main() -> None:
     cluster = commands.add_parser("emulated", help="64 and 256 emulated workers on a local multi-node cluster")
     cluster.add_argument("--workers", type=int, nargs="+", default=[64, 256], help="worker counts (default 64 256)")
     cluster.add_argument("--nodes", type=int, default=4, help="worker nodes sharing them (default 4)")
-    for command in (on_this, cluster):
+    grown = commands.add_parser("analysis", help="analyze and validate on 10^6 and 10^7 rows")
+    grown.add_argument("sweep", help="a finished sweep directory whose rows are repeated")
+    grown.add_argument("--rows", type=int, nargs="+", default=[10**6, 10**7], help="dataset sizes (default 10^6 10^7)")
+    for command in (on_this, cluster, grown):
         command.add_argument("--tmp", default=None, help="where the datasets are written (default: the system's)")
     args = parser.parse_args()
-    local(args) if args.command == "local" else emulated(args)
+    {"local": local, "emulated": emulated, "analysis": analysis}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -155,6 +155,17 @@ def _validate(dataset, fmt: str) -> int:
     return 1 if (report["status"] == FAILS).any() else 0
 
 
+def _release_freed_memory() -> None:
+    """Arrow's jemalloc pool where the installed pyarrow has it: it returns freed pages to the system, where the
+    default (mimalloc) kept about the rows' size again after reading a dataset's chunk files (notes/analysis-and-cli.md)."""
+    import pyarrow as pa
+
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:
+        pass
+
+
 def run_analysis_command(args: argparse.Namespace) -> int:
     """Run analyze, figures, dashboard or validate; a DatasetError becomes one line and status 2."""
     from collective.analysis.base import DatasetError
@@ -162,8 +173,9 @@ def run_analysis_command(args: argparse.Namespace) -> int:
     from collective.analysis.factors import DEFAULT_BY
     from collective.analysis.report import analyse, format_analysis
 
+    _release_freed_memory()
     try:
-        dataset = load_dataset(args.dataset, pool=args.pool)
+        dataset = load_dataset(args.dataset, pool=args.pool, factors=getattr(args, "by", None) or [])
         for notice in dataset.notices:
             print(f"collective {args.command}: notice: {notice}", file=sys.stderr)
         if args.command == "validate":

@@ -50,6 +50,21 @@ class Analysis:
         self.tables[table.name] = table
 
 
+def levels(rows: pd.DataFrame, keys, **grouping):
+    """(key, part) for each level of `rows.groupby(keys, **grouping)`, in the same order and with the same keys
+    and parts as iterating the grouping, but each part taken when it is reached: iterating a grouping first copies
+    every row sorted by level (twice the dataset's memory at once), this holds one level's rows at a time."""
+    grouped = rows.groupby(keys, **grouping)
+    codes = grouped.ngroup().to_numpy()  # (rows,) the level's number in iteration order; NaN where dropped
+    kept = np.flatnonzero(codes >= 0)
+    order = kept[np.argsort(codes[kept], kind="stable")]
+    bounds = np.searchsorted(codes[order], np.arange(grouped.ngroups + 1))
+    names = grouped.size().index  # the levels' keys, as the grouping's iteration gives them
+    for level, key in enumerate(names):
+        one = not isinstance(keys, str) and names.nlevels == 1  # a list of one key: 1-tuples
+        yield ((key,) if one else key), rows.take(order[bounds[level]:bounds[level + 1]])
+
+
 def environment_ids(rows: pd.DataFrame) -> np.ndarray:
     """(rows,) integer id of each row's environment, (seed, seed word, episode) where the rows carry the seed
     word of their environments (`seed_word`, from a sweep row's spawn key), else (seed, cell, episode): rows

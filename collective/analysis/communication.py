@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.base import Analysis, Table, cell_ids
+from collective.analysis.base import Analysis, Table, cell_ids, levels
 from collective.analysis.cluster_robust import clustered_slope
 from collective.analysis.inference import CONFIDENCE, holm, stratified_difference
 
@@ -99,7 +99,7 @@ def _levels(frame: pd.DataFrame, keys: list[str]):
     if not keys:
         yield (), frame
         return
-    for key, part in frame.groupby(keys, observed=True, sort=True, dropna=False):
+    for key, part in levels(frame, keys, observed=True, sort=True, dropna=False):
         yield (key if isinstance(key, tuple) else (key,)), part
 
 

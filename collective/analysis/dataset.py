@@ -9,15 +9,37 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pandas.api.types import union_categoricals
 
-from collective.analysis.base import DatasetError
+from collective.analysis.base import ENVIRONMENT_CLASS_COLUMNS, DatasetError
+from collective.analysis.factors import GROUP_COLUMNS
+from collective.config import CPP_SWITCHES
 from collective.sweeps.store import DATASET_DIR, SPEC_FILE, parse_sweep_file
 
 REQUIRED_COLUMNS = ("cell", "episode", "group", "score", "k_raw", "entropy_bits", "group_size", "behaviour",
                     "mix", "protocol", "env", "grid", "iterations", "q_training_passes", "kernel_seconds")
 ROW_KEY = ("sweep_id", "cell", "group_key", "episode")  # one row per key: more are duplicates
+
+# Config columns a sweep's factors and groups vary by design (sweeps.spec FACTOR_KEYS, [groups]); any other
+# config column (the profile, T, learning and environment settings) that differs between datasets makes
+# them different experiments, which `load_dataset` pools only when told (issue 22 point 5).
+DESIGN_COLUMNS = ("behaviour", "group_size", "mix", "rows", "cols", "episodes", "seed", "protocol", "protocol_params",
+                  "behaviour_params", "communication_control", "k_min", "k_max", "observation_range", "env")
+# The columns the tables, figures and dashboard read: `load_dataset` keeps these (and the factors asked for) and
+# leaves the others (settings the analysis never reads, the environments' motion statistics: ~40% of a row) on
+# disk; tests/test_dataset_columns.py fails when an analysis module names a column missing here.
+ANALYSIS_COLUMNS = tuple(dict.fromkeys(
+    REQUIRED_COLUMNS + ROW_KEY + DESIGN_COLUMNS + ENVIRONMENT_CLASS_COLUMNS + GROUP_COLUMNS + CPP_SWITCHES + (
+        "seed_word", "upsilon_best", "pattern_log2_probability", "centralised", "coordination_threshold",
+        "training_episodes", "learning_protocol", "learner_training", "profile", "version", "wall_seconds",
+        "score_by_behaviour", "motion", "communication_accounting", "messages_per_iteration", "bits_per_iteration",
+        "message_entropy_bits", "information_bits_per_iteration", "distinct_messages_per_iteration",
+        "distinct_information_bits_per_iteration")))
 
 
 @dataclass
@@ -32,45 +54,92 @@ class SweepSource:
 
 @dataclass
 class Dataset:
-    """The rows of one or more sweeps (concatenated), with their sources."""
+    """The rows of one or more sweeps (concatenated), with their sources. `rows` holds the columns the analysis
+    reads (`ANALYSIS_COLUMNS` and the factors asked for), text as categories; `columns` names every column on
+    disk."""
 
     rows: pd.DataFrame
     sources: list[SweepSource]
     notices: list[str] = field(default_factory=list)  # what loading found that changes what is counted
+    columns: list[str] = field(default_factory=list)
 
 
-# Config columns a sweep's factors and groups vary by design (sweeps.spec FACTOR_KEYS, [groups]); any other
-# config column (the profile, T, learning and environment settings) that differs between datasets makes
-# them different experiments, which `load_dataset` pools only when told (issue 22 point 5).
-DESIGN_COLUMNS = ("behaviour", "group_size", "mix", "rows", "cols", "episodes", "seed", "protocol", "protocol_params",
-                  "behaviour_params", "communication_control", "k_min", "k_max", "observation_range", "env")
-
-
-def _check_poolable(frames: list[pd.DataFrame], paths: list[Path]) -> None:
-    """Raise DatasetError naming the first setting whose values differ between two datasets."""
+def _settings() -> list[str]:
+    """The config columns that make two datasets different experiments when their values differ."""
     from dataclasses import fields
 
     from collective.config import EvaluationConfig
 
-    settings = [f.name for f in fields(EvaluationConfig) if f.name not in DESIGN_COLUMNS
-                and not f.name.startswith("cpp_")]
-    first = frames[0]
-    for frame, path in zip(frames[1:], paths[1:]):
-        for name in settings:
-            if name not in first or name not in frame:
+    return [f.name for f in fields(EvaluationConfig) if f.name not in DESIGN_COLUMNS and not f.name.startswith("cpp_")]
+
+
+def _check_poolable(values: list[dict[str, set]], paths: list[Path]) -> None:
+    """Raise DatasetError naming the first setting whose values (per dataset: column -> distinct values) differ
+    between two datasets."""
+    first = values[0]
+    for other, path in zip(values[1:], paths[1:]):
+        for name in _settings():
+            if name not in first or name not in other:
                 continue
-            a, b = sorted(map(str, first[name].unique())), sorted(map(str, frame[name].unique()))
+            a, b = sorted(map(str, first[name])), sorted(map(str, other[name]))
             if a != b:
                 raise DatasetError(f"{paths[0]} and {path} differ in {name} ({', '.join(a)} vs {', '.join(b)}): "
                                    "they are different experiments; pass --pool to analyse them together")
 
 
-def load_dataset(paths: list[str | Path], pool: bool = False) -> Dataset:
-    """Read sweep directories (or their dataset/ folders); raises DatasetError naming a bad path or a
-    damaged sweep.json, a dataset given twice, or two datasets whose profile or settings differ unless
-    `pool`. Notices say what is not as planned: a sweep that did not finish, rows without a score (left
-    out) and duplicate rows (counted once)."""
-    frames, sources, notices, seen = [], [], [], {}
+def _read_part(part: Path, keep: set[str], settings: list[str], values: dict[str, set]) -> pd.DataFrame:
+    """One chunk file's columns in `keep` as a frame, text as categories, the seed word of `spawn_key` as `seed_word`;
+    the distinct values of its `settings` are added to `values` (read here, then left out of the rows)."""
+    schema = pq.read_schema(part)
+    missing = [name for name in REQUIRED_COLUMNS if name not in schema.names]
+    if missing:
+        raise DatasetError(f"{part.parent} is not a sweep dataset: missing columns {', '.join(missing)}")
+    text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    wanted = [name for name in schema.names if name in keep or name in settings or name == "spawn_key"]
+    table = pq.ParquetFile(part, read_dictionary=text).read(columns=wanted)
+    for name in settings:
+        if name in table.column_names:
+            values.setdefault(name, set()).update(pc.unique(table[name]).to_pylist())
+    if "spawn_key" in table.column_names:  # the environment's seed word (`Cell.seed_key`), shared by paired cells
+        table = table.append_column("seed_word", pc.list_element(table["spawn_key"], 0))
+    piece = table.select([name for name in table.column_names if name in keep]).to_pandas(split_blocks=True)
+    del table
+    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages: the rows are pandas' now
+    return piece
+
+
+def _frame(pieces: list[pd.DataFrame]) -> pd.DataFrame:
+    """The chunk files' frames as one, built column by column, each column's pieces freed as it is joined (the
+    peak holds the rows once, not twice); text as categories in sorted order (so groupings order levels as text
+    does). A column some files lack is missing (NaN) in their rows."""
+    names = list(dict.fromkeys(name for piece in pieces for name in piece.columns))
+    columns = {}
+    for name in names:
+        first = next(piece[name] for piece in pieces if name in piece)
+        if isinstance(first.dtype, pd.CategoricalDtype):
+            none = pd.CategoricalDtype(first.cat.categories[:0])
+            parts = [piece[name].array if name in piece else pd.Categorical.from_codes(np.full(len(piece), -1), dtype=none)
+                     for piece in pieces]
+            columns[name] = pd.Series(union_categoricals(parts, sort_categories=True))
+        else:
+            columns[name] = pd.concat([piece[name] if name in piece else pd.Series(np.nan, index=piece.index)
+                                       for piece in pieces], ignore_index=True)
+        for piece in pieces:
+            if name in piece:
+                del piece[name]
+    return pd.DataFrame(columns, copy=False)
+
+
+def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str] = ()) -> Dataset:
+    """Read sweep directories (or their dataset/ folders), file by file, keeping `ANALYSIS_COLUMNS` and the columns
+    `factors` name; raises DatasetError naming a bad path or a damaged sweep.json, a dataset given twice, or two
+    datasets whose profile or settings differ unless `pool`. Notices say what is not as planned: a sweep that did
+    not finish, rows without a score (left out) and duplicate rows (counted once)."""
+    from collective.analysis.factors import FACTOR_ALIASES
+
+    keep = set(ANALYSIS_COLUMNS) | {FACTOR_ALIASES.get(name, name) for name in factors}
+    settings = _settings()
+    tables, values, sources, notices, seen, columns = [], [], [], [], {}, {}
     for path in map(Path, paths):
         try:
             if not path.is_dir():
@@ -86,26 +155,26 @@ def load_dataset(paths: list[str | Path], pool: bool = False) -> Dataset:
         if not parts:
             raise DatasetError(f"{path} is not a sweep dataset: no {DATASET_DIR}/part-*.parquet files "
                                f"(run `collective sweep SPEC.toml --out DIR` first)")
-        try:
-            table = pq.read_table(parts)
-        except Exception as error:  # pyarrow raises several types for unreadable files
-            raise DatasetError(f"{data_dir}: unreadable Parquet data ({type(error).__name__}: "
-                               f"{str(error).splitlines()[0]})") from None
-        missing = [name for name in REQUIRED_COLUMNS if name not in table.column_names]
-        if missing:
-            raise DatasetError(f"{data_dir} is not a sweep dataset: missing columns {', '.join(missing)}")
-        frame = table.drop_columns([c for c in ("spawn_key",) if c in table.column_names]).to_pandas()
-        if "spawn_key" in table.column_names:  # the environment's seed word (`Cell.seed_key`), shared by paired cells
-            frame["seed_word"] = [key[0] for key in table.column("spawn_key").to_pylist()]
-        frames.append(frame)
+        values.append({})
+        rows = 0
+        for part in parts:
+            try:
+                tables.append(_read_part(part, keep, settings, values[-1]))
+                columns.update(dict.fromkeys(pq.read_schema(part).names))
+            except DatasetError:
+                raise
+            except Exception as error:  # pyarrow raises several types for unreadable files
+                raise DatasetError(f"{data_dir}: unreadable Parquet data ({type(error).__name__}: "
+                                   f"{str(error).splitlines()[0]})") from None
+            rows += len(tables[-1])
         description = _sweep_description(data_dir.parent / SPEC_FILE)
         if description:
-            notices += _incomplete(data_dir, description, len(parts), table.num_rows)
+            notices += _incomplete(data_dir, description, len(parts), rows)
         sources.append(SweepSource(dataset=data_dir.resolve(), description=description, files=len(parts),
                                    bytes=sum(part.stat().st_size for part in parts)))
     if not pool:
-        _check_poolable(frames, list(map(Path, paths)))
-    rows = pd.concat(frames, ignore_index=True)
+        _check_poolable(values, list(map(Path, paths)))
+    rows = _frame(tables)
     unscored = rows["score"].isna()
     if unscored.any():
         notices.append(f"{int(unscored.sum())} of {len(rows)} rows have no score (NaN; groups "
@@ -118,7 +187,8 @@ def load_dataset(paths: list[str | Path], pool: bool = False) -> Dataset:
         rows = rows[~repeated].reset_index(drop=True)
     if rows.empty:
         raise DatasetError(f"{', '.join(map(str, paths))}: the dataset has no rows")
-    return Dataset(rows=rows, sources=sources, notices=notices)
+    return Dataset(rows=rows, sources=sources, notices=notices,
+                   columns=[name for name in columns if name != "spawn_key"] + ["seed_word"] * ("spawn_key" in columns))
 
 
 def _sweep_description(spec_file: Path) -> dict | None:
@@ -157,7 +227,7 @@ def provenance(dataset: Dataset) -> dict:
                            seed=spec.get("seed"), version=description.get("version"), spec=spec,
                            plan=description.get("plan"), files=source.files, bytes=source.bytes))
     return dict(
-        sweeps=sweeps, rows=len(rows), columns=len(rows.columns), cells=int(rows["cell"].nunique()),
+        sweeps=sweeps, rows=len(rows), columns=len(dataset.columns or rows.columns), cells=int(rows["cell"].nunique()),
         group_types=int(rows["group"].nunique()), episodes_per_cell=int(rows.groupby("cell")["episode"].nunique().max()),
         bytes=sum(source.bytes for source in dataset.sources),
         versions=sorted(rows["version"].unique()) if "version" in rows else [],

@@ -3,6 +3,7 @@ added to every grouping (one H per Υ), and the strata within which group types 
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from collective.analysis.base import DatasetError
@@ -16,28 +17,30 @@ MEASURED_COLUMNS = ("score",)  # what the tables measure, never a factor
 
 
 def add_k_bins(rows: pd.DataFrame, width: int) -> pd.DataFrame:
-    """Copy of `rows` with K binned: bins [1, w], [w+1, 2w], ... labelled "1-4" (or "7" when w = 1)."""
+    """`rows` with K binned: bins [1, w], [w+1, 2w], ... labelled "1-4" (or "7" when w = 1)."""
     if width < 1:
         raise DatasetError(f"argument --k-bin-width: must be >= 1 (got {width})")
     index = (rows["k_raw"].to_numpy() - 1) // width
     low, high = 1 + index * width, (index + 1) * width
-    labels = [str(a) if width == 1 else f"{a}-{b}" for a, b in zip(low, high)]
-    order = [str(a) if width == 1 else f"{a}-{a + width - 1}" for a in sorted(set(low))]
-    rows = rows.copy()
-    rows[K_BIN] = pd.Categorical(labels, categories=order, ordered=True)
-    rows[K_MID] = (low + high) / 2
-    return rows
+    bins = np.unique(low)
+    order = [str(a) if width == 1 else f"{a}-{a + width - 1}" for a in bins]
+    return rows.assign(**{K_BIN: pd.Categorical.from_codes(np.searchsorted(bins, low), categories=order, ordered=True),
+                          K_MID: (low + high) / 2})
 
 
-def resolve_factors(rows: pd.DataFrame, names: list[str]) -> list[str]:
-    """Column names for factor names or aliases (k -> binned K, H -> entropy_bits, G -> group_size)."""
+def resolve_factors(rows: pd.DataFrame, names: list[str], on_disk: list[str] = ()) -> list[str]:
+    """Column names for factor names or aliases (k -> binned K, H -> entropy_bits, G -> group_size); `on_disk`
+    names every column of the dataset (`Dataset.columns`), of which `rows` may hold a part."""
     columns = []
     for name in names:
         column = FACTOR_ALIASES.get(name, name)
         if column in MEASURED_COLUMNS:
             raise DatasetError(f"argument --by: {name!r} is what the tables measure, not a factor")
+        if column not in rows.columns and column in on_disk:
+            raise DatasetError(f"argument --by: {name!r} was not loaded (pass it as a factor to load_dataset)")
         if column not in rows.columns:
-            allowed = ", ".join(list(FACTOR_ALIASES) + [c for c in rows.columns if c not in (K_MID,)])
+            known = dict.fromkeys([*rows.columns, *on_disk])
+            allowed = ", ".join(list(FACTOR_ALIASES) + [c for c in known if c not in (K_MID,)])
             raise DatasetError(f"argument --by: {name!r} is not a column of the dataset; allowed: {allowed}")
         if column not in columns:
             columns.append(column)

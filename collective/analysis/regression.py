@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.base import Analysis, Table, cell_ids, environment_ids, learns
+from collective.analysis.base import Analysis, Table, cell_ids, environment_ids, learns, levels
 from collective.analysis.cluster_robust import ClusteredFit, clustered_ols, satterthwaite_df
 from collective.analysis.inference import CONFIDENCE
 
@@ -162,7 +162,7 @@ def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per group type, the regression of NOTE with CR2 errors clustered by cell and Satterthwaite df, and per
     group its fit with the lack-of-fit test of FIT_NOTE. Returns (coefficients, fits)."""
     coefficients, fits = [], []
-    for label, part in rows.groupby("group", sort=True):
+    for label, part in levels(rows, "group", sort=True):
         candidates, missing = _candidates(part)
         if not candidates or len(part) <= 2 * len(candidates) + 1:
             continue

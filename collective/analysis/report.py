@@ -28,7 +28,7 @@ from collective.analysis.validity import VALIDITY_NOTE, validate
 def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid."""
     rows = add_k_bins(dataset.rows, k_bin_width)
-    by = with_grid(resolve_factors(rows, by))
+    by = with_grid(resolve_factors(rows, by, dataset.columns))
     strata = strata_of(by)
     analysis = Analysis()
     shown = ", ".join(by)

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from collective.analysis.base import (ENVIRONMENT_CLASS_COLUMNS, DatasetError, environment_ids, random_references,
-                                      reference_keys)
+from collective.analysis.base import (ENVIRONMENT_CLASS_COLUMNS, DatasetError, environment_ids, levels,
+                                      random_references, reference_keys)
 from collective.analysis.inference import ceiling_accuracy, clustered_mean_ci
 
 
@@ -20,7 +20,7 @@ def upsilon_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     rows = rows.assign(_environment=environment_ids(rows))
     labelled = "centralised" in rows.columns  # datasets before issue 24 lack it
     records = []
-    for key, part in rows.groupby(by, observed=True, sort=True, dropna=False):
+    for key, part in levels(rows, by, observed=True, sort=True, dropna=False):
         environments, mean, low, high = clustered_mean_ci(part["score"].to_numpy(), part["_environment"].to_numpy())
         records.append(dict(zip(by, key), episodes=len(part), environments=environments, upsilon=mean,
                             ci95_low=low, ci95_high=high))
@@ -88,7 +88,7 @@ def legg_hutter_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     classes = [c for c in ENVIRONMENT_CLASS_COLUMNS if c in rows and c not in by and rows[c].nunique(dropna=False) > 1]
     keys = [*by, *classes]
     records = []
-    for key, part in rows.groupby(keys, observed=True, sort=True, dropna=False):
+    for key, part in levels(rows, keys, observed=True, sort=True, dropna=False):
         method = part["legg_hutter_estimator"].iloc[0]
         cells = math.prod(map(int, part["grid"].iloc[0].split("x")))  # the alphabet: one grid per class
         probability = sampling_log2_probability(part) if method == "importance_bits" else None
@@ -122,13 +122,14 @@ ACCURACY_NOTE = (
 def accuracy_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Accuracy against the ceiling (ACCURACY_NOTE) with Υ, Υ_random and Υ_best for every level of `by`
     and of the grid (and varying environment-class columns), which are added to `by` when missing."""
-    keys = [*by, *[c for c in reference_keys(rows) if c not in by]]
+    reference = reference_keys(rows)
+    keys = [*by, *[c for c in reference if c not in by]]
     references = random_references(rows)
     ceilings = rows["upsilon_best"] if "upsilon_best" in rows else pd.Series(math.nan, index=rows.index)
     records = []
-    for key, part in rows.assign(_best=ceilings).groupby(keys, observed=True, sort=True, dropna=False):
+    for key, part in levels(rows.assign(_best=ceilings), keys, observed=True, sort=True, dropna=False):
         level = dict(zip(keys, key))
-        random = references.get(tuple(level[c] for c in reference_keys(rows)), np.empty(0))
+        random = references.get(tuple(level[c] for c in reference), np.empty(0))
         accuracy, low, high = ceiling_accuracy(part["score"].to_numpy(float), part["_best"].to_numpy(float), random)
         records.append(dict(level, episodes=len(part), upsilon=float(part["score"].mean()),
                             upsilon_random=float(random.mean()) if len(random) else math.nan,

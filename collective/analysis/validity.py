@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.base import is_reference, reference_keys
+from collective.analysis.base import is_reference, levels, reference_keys
 from collective.analysis.cluster_robust import clustered_ols
 from collective.analysis.communication import CONTROL, group_types, isolated_counterparts, paired_scores, sham_table
 from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, mean_ci
@@ -236,7 +236,7 @@ def k_by_motion(rows: pd.DataFrame) -> list[Check]:
         return [Check("k_by_motion", "(dataset)", NOT_APPLICABLE,
                       "no motion column (rows of a sweep made before motion descriptors were recorded: rerun it)", criterion)]
     checks = []
-    for (group, grid), part in rows.groupby(["group", "grid"], sort=True):
+    for (group, grid), part in levels(rows, ["group", "grid"], sort=True):
         figures = []
         for kind in MOTION_KINDS:
             of_kind = part[part["motion"] == kind]
