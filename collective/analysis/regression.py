@@ -158,11 +158,12 @@ def lack_of_fit(part: pd.DataFrame, y: np.ndarray, columns: dict[str, np.ndarray
     return {**result, "lack_of_fit_f": f, "lack_of_fit_p": float(stats.f.sf(f, q, df2))}
 
 
-def regression(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def regression(rows: pd.DataFrame, where: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per group type, the regression of NOTE with CR2 errors clustered by cell and Satterthwaite df, and per
-    group its fit with the lack-of-fit test of FIT_NOTE. Returns (coefficients, fits)."""
+    group its fit with the lack-of-fit test of FIT_NOTE, on the rows `where` marks (None: all). Returns
+    (coefficients, fits)."""
     coefficients, fits = [], []
-    for label, part in levels(rows, "group", sort=True):
+    for label, part in levels(rows, "group", where, sort=True):
         candidates, missing = _candidates(part)
         if not candidates or len(part) <= 2 * len(candidates) + 1:
             continue

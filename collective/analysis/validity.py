@@ -74,17 +74,18 @@ def _ci(estimate: float, low: float, high: float) -> str:
 
 def isolated_group_size(rows: pd.DataFrame) -> list[Check]:
     """G and D of the regression (grid as a factor) for each group type that cannot interact."""
-    isolated = rows[(rows["protocol"] == "none")
-                    & ((rows["coordination_threshold"] == 1) if "coordination_threshold" in rows else True)]
-    sizes = isolated.groupby(["group", "grid"])["group_size"].nunique().groupby("group").max()
-    isolated = isolated[isolated["group"].isin(sizes.index[sizes > 1])]
+    isolated = ((rows["protocol"] == "none")
+                & ((rows["coordination_threshold"] == 1) if "coordination_threshold" in rows else True)).to_numpy()
+    sizes = rows.loc[isolated, ["group", "grid", "group_size"]].groupby(["group", "grid"])["group_size"].nunique() \
+        .groupby("group").max()
+    isolated = isolated & rows["group"].isin(sizes.index[sizes > 1]).to_numpy()  # marks rows, copies none
     criterion = "no effect of group size within grids: Holm-corrected p >= 0.05 over the table's G and D tests"
-    if isolated.empty:
+    if not isolated.any():
         return [Check("isolated_group_size", "(dataset)", NOT_APPLICABLE, "no isolated group with 2+ sizes in a grid",
                       criterion)]
     from statsmodels.stats.multitest import multipletests
 
-    terms = regression(isolated)[0].query("term in ['G', 'D']").copy()
+    terms = regression(rows, isolated)[0].query("term in ['G', 'D']").copy()
     tested = terms["p_value"].notna()
     terms["holm"] = math.nan
     if tested.any():
