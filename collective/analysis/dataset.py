@@ -40,6 +40,10 @@ ANALYSIS_COLUMNS = tuple(dict.fromkeys(
         "score_by_behaviour", "motion", "communication_accounting", "messages_per_iteration", "bits_per_iteration",
         "message_entropy_bits", "information_bits_per_iteration", "distinct_messages_per_iteration",
         "distinct_information_bits_per_iteration")))
+# Whole-number settings the tables only group, compare and print, never compute with: kept as categories, one
+# byte a row instead of eight (tests/test_dataset_columns.py checks the tables against the rows as on disk).
+CATEGORY_SETTINGS = ("episodes", "seed", "observation_range", "coordination_threshold", "k_min", "k_max",
+                     "landscape_peaks", "landscape_peak_width")
 
 
 @dataclass
@@ -104,6 +108,9 @@ def _read_part(part: Path, keep: set[str], settings: list[str], values: dict[str
         table = table.append_column("seed_word", pc.list_element(table["spawn_key"], 0))
     piece = table.select([name for name in table.column_names if name in keep]).to_pandas(split_blocks=True)
     del table
+    for name in CATEGORY_SETTINGS:
+        if name in piece and pd.api.types.is_integer_dtype(piece[name]):
+            piece[name] = piece[name].astype("category")
     pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages: the rows are pandas' now
     return piece
 
@@ -137,7 +144,8 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
     not finish, rows without a score (left out) and duplicate rows (counted once)."""
     from collective.analysis.factors import FACTOR_ALIASES
 
-    keep = set(ANALYSIS_COLUMNS) | {FACTOR_ALIASES.get(name, name) for name in factors}
+    keep_factors = {FACTOR_ALIASES.get(name, name) for name in factors}
+    keep = set(ANALYSIS_COLUMNS) | keep_factors
     settings = _settings()
     tables, values, sources, notices, seen, columns = [], [], [], [], {}, {}
     for path in map(Path, paths):
@@ -187,6 +195,8 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
         rows = rows[~repeated].reset_index(drop=True)
     if rows.empty:
         raise DatasetError(f"{', '.join(map(str, paths))}: the dataset has no rows")
+    if "group_key" not in keep_factors:
+        rows = rows.drop(columns="group_key", errors="ignore")  # it told duplicates apart; the group's name stays
     return Dataset(rows=rows, sources=sources, notices=notices,
                    columns=[name for name in columns if name != "spawn_key"] + ["seed_word"] * ("spawn_key" in columns))
 
