@@ -1,11 +1,16 @@
-"""What an evaluation reports: its `EvaluationResult`."""
+"""What an evaluation reports: its `EvaluationResult`, and the totals its batches add up to in episode order."""
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
-from collective.analysis.scores import UpsilonEstimate
+import numpy as np
+
+from collective.analysis.scores import ExactSum, ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.config import EvaluationConfig
+from collective.environments.pattern_probability import pattern_log2_probabilities
+from collective.evaluation.runs import EpisodeRun
 from collective.version import VERSION
 
 
@@ -81,3 +86,69 @@ class EvaluationResult:
 def _finite(value: float) -> float | None:
     """A float for JSON: None where it is NaN (not measured)."""
     return None if math.isnan(value) else value
+
+
+class BatchTotals:
+    """What an evaluation's batches add up to, added batch by batch in episode order: the scores
+    (`ScoreAccumulator`), kernel seconds, traffic, and every float summed over episodes exactly, so that no
+    number depends on where batches end (`ExactSum`)."""
+
+    def __init__(self, config: EvaluationConfig, kernel_seconds: float = 0.0):
+        self.config = config
+        self.scores = ScoreAccumulator()
+        self.kernel_seconds = kernel_seconds  # a kept table's training, before the batches
+        self.messages = self.bits = self.transfers = 0.0  # whole numbers: exact in any order
+        (self.best, self.k_evil, self.entropy, self.distinct, self.distinct_information, self.optima,
+         self.correlation) = (ExactSum() for _ in range(7))
+        self.entropy_episodes = 0  # the episodes with messages
+        self.generation_wait = 0.0
+        self.threads = 1
+
+    def add(self, run: EpisodeRun, waited: float) -> None:
+        """A played batch, and the seconds its evaluation waited for its environments."""
+        config, environments = self.config, run.environments
+        self.generation_wait += waited
+        self.threads = max(self.threads, run.threads)
+        k_raw = environments.k_raw
+        weights = legg_hutter_log2_weights(  # the patterns' probabilities only where the estimator reads them
+            config.legg_hutter_estimator, k_raw, config.rows * config.cols,
+            pattern_log2_probabilities(config, environments)
+            if config.legg_hutter_estimator == "importance_bits" else None)
+        self.scores.add(run.mean_rewards, k_raw, environments.k_normalised, weights)
+        self.best.add(environments.upsilon_best)
+        if environments.k_evil is not None:
+            self.k_evil.add(environments.k_evil)
+        self.kernel_seconds += run.kernel_seconds
+        self.messages += run.messages
+        self.bits += run.bits
+        self.transfers += run.transfers
+        measured = run.message_entropy[~np.isnan(run.message_entropy)]
+        self.entropy.add(measured)
+        self.entropy_episodes += len(measured)
+        spoke = ~np.isnan(run.distinct_messages)
+        self.distinct.add(run.distinct_messages[spoke])
+        self.distinct_information.add((run.distinct_messages * run.message_entropy)[spoke])
+        if environments.landscapes is not None:
+            self.optima.add(environments.local_optima)
+            self.correlation.add(environments.correlation_length)
+
+    def result(self, compile_seconds: float, started: float) -> EvaluationResult:
+        """The evaluation's result, its wall seconds counted from `started` (`time.perf_counter`) to now, the
+        estimate included."""
+        config, episodes, spoken = self.config, self.config.episodes, self.entropy_episodes
+        return EvaluationResult(
+            config=config, estimate=self.scores.estimate(), entropy_bits=config.environment().entropy_bits,
+            wall_seconds=time.perf_counter() - started, kernel_seconds=self.kernel_seconds,
+            compile_seconds=compile_seconds, agent_steps=episodes * config.iterations * config.group_size,
+            training_steps=config.training_steps(episodes),
+            messages=self.messages, bits=self.bits, transfers=self.transfers,
+            message_entropy_bits=self.entropy.value / spoken if spoken else math.nan,
+            distinct_messages_per_iteration=self.distinct.value / (spoken * config.iterations) if spoken
+            else math.nan,
+            distinct_information_bits_per_iteration=self.distinct_information.value / (spoken * config.iterations)
+            if spoken else math.nan,
+            local_optima_mean=self.optima.value / episodes if config.env == "landscape" else None,
+            correlation_length_mean=self.correlation.value / episodes if config.env == "landscape" else None,
+            upsilon_best=self.best.value / episodes,
+            k_evil_mean=self.k_evil.value / episodes if config.env != "landscape" else None,
+            generation_wait_seconds=self.generation_wait, threads=self.threads)
