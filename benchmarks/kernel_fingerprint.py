@@ -4,7 +4,7 @@ kernels leaves every number as it was, to the bit.
 Each configuration (8x8, T = 30, 7 episodes; `paper`, `lambdastar2016` and `sound`; Λ* and landscapes;
 observation range 1 and 2; every behaviour, a mix of all of them, every protocol and form, a
 coordination threshold, ε > 0, window-sign states, pretrained and online tables, the sham control) is
-played with `collective.evaluate.play(record=True)` and its outputs hashed: mean rewards, positions,
+played with `collective.evaluation.play.play(record=True)` and its outputs hashed: mean rewards, positions,
 rewards, per-agent scores, message entropy, distinct messages, and the messages, bits and transfers
 themselves. Configurations the config refuses are listed as refused. Each played configuration is also played
 without records in 3 kernel threads (`play(threads=3)`), and any whose outputs differ from the recorded
@@ -26,9 +26,10 @@ import json
 
 import numpy as np
 
-import collective.evaluate as evaluate_module
+import collective.evaluation.threads as threads_module
 from collective.config import ConfigError, EvaluationConfig
-from collective.evaluate import generate_environments, play
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
 
 BASE = dict(rows=8, cols=8, iterations=30)
 MIX = "local_search:2,random:1,oracle:1,imitation:2,q_learning:1,sarsa:1"
@@ -81,7 +82,7 @@ def digest(value):
 def fingerprints() -> dict:
     """Each configuration's output hashes (or why it was refused), keyed by its settings."""
     results, threads_differ = {}, []
-    evaluate_module.MIN_STEPS_PER_THREAD = 1  # these small batches are cut into threads too
+    threads_module.MIN_STEPS_PER_THREAD = 1  # these small batches are cut into threads too
     for case in configurations():
         overrides = dict(case)
         profile = overrides.pop("profile")

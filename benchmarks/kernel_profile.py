@@ -70,7 +70,9 @@ def play_then_dump(args: argparse.Namespace) -> None:
     import numpy as np
 
     from collective.config import EvaluationConfig
-    from collective.evaluate import batch_episodes, generate_environments, play
+    from collective.evaluation.batches import batch_episodes
+    from collective.evaluation.environments import generate_environments
+    from collective.evaluation.play import play
 
     config = EvaluationConfig.from_profile(args.profile, behaviour=args.behaviour, group_size=args.group_size,
                                            protocol=args.protocol, communication_control=args.communication_control,

@@ -42,7 +42,9 @@ import sys
 import time
 import numpy as np
 from collective.config import EvaluationConfig
-from collective.evaluate import batch_episodes, generate_environments, play
+from collective.evaluation.batches import batch_episodes
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
 target, profile = float(sys.argv[1]), sys.argv[2]
 for protocol in sys.argv[3:]:
     config = EvaluationConfig.from_profile(profile, behaviour="local_search", group_size=10, protocol=protocol,

@@ -16,7 +16,7 @@ import pandas as pd
 from collective.analysis.replication import (AUTHOR_CONFIGURATIONS, CPP_GROUP_TYPES, author_comparison,
                                              replication_table)
 from collective.config import CPP_SWITCHES, EvaluationConfig
-from collective.evaluate import run_episodes
+from collective.evaluation.play import run_episodes
 from collective.sweeps.spec import stable_key
 
 VARIANTS = ("none", *(name for name in CPP_SWITCHES if name != "cpp_groups_of_one"), "all", "paper")

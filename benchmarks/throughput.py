@@ -1,7 +1,7 @@
 """Throughput of the compiled Λ* simulator, in agent-steps per second on one thread.
 
 Each row is timed two ways. Kernel: for every behaviour at group sizes 1, 10 and 20, and every protocol at group size 10 (10x10 torus,
-T=200, profile "paper"), it times the kernel as `collective.evaluate.play` reports it, on an
+T=200, profile "paper"), it times the kernel as `collective.evaluation.play.play` reports it, on an
 environment batch generated beforehand (generation is not timed). The batch has as many episodes
 as one `collective.evaluate` batch holds, and the kernel replays it for about 1.5 s. Each row gets
 one warm-up call (JIT compile, or a load from numba's disk cache) and one call to size the timing,
@@ -45,7 +45,10 @@ import numpy as np
 
 from collective.behaviours import behaviour_names, learns
 from collective.config import DEFAULT_PROFILE, LEARNING_PROTOCOLS, PROFILES, EvaluationConfig
-from collective.evaluate import batch_episodes, evaluate, generate_environments, play, with_ceiling
+from collective.evaluate import evaluate
+from collective.evaluation.batches import batch_episodes
+from collective.evaluation.environments import generate_environments, with_ceiling
+from collective.evaluation.play import play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.patterns import forget_recent_blocks
 from collective.version import VERSION
@@ -135,7 +138,7 @@ def peak_rss_kib() -> int:
 
 
 def timed_calls(config: EvaluationConfig, batch: EnvironmentBatch, calls: int) -> tuple[float, np.ndarray]:
-    """Kernel seconds (as `evaluate.play` times them) for `calls` calls over the batch, and the last R̄."""
+    """Kernel seconds (as `evaluation.play.play` times them) for `calls` calls over the batch, and the last R̄."""
     seconds = 0.0
     for _ in range(calls):
         run = play(config, batch)
@@ -291,7 +294,7 @@ def main() -> None:
     print(f"Machine: {cpu_model()}, numba {version('numba')}, single thread "
           f"({os.cpu_count()} CPUs visible), collective {VERSION}")
     print(f"Setup: profile {PROFILE!r}, {GRID}x{GRID} torus, T={ITERATIONS}. Timed: the kernel time "
-          f"collective.evaluate.play reports, on an environment batch generated beforehand (generation "
+          f"collective.evaluation.play.play reports, on an environment batch generated beforehand (generation "
           f"excluded); per row one warm-up call, then best of {REPEATS} timings of {timing}.")
     header = (f"{'{}':<13}{'G':>3}{'episodes':>10}{'kernel s':>10}{'scored M/s':>12}"
               f"{'train M/s*':>12}{'Υ':>10}{'peak RSS MiB':>14}")

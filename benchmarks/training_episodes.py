@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from collective.config import EvaluationConfig
-from collective.evaluate import generate_environments, play
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
 
 COUNTS = (1, 2, 5, 10, 20)
 GROUP_SIZES = (1, 10)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from collective.adapters.vector import LambdaStarBatchedParallelEnv, LambdaStarVectorEnv
-from collective.evaluate import load_kernel
+from collective.evaluation.compiled_code import load_kernel
 
 SETTINGS = dict(group_size=10, rows=10, cols=10, iterations=200, episodes=1000)
 STEPS = 1000  # five batches of T=200; the timing includes autoresets (generating the next batch)

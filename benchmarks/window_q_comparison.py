@@ -21,7 +21,10 @@ import numpy as np
 from scipy import stats
 
 from collective.config import EvaluationConfig
-from collective.evaluate import generate_environments, play, plugin_group, table_training_batch
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
+from collective.evaluation.stepping_group import plugin_group
+from collective.evaluation.tables import table_training_batch
 
 PLUGIN = "examples/numpy_window_q.py:WindowQ"
 

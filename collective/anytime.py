@@ -43,8 +43,8 @@ Where the paper leaves the mapping to the environment class open, our choices (a
   redrawn; after `DRAWS_PER_LEVEL` repeats no unused environment is left at this ξ, and ξ rises by
   1 (Definition 18). Learners that
   train on held-out episodes (`learning_protocol` "held_out") train on `training_episodes` fresh
-  episodes of the environment's K and budget (`evaluate.held_out_training`, on the training branch
-  of the environment's seeds, never equal to it); with "replay" they train on the scored
+  episodes of the environment's K and budget (`evaluation.environments.held_out_training`, on the
+  training branch of the environment's seeds, never equal to it); with "replay" they train on the scored
   environment itself, as paper 003 §5.2.1 does; either way their table is reset per environment
   (`learner_training` per_episode, whatever the profile says).
 - **Reward-sensitive environments** (`reward_sensitive`, profile `sound`). Paper 000 draws the test's
@@ -85,7 +85,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from collective.config import PROFILES, ConfigError, EvaluationConfig
-from collective.evaluate import held_out_training, play
+from collective.evaluation.environments import held_out_training
+from collective.evaluation.play import play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.patterns import PATTERN_GENERATORS, UnreachableK, reachable_k
 from collective.simulation.random_streams import episode_seed_table
@@ -301,7 +302,8 @@ def reward_sensitive(batch: EnvironmentBatch, rows: int, cols: int, reward_radiu
 def _with_training(config: AnytimeConfig, environment: int, draw: int, budget: int, k: int,
                    batch: EnvironmentBatch) -> EnvironmentBatch:
     """The environment with its held-out training episodes when the learners train on such (same K
-    and budget, from the training branch of its spawn key: `evaluate.held_out_training`)."""
+    and budget, from the training branch of its spawn key:
+    `evaluation.environments.held_out_training`)."""
     episode = _episode_config(config, budget)
     if not episode.trains_on_held_out:
         return batch

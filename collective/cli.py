@@ -442,7 +442,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
     check_config(parser, args, config.evaluation)
     check_work(parser, args, planned_agent_steps(config), " until the test stops by itself (at its memory limit "
                                                           "or --max-environments)")
-    from collective.evaluate import load_compiled
+    from collective.evaluation.compiled_code import load_compiled
 
     load_compiled(config.evaluation, notify=True)
     if not args.json:

@@ -27,8 +27,9 @@ from collective.simulation.plugins import PluginClass, PluginError
 from collective.protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # episodes per batch: about half a second of kernel time
-BATCHES_PREPARED_AHEAD = 2  # batches generated while one plays (`evaluate.batches_ahead`): 1 + this many in memory
-COMMUNICATION_CONTROLS = ("real", "sham")  # `communication_control` (issue 14 point 4; collective.evaluate.play)
+# batches generated while one plays (`evaluation.batches.batches_ahead`): 1 + this many in memory
+BATCHES_PREPARED_AHEAD = 2
+COMMUNICATION_CONTROLS = ("real", "sham")  # `communication_control` (issue 14 point 4; collective.evaluation.sham)
 SEED_MAX = 2**63 - 1
 REACHABLE_PROBES = 2000  # episodes `reachable_k` generates to probe a K range
 
@@ -186,8 +187,8 @@ class EvaluationConfig:
     # Traffic (protocols/__init__.py, spec §6): "writes" counts direct messages and writes to shared media (the
     # counts of before issue 14); "reads_and_writes" counts every read of a shared medium as a message too
     communication_accounting: str = "writes"
-    # "real", or "sham": the sham-communication control (collective.evaluate.play): each scored episode is played
-    # beside a shadow episode of the same cell; each member keeps its own sensing and its own part in the
+    # "real", or "sham": the sham-communication control (collective.evaluation.sham): each scored episode is
+    # played beside a shadow episode of the same cell; each member keeps its own sensing and its own part in the
     # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
     # traffic and rule, with no information from the others about the episode
     communication_control: str = "real"
@@ -346,7 +347,7 @@ class EvaluationConfig:
     @property
     def trains_on_held_out(self) -> bool:
         """Whether the group's learners train on held-out episodes before each scored episode, which must then
-        be generated with it (a pretrained table trains on the cell's own, `evaluate.trained_tables`)."""
+        be generated with it (a pretrained table trains on the cell's own: `evaluation.tables.trained_tables`)."""
         return self.learning_protocol == "held_out" and self.q_training_passes > 0 and \
             self.learner_training == "per_episode" and any(map(learns, self.behaviours))
 
@@ -669,7 +670,8 @@ def _validate_learners(c: EvaluationConfig) -> None:
 
 
 def training_chunk(c: EvaluationConfig) -> int:
-    """Training passes of a kept table played per kernel call (`evaluate.trained_tables`): a batch's work."""
+    """Training passes of a kept table played per kernel call (`evaluation.tables.trained_tables`): a batch's
+    work."""
     return max(1, min(c.q_training_passes, TARGET_AGENT_STEPS_PER_BATCH // (c.iterations * c.group_size)))
 
 
@@ -690,7 +692,7 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None, batches: int = 1
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
     (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows (and
     under the sham control each member's copy of the protocol's grid field).
-    `batch` is the episodes played in one call: by default `collective.evaluate`'s batch (a
+    `batch` is the episodes played in one call: by default an evaluation's batch (`evaluation.batches.batch_episodes`; a
     sweep's work unit may play more); `batches` the batches whose environments are in memory at once
     (an evaluation prepares BATCHES_PREPARED_AHEAD while one plays; a sweep's work unit holds one)."""
     learners = c.learner_count
@@ -721,7 +723,7 @@ def memory_needs(c: EvaluationConfig, batch: int | None = None, batches: int = 1
 
 def _validate_memory(c: EvaluationConfig) -> None:
     """Refuse, before allocating anything, a run whose arrays would not fit in memory."""
-    needs = memory_needs(c, batches=1 + BATCHES_PREPARED_AHEAD)  # as `collective.evaluate` holds them
+    needs = memory_needs(c, batches=1 + BATCHES_PREPARED_AHEAD)  # as `evaluation.batches.batches_ahead` holds them
     total, limit = sum(needs.values()), physical_memory_limit()
     if total > limit:
         raise ConfigError(max(needs, key=needs.get), f"a run of {c.grid}, T={c.iterations}, group of {c.group_size} "

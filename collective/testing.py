@@ -5,7 +5,7 @@
     check_behaviour("my_pkg.agents:Homing")                             # alone, then in a mix
     check_protocol("my_pkg.talk:Gossip", mix="my_pkg.agents:Homing:3")
 
-Each check plays small batches through `collective.evaluate.play` (the fused kernel for built-ins,
+Each check plays small batches through `collective.evaluation.play.play` (the fused kernel for built-ins,
 the stepping core for plug-ins) and raises AssertionError saying what failed: shapes, legal moves
 (king moves on the torus, spec §1), R̄ as the mean reward (paper 003 Definition 2), determinism
 under a seed, independence of the batch size (episode e plays the same whichever batch holds it),
@@ -31,7 +31,11 @@ from collections.abc import Callable
 
 from collective.behaviours import load_behaviour
 from collective.config import EvaluationConfig
-from collective.evaluate import evaluate, generate_environments, kernel_switches, play, plugin_group
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.fused_kernel import kernel_switches
+from collective.evaluation.play import play
+from collective.evaluation.stepping_group import plugin_group
 from collective.simulation.plugins import Observation, PluginError
 from collective.simulation.reference import ReferenceWorld
 from collective.simulation.stepping import SteppingCore, checked_actions, read_only

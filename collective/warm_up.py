@@ -5,7 +5,8 @@ in seconds, and after an edit of the sources (a new cache directory) it compiles
 
 A variant is the kernel (one specialisation for Λ* and landscapes, one behaviour or a mix), the
 stepping core (plug-ins, the sham control) or the environment generator of a profile; each is
-loaded by one tiny episode (`collective.evaluate.load_compiled`, `collective.sweeps.plan.prepare_process`).
+loaded by one tiny episode (`collective.evaluation.compiled_code.load_compiled`,
+`collective.sweeps.plan.prepare_process`).
 The work is cut in SHARES that compile disjoint variants, one process per share on idle cores (see
 `warm_up`); then this process loads every share from the cache, which also
 compiles whatever a helper process did not leave there.
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 
 from collective.cli import DEMO_BEHAVIOURS, build_parser, config_from_args
-from collective.evaluate import load_compiled, load_sham, load_stepping_core
+from collective.evaluation.compiled_code import load_compiled, load_sham, load_stepping_core
 from collective.progress import announce_compilation, compilation_done
 from collective.sweeps.plan import prepare_process
 from collective.sweeps.spec import load_spec

@@ -15,7 +15,9 @@ from pettingzoo.test import parallel_api_test  # noqa: E402
 
 from collective.adapters import GridScene, LambdaStarEnv, LambdaStarParallelEnv  # noqa: E402
 from collective.config import ConfigError, EvaluationConfig  # noqa: E402
-from collective.evaluate import evaluate, generate_environments, play  # noqa: E402
+from collective.evaluate import evaluate  # noqa: E402
+from collective.evaluation.environments import generate_environments  # noqa: E402
+from collective.evaluation.play import play  # noqa: E402
 from collective.simulation.random_streams import SplitMix64  # noqa: E402
 from collective.simulation.reference import ReferenceWorld  # noqa: E402
 

@@ -14,7 +14,7 @@ from collective.anytime import (AnytimeConfig, anytime_steps, draw_environment, 
                                run_anytime)
 from collective.cli import main
 from collective.config import ConfigError, EvaluationConfig
-from collective.evaluate import play
+from collective.evaluation.play import play
 from sweep_support import as_at_a_terminal
 
 

@@ -7,7 +7,9 @@ import pytest
 from collective.config import EvaluationConfig
 from collective.environments.ceiling import best_totals, upsilon_best
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.evaluate import evaluate, generate_environments, play, with_ceiling
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments, with_ceiling
+from collective.evaluation.play import play
 from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
 
 

@@ -10,7 +10,11 @@ from numba import njit
 from collective import Messages
 from collective.config import ConfigError, EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.evaluate import evaluate, generate_environments, play, plugin_group, shadow_environments
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
+from collective.evaluation.sham import shadow_environments
+from collective.evaluation.stepping_group import plugin_group
 from collective.simulation.stepping import play_group, play_overhearing
 from collective.sweeps.spec import SpecError, parse_spec
 from collective.protocols.kernel_support import (empty_log, log_copies, message_entropy_bits, table_distinct,

@@ -9,7 +9,8 @@ from collective.config import CPP_SWITCHES, PROFILES, ConfigError, EvaluationCon
 from collective.behaviours.decisions import search_table
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.scene import FieldRef, reset_scene, scene_reward
-from collective.evaluate import generate_environments, play
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
 from collective.simulation.kernel import (EpisodePaths, Rules, Scratch, _play_pass, cell_moves, learner_workspace,
                                           talk_workspace)
 from collective.simulation.random_streams import SplitMix64

@@ -15,8 +15,9 @@ from collective.environments.complexity import lz76_periodic_at_most, lz76_phras
 from collective.environments.patterns import (LAZY_SHUFFLE_ABOVE, CyclicPatternGenerator, StratifiedComplexity,
                                               _pair_rounds)
 from collective.environments.torus import wrap
-from collective.evaluate import (batch_episodes, batch_indices, batches_ahead, evaluate, generate_environments,
-                                 prepared_environments, ramps, with_ceiling)
+from collective.evaluate import evaluate
+from collective.evaluation.batches import batch_episodes, batch_indices, batches_ahead, ramps
+from collective.evaluation.environments import generate_environments, prepared_environments, with_ceiling
 from collective.simulation.random_streams import SplitMix64
 
 
@@ -284,7 +285,8 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
     float the result reports is summed exactly; a plain per-batch sum differs in its last bits)."""
     config = EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=3, rows=6, cols=6,
                                            iterations=30, episodes=6000, protocol="wisdom")
-    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 4200)  # 8 pool blocks a batch
+    monkeypatch.setattr("collective.evaluation.batches.TARGET_AGENT_STEPS_PER_BATCH",
+                        3 * 30 * 4200)  # 8 pool blocks a batch
     size = batch_episodes(config)
     assert size < config.episodes, "one batch: nothing to ramp"
     prepared = []
@@ -293,7 +295,7 @@ def test_an_evaluation_starts_with_a_small_batch_and_plays_the_same_episodes(mon
         prepared.append(len(episodes))
         return prepared_environments(config, episodes, *stopping)
 
-    monkeypatch.setattr("collective.evaluate.prepared_environments", recording)
+    monkeypatch.setattr("collective.evaluation.batches.prepared_environments", recording)
     ramped = evaluate(config)
     assert prepared[0] <= size // 8 and sum(prepared) == config.episodes
     assert prepared == [len(batch) for batch in batch_indices(config.episodes, size, True, config.pattern_pool)]

@@ -16,9 +16,16 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-import collective.evaluate as evaluate_module
+import collective.evaluation.play as play_module
+import collective.evaluation.sham as sham_module
+import collective.evaluation.threads as threads_module
 from collective.config import BATCHES_PREPARED_AHEAD, EvaluationConfig, learner_table_bytes, memory_needs
-from collective.evaluate import evaluate, generate_environments, play, with_ceiling
+from collective.evaluate import evaluate
+from collective.evaluation.compiled_code import load_code
+from collective.evaluation.environments import generate_environments, with_ceiling
+from collective.evaluation.fused_kernel import kernel_switches, play_fused
+from collective.evaluation.play import play
+from collective.evaluation.tables import starting_tables
 from collective.simulation import compiled_plugins, stepping
 from collective.simulation.kernel import simulate_batch
 
@@ -64,23 +71,23 @@ def _same(one, other) -> None:
 
 @pytest.mark.parametrize("profile, settings", CASES, ids=lambda case: str(case))
 def test_a_batch_played_in_threads_is_the_batch_played_in_one(monkeypatch, profile, settings):
-    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)  # small test batches are cut too
+    monkeypatch.setattr(threads_module, "MIN_STEPS_PER_THREAD", 1)  # small test batches are cut too
     config = _config(profile, settings)
     batch = with_ceiling(config, generate_environments(config, np.arange(EPISODES)[::-1].copy()))
-    evaluate_module.load_code(config)  # its warm-up plays a tiny batch: before the spy
-    tables = evaluate_module.starting_tables(config) if config.keeps_tables else None  # trained before the spy too
+    load_code(config)  # its warm-up plays a tiny batch: before the spy
+    tables = starting_tables(config) if config.keeps_tables else None  # trained before the spy too
     before = tables.q.copy() if tables is not None else None
     played_in = []
-    kernel = evaluate_module._play
     meeting = threading.Barrier(3, timeout=60)  # in the threaded play, its first three runs meet: three threads
 
     def spying(*args, **kwargs):
         played_in.append((threading.current_thread().name, len(args[1])))
         if threading.current_thread() is not threading.main_thread() and len(played_in) <= 3:
             meeting.wait()  # a thread waiting here takes no other run, so each of the three is another thread's
-        return kernel(*args, **kwargs)
+        return play_fused(*args, **kwargs)
 
-    monkeypatch.setattr(evaluate_module, "_play", spying)
+    for module in (play_module, threads_module):  # one batch in one call, and each run of a batch in threads
+        monkeypatch.setattr(module, "play_fused", spying)
     one = play(config, batch, threads=1, tables=tables)
     assert played_in == [(threading.current_thread().name, EPISODES)]
     played_in.clear()
@@ -98,11 +105,11 @@ def test_episode_zero_is_found_in_whichever_part_holds_it(monkeypatch):
     """Control for the reversed order above: the 2016 imitator's first episode is special (its hidden oracle
     starts from the world stream), so playing the parts with the batch's own switches (episode 0's row of the
     whole batch, not of each part) would change numbers."""
-    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    monkeypatch.setattr(threads_module, "MIN_STEPS_PER_THREAD", 1)
     config = _config("lambdastar2016", dict(behaviour="imitation"))
     batch = with_ceiling(config, generate_environments(config, np.arange(EPISODES)[::-1].copy()))
     first_part = batch.split(3)[-1]
-    assert evaluate_module.kernel_switches(config, first_part).first_episode == len(first_part) - 1
+    assert kernel_switches(config, first_part).first_episode == len(first_part) - 1
     unsplit = play(config, batch, threads=1).mean_rewards
     alone = play(config, first_part, threads=1).mean_rewards
     assert alone.tobytes() == unsplit[-len(first_part):].tobytes()
@@ -120,7 +127,7 @@ def test_split_views_cover_the_batch_in_order_with_their_training_episodes():
 
 
 def test_an_evaluation_in_two_threads_reports_what_one_thread_does(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
+    monkeypatch.setattr(threads_module, "MIN_STEPS_PER_THREAD", 1)
     config = _config("sound", dict(behaviour="local_search", protocol="wisdom", episodes=200))
     one, two = evaluate(config, threads=1), evaluate(config, threads=2)
     assert (one.threads, two.threads) == (1, 2)
@@ -131,8 +138,8 @@ def test_an_evaluation_in_two_threads_reports_what_one_thread_does(monkeypatch):
 
 
 def test_online_learners_and_plugins_play_in_one_thread(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "MIN_STEPS_PER_THREAD", 1)
-    monkeypatch.setattr(evaluate_module, "MIN_SHAM_LANES_PER_THREAD", 1)
+    monkeypatch.setattr(threads_module, "MIN_STEPS_PER_THREAD", 1)
+    monkeypatch.setattr(threads_module, "MIN_SHAM_LANES_PER_THREAD", 1)
     online = _config("sound", dict(behaviour="q_learning", learner_training="online"))
     plugin_sham = _config("sound", dict(behaviour="local_search", protocol="examples.numpy_broadcast:Broadcast",
                                         communication_control="sham"))
@@ -155,12 +162,12 @@ SHAMS = [("sound", dict(behaviour="local_search", protocol=protocol))
 def test_a_built_in_sham_played_in_threads_is_the_sham_played_in_one(monkeypatch, profile, settings):
     """A built-in group's sham control (on the stepping core) cut into runs of consecutive episodes, each
     played with a group and shadows of its own in three threads at once: every number of one call."""
-    monkeypatch.setattr(evaluate_module, "MIN_SHAM_LANES_PER_THREAD", 1)
+    monkeypatch.setattr(threads_module, "MIN_SHAM_LANES_PER_THREAD", 1)
     config = _config(profile, {**settings, "communication_control": "sham"})
     batch = generate_environments(config, np.arange(EPISODES)[::-1].copy())
-    evaluate_module.load_code(config)
+    load_code(config)
     played_in = []
-    sham = evaluate_module.play_sham
+    sham = sham_module.play_sham
     meeting = threading.Barrier(3, timeout=60)
 
     def spying(config, environments, record, group):
@@ -169,7 +176,8 @@ def test_a_built_in_sham_played_in_threads_is_the_sham_played_in_one(monkeypatch
             meeting.wait()  # each of the three runs is another thread's
         return sham(config, environments, record, group)
 
-    monkeypatch.setattr(evaluate_module, "play_sham", spying)
+    for module in (play_module, sham_module):  # the sham in one call, and each run of it in threads
+        monkeypatch.setattr(module, "play_sham", spying)
     one = play(config, batch, threads=1)
     assert [size for _, size, _ in played_in] == [EPISODES]
     played_in.clear()
@@ -198,12 +206,12 @@ def test_threads_stop_where_their_learner_tables_would_not_fit(monkeypatch):
     needs = sum(memory_needs(config, batches=1 + BATCHES_PREPARED_AHEAD).values())
     own = 2 * learner_table_bytes(config)
     for spare, room in ((0, 1), (own - 1, 1), (3 * own, 4)):
-        monkeypatch.setattr(evaluate_module, "physical_memory_limit", lambda: needs + spare)
-        evaluate_module.threads_with_room.cache_clear()
-        assert evaluate_module.threads_with_room(config) == room
-    evaluate_module.threads_with_room.cache_clear()
+        monkeypatch.setattr(threads_module, "physical_memory_limit", lambda: needs + spare)
+        threads_module.threads_with_room.cache_clear()
+        assert threads_module.threads_with_room(config) == room
+    threads_module.threads_with_room.cache_clear()
     pretrained = _config("sound", dict(behaviour="q_learning"))  # one shared table, only read
-    assert evaluate_module.threads_with_room(pretrained) == sys.maxsize
+    assert threads_module.threads_with_room(pretrained) == sys.maxsize
 
 
 def test_the_cli_takes_threads_and_refuses_zero():

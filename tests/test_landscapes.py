@@ -11,7 +11,9 @@ from scipy import stats
 
 from collective.adapters.scenes import environment_config
 from collective.config import ConfigError, EvaluationConfig
-from collective.evaluate import evaluate, generate_environments, play
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
 from collective.environments.landscapes import (KING_MOVES, cone_mass_bound, correlation_length, count_local_optima,
                                                 landscape_field, walk_autocorrelation)
 from collective.simulation.reference import ReferenceWorld

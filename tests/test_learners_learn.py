@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 from collective.config import ConfigError, EvaluationConfig
-from collective.evaluate import evaluate, generate_environments, run_episodes, table_training_batch, trained_tables
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import run_episodes
+from collective.evaluation.tables import table_training_batch, trained_tables
 from collective.simulation.random_streams import (AGENT_SEED, episode_seed_table, table_training_seed_table,
                                                  training_seed_table)
 from collective.sweeps.plan import TARGET_UNIT_AGENT_STEPS, _units, episode_cost

@@ -9,7 +9,9 @@ import pytest
 from collective.cli import main
 from collective.config import PROFILES, ConfigError, EvaluationConfig
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.evaluate import evaluate, generate_environments, play, run_episodes
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play, run_episodes
 from collective.simulation.random_streams import AGENT_SEED, episode_seed_table, training_seed_table
 from collective.sweeps.plan import generate_block, group_agent_seeds, plan, play_unit
 from collective.sweeps.spec import parse_spec

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from collective.config import CPP_SWITCHES, EvaluationConfig
-from collective.evaluate import (generate_environments, play, run_episodes, shadow_environments, table_training_batch,
-                                 trained_tables)
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play, run_episodes
+from collective.evaluation.sham import shadow_environments
+from collective.evaluation.tables import table_training_batch, trained_tables
 from collective.simulation.reference import (LearnerSettings, ReferenceProtocol, ReferenceWorld, TrainingEpisode,
                                              learner_tables, reference_episode, reference_sham_episode)
 from collective.protocols import get_protocol

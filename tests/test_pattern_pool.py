@@ -14,8 +14,10 @@ from collective.environments.pattern_probability import cyclic_pattern_log2_prob
 from collective.environments import patterns
 from collective.environments.patterns import (CyclicPatternGenerator, StratifiedComplexity,
                                               independent_pair_on_played_paths, pooled_patterns)
-from collective.evaluate import (batch_episodes, batch_indices, evaluate, generate_environments, load_generator,
-                                 pool_blocks)
+from collective.evaluate import evaluate
+from collective.evaluation.batches import batch_episodes, batch_indices
+from collective.evaluation.compiled_code import load_generator
+from collective.evaluation.environments import generate_environments, pool_blocks
 from test_pattern_probability import COLS, ROWS, enumerated_distribution
 
 SOUND_DRAWS = StratifiedComplexity(CyclicPatternGenerator("half_T", lazy_shuffle=True))
@@ -220,7 +222,8 @@ def test_an_evaluations_batches_hold_whole_blocks(monkeypatch):
     """A block cut by a batch edge would be drawn whole by both batches (`pool_blocks`): an evaluation's batches,
     the ramped first ones included, end on block edges, so it draws each block once."""
     config = EvaluationConfig.from_profile("sound", rows=6, cols=6, iterations=30, group_size=3, episodes=6000)
-    monkeypatch.setattr("collective.evaluate.TARGET_AGENT_STEPS_PER_BATCH", 3 * 30 * 2000)  # ~2,000 episodes a batch
+    monkeypatch.setattr("collective.evaluation.batches.TARGET_AGENT_STEPS_PER_BATCH",
+                        3 * 30 * 2000)  # ~2,000 episodes a batch
     batches = batch_indices(config.episodes, batch_episodes(config), True, config.pattern_pool)
     assert len(batches) > 4 and len(batches[0]) < len(batches[3]), "no ramp to check"
     assert all(batch[0] % config.pattern_pool == 0 for batch in batches)

@@ -13,7 +13,7 @@ from collective.environments.complexity import lz76_phrase_count
 from collective.environments.pattern_probability import (cyclic_max_segment, cyclic_pattern_log2_probability,
                                                          pattern_log2_probabilities, trajectory_moves)
 from collective.environments.patterns import CyclicPatternGenerator
-from collective.evaluate import generate_environments
+from collective.evaluation.environments import generate_environments
 
 ROWS = COLS = 3
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from collective.config import EvaluationConfig
-from collective.evaluate import generate_environments
+from collective.evaluation.environments import generate_environments
 from collective.simulation.stepping import SteppingCore
 from collective.testing import check_behaviour, check_protocol
 

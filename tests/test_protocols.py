@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from collective.config import ConfigError, EvaluationConfig
-from collective.evaluate import generate_environments, play
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.play import play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.simulation.reference import ReferenceWorld
 from collective.testing import check_protocol

@@ -143,7 +143,9 @@ def test_an_evaluation_weights_by_pattern_probability_only_under_importance_bits
     with w = 2^(-K bits - log2 q) computed here from the same episodes; under sampled_phrases, with w = 2^-K."""
     from collective.config import EvaluationConfig
     from collective.environments.pattern_probability import pattern_log2_probabilities
-    from collective.evaluate import evaluate, generate_environments, play
+    from collective.evaluate import evaluate
+    from collective.evaluation.environments import generate_environments
+    from collective.evaluation.play import play
     from collective.analysis.scores import weighted_estimate
     for estimator in ("importance_bits", "sampled_phrases"):
         config = EvaluationConfig.from_profile("paper", rows=5, cols=5, iterations=20, episodes=300, group_size=2,

@@ -12,7 +12,8 @@ from collective.config import ConfigError, EvaluationConfig
 from collective.environments.complexity import alphabet_normalised, lz76_phrase_count_at_most, lz76_rows
 from collective.environments.lambda_star import LambdaStar
 from collective.environments.patterns import CyclicPatternGenerator, StratifiedComplexity
-from collective.evaluate import evaluate, generate_environments
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments
 
 SOUND_K = range(2, 24)
 
@@ -276,7 +277,7 @@ def test_group_sizes_are_paired_under_sound(env):
     """Issue 22 point 8 (paired_group_sizes): with one seed, agent i starts on the same cell in a group of any
     size, so isolated searchers 0-4 of a group of ten play exactly as a group of five, move for move; under
     `paper` the start cells are drawn for each size."""
-    from collective.evaluate import play
+    from collective.evaluation.play import play
     small, large = (EvaluationConfig.from_profile("sound", behaviour="local_search", group_size=g, rows=9, cols=9,
                                                   iterations=30, episodes=20, env=env) for g in (5, 10))
     environments = [generate_environments(config, np.arange(20)) for config in (small, large)]

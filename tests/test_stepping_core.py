@@ -6,7 +6,11 @@ import pytest
 
 from collective import Messages, Parameter, PluginError
 from collective.config import ConfigError, EvaluationConfig
-from collective.evaluate import _play, evaluate, generate_environments, play, plugin_group
+from collective.evaluate import evaluate
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.fused_kernel import play_fused
+from collective.evaluation.play import play
+from collective.evaluation.stepping_group import plugin_group
 from collective.simulation.stepping import play_group
 from collective.testing import check_behaviour, check_protocol
 
@@ -49,9 +53,10 @@ def test_builtins_on_the_stepping_core_match_the_fused_kernel(mix, protocol, par
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
                                            **{**SMALL, **variant})
     environments = generate_environments(config, np.arange(config.episodes))
-    assert_same_runs(_play(config, environments, record=True), play_group(plugin_group(config), environments, True))
+    assert_same_runs(play_fused(config, environments, record=True),
+                     play_group(plugin_group(config), environments, True))
     sound = config.with_changes(communication_accounting="reads_and_writes")
-    assert_same_runs(_play(sound, environments, record=True), play_group(plugin_group(sound), environments, True))
+    assert_same_runs(play_fused(sound, environments, record=True), play_group(plugin_group(sound), environments, True))
 
 
 CPP_GROUPS = [("local_search:3,random:1,oracle:2,imitation:3", "none", ()),
@@ -68,7 +73,8 @@ def test_builtins_on_the_stepping_core_match_the_fused_kernel_under_the_2016_swi
     config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, protocol_params=params,
                                            **SMALL)
     environments = generate_environments(config, np.arange(first, first + config.episodes))
-    assert_same_runs(_play(config, environments, record=True), play_group(plugin_group(config), environments, True))
+    assert_same_runs(play_fused(config, environments, record=True),
+                     play_group(plugin_group(config), environments, True))
 
 
 @pytest.mark.parametrize("mix, protocol, twin_mix, twin_protocol", [
@@ -87,7 +93,7 @@ def test_numpy_examples_reproduce_the_builtins(mix, protocol, twin_mix, twin_pro
     twin = EvaluationConfig.from_profile("paper", mix=twin_mix, protocol=twin_protocol, **{**SMALL, **variant})
     environments = generate_environments(config, np.arange(config.episodes))
     assert config.uses_plugins and not twin.uses_plugins
-    assert_same_runs(_play(twin, environments, record=True), play(config, environments, record=True),
+    assert_same_runs(play_fused(twin, environments, record=True), play(config, environments, record=True),
                      same_symbols=not protocol.startswith("examples"))
 
 
@@ -98,7 +104,7 @@ def test_a_plugin_sees_the_2016_reset_field_first(mix, protocol, twin_mix):
     config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, **SMALL)
     twin = EvaluationConfig.from_profile("lambdastar2016", mix=twin_mix, protocol=protocol, **SMALL)
     environments = generate_environments(config, np.arange(config.episodes))
-    assert_same_runs(_play(twin, environments, record=True), play(config, environments, record=True))
+    assert_same_runs(play_fused(twin, environments, record=True), play(config, environments, record=True))
 
 
 def test_numpy_local_search_scores_as_the_builtin_on_2000_environments():

@@ -13,7 +13,8 @@ from gymnasium.wrappers.vector import DictInfoToList, RecordEpisodeStatistics  #
 
 from collective.adapters.vector import LambdaStarBatchedParallelEnv, LambdaStarVectorEnv  # noqa: E402
 from collective.config import ConfigError, EvaluationConfig  # noqa: E402
-from collective.evaluate import generate_environments, play  # noqa: E402
+from collective.evaluation.environments import generate_environments  # noqa: E402
+from collective.evaluation.play import play  # noqa: E402
 from collective.simulation.random_streams import SplitMix64  # noqa: E402
 from collective.simulation.stepping import SteppingCore  # noqa: E402
 

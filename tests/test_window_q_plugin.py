@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from collective.config import EvaluationConfig
-from collective.evaluate import generate_environments
+from collective.evaluation.environments import generate_environments
 from collective.simulation.kernel import window_state_base
 from collective.simulation.stepping import observe_windows, scene_at
 from examples.numpy_window_q import window_signs

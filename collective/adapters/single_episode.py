@@ -9,8 +9,9 @@ so agents from other libraries can sit the test.
   step, each agent is rewarded with the reward of the cell it now stands on; after T iterations
   every agent is truncated (never terminated);
 - `reset(seed=s)` draws episode 0 of the root seed s, each later `reset()` the next episode,
-  exactly the environments `collective evaluate --seed s` plays (`evaluate.generate_environments`,
-  SeedSequence-keyed by episode); before any seed the configuration's seed is used.
+  exactly the environments `collective evaluate --seed s` plays
+  (`evaluation.environments.generate_environments`, SeedSequence-keyed by episode); before any seed the
+  configuration's seed is used.
 
 Alone, the agents step an `EpisodeScene` (`collective.adapters.scenes`), the plain-Python geometry
 of `collective.simulation.reference.ReferenceWorld`. With teammates (`mix=` background agents of any
@@ -38,7 +39,7 @@ from collective.adapters.rendering import ansi_frame, rgb_frame
 from collective.adapters.scenes import SCENES, EpisodeScene
 from collective.adapters.vector import RENDER_MODES, _Batches, _state_space, _window_space
 from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig
-from collective.evaluate import generate_environments
+from collective.evaluation.environments import generate_environments
 from collective.simulation.reference import ACTION_MOVES, ReferenceWorld
 
 

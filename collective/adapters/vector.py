@@ -10,7 +10,7 @@
 - after T iterations every sub-environment is truncated (never terminated);
 - `reset(seed=s)` plays episodes 0..E-1 of the root seed s, each later batch the next E episode
   indices (E..2E-1, ...), exactly the environments `collective evaluate --seed s` plays
-  (`evaluate.generate_environments`, SeedSequence-keyed by episode); before any seed, the
+  (`evaluation.environments.generate_environments`, SeedSequence-keyed by episode); before any seed, the
   configuration's seed.
 
 Observations and rewards are those of `collective evaluate`: the stepping core is tested
@@ -45,7 +45,9 @@ from gymnasium.vector.utils import batch_space
 from collective.adapters.rendering import STATE_CHANNELS, ansi_frame, grid_state, rgb_frame
 from collective.adapters.scenes import environment_config
 from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig
-from collective.evaluate import generate_environments, kernel_switches, plugin_group
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.fused_kernel import kernel_switches
+from collective.evaluation.stepping_group import plugin_group
 from collective.simulation.plugins import PluginError
 from collective.simulation.stepping import SteppingCore, Playing, checked_actions
 

@@ -130,7 +130,8 @@ class EnvironmentBatch:
     starts: np.ndarray  # (episodes, agents) int32 start cells
     agent_seeds: np.ndarray  # (episodes,) uint64 seeds of the agents' random streams
     k_raw: np.ndarray  # (episodes,) int32 LZ76 phrase count of ⊕'s pattern, as its generator measures it
-    k_normalised: np.ndarray  # (episodes,) float64 c·log2(L)/L (`evaluate.generate_environments` rescales it)
+    # (episodes,) float64 c·log2(L)/L (`evaluation.environments.generate_environments` rescales it)
+    k_normalised: np.ndarray
     # Fitness landscapes only (collective.environments.landscapes); None for Λ*:
     landscapes: np.ndarray | None = None  # (episodes, cells) base fitness fields; ⊕ = the global optimum
     local_optima: np.ndarray | None = None  # (episodes,) strict local maxima of each field
@@ -142,7 +143,8 @@ class EnvironmentBatch:
     # Learners' held-out training episodes (`learning_protocol` "held_out"), rows episode-major:
     # row e·n + j is training episode j of episode e; None when the learners replay the episode
     training: EnvironmentBatch | None = None
-    # (episodes,) int64 the evaluation's episode indices (`evaluate.generate_environments`); None when unknown
+    # (episodes,) int64 the evaluation's episode indices (`evaluation.environments.generate_environments`); None
+    # when unknown
     episode_index: np.ndarray | None = None
     # the seed prefix the batch was generated under (a sweep's cell): keys a kept learner table's training
     seed_prefix: tuple[int, ...] = ()

@@ -29,7 +29,7 @@ playing them together (the reference's order; the lock-step tests check it):
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
 episode and from call to call (the caller trains them first by playing the training episodes with
-ONLINE, `collective.evaluate.trained_tables`): PRETRAINED scores greedily without learning, ONLINE
+ONLINE, `collective.evaluation.tables.trained_tables`): PRETRAINED scores greedily without learning, ONLINE
 keeps learning in the scored passes, ε-greedily, scored as it goes. Their state (`learner_state`) is
 (cell, t), or the signs of the rewards of the agent's 3x3 window (`window_state_base`).
 """

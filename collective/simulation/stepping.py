@@ -239,7 +239,8 @@ class Member:
 
 class Group:
     """A group as the stepping core plays it: behaviour plug-ins over their agents and an optional
-    protocol over its members. Built from a validated config by `collective.evaluate`."""
+    protocol over its members. Built from a validated config by
+    `collective.evaluation.stepping_group.plugin_group`."""
 
     def __init__(self, behaviours: list[Member], protocol: Member | None, size: int, rows: int, cols: int,
                  iterations: int, view: int, radius: int, threshold: int, switches: KernelSwitches = NO_SWITCHES):

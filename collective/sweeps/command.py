@@ -19,7 +19,7 @@ from pathlib import Path
 from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
 from collective.simulation.plugins import CtrlC, PluginError
-from collective.evaluate import kernel_cached
+from collective.evaluation.compiled_code import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
 from collective.progress import (AGENT_STEPS_PER_SECOND, PLAYING, Progress, announce_compilation,

@@ -24,8 +24,12 @@ import numpy as np
 import pyarrow as pa
 
 from collective.config import EvaluationConfig, memory_needs
-from collective.evaluate import (batch_episodes, generate_environments, joined_runs, load_code, load_generator, play,
-                                 plugin_group, with_ceiling)
+from collective.evaluation.batches import batch_episodes
+from collective.evaluation.compiled_code import load_code, load_generator
+from collective.evaluation.environments import generate_environments, with_ceiling
+from collective.evaluation.play import play
+from collective.evaluation.runs import joined_runs
+from collective.evaluation.stepping_group import plugin_group
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.environments.motion import pattern_motion, row_motion
 from collective.simulation.plugins import PluginError

@@ -1,0 +1,50 @@
+"""Which code plays a batch: the fused kernel for a group of built-ins, in threads where it may be cut;
+the stepping core for a group with a plug-in; the sham control for a sham."""
+from __future__ import annotations
+
+import numpy as np
+
+from collective.config import EvaluationConfig
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.evaluation.compiled_code import load_code
+from collective.evaluation.environments import generate_environments
+from collective.evaluation.fused_kernel import play_fused
+from collective.evaluation.runs import EpisodeRun, stepping_run
+from collective.evaluation.sham import play_sham, sham_in_threads
+from collective.evaluation.stepping_group import plugin_group
+from collective.evaluation.tables import starting_tables
+from collective.evaluation.threads import kernel_threads, play_in_threads, sham_threads
+from collective.simulation.kernel import Tables
+from collective.simulation.stepping import Group, play_group
+
+
+def play(config: EvaluationConfig, environments: EnvironmentBatch, record: bool = False,
+         group: Group | None = None, tables: Tables | None = None, threads: int = 1) -> EpisodeRun:
+    """Play the configured group on a batch of environments; `record` keeps the scored trajectories.
+    A plug-in group plays on the stepping core with `group` (made once per evaluation by
+    `plugin_group`, so that persistent plug-ins keep their state), or a fresh one; so does the sham
+    control (`play_sham`). Learners that keep their tables (`learner_training`) play with `tables`
+    (an online learner's, carried from batch to batch by `evaluate`), or with their pretrained
+    tables (`trained_tables`; an online learner's copied, so each call starts from them). On the
+    fused kernel, and for a built-in group's sham, up to `threads` threads play runs of the batch's
+    episodes at once (`kernel_threads`, `sham_threads`)."""
+    load_code(config)
+    if config.on_stepping_core:
+        if not config.sham:
+            return stepping_run(play_group(group or plugin_group(config), environments, record), environments)
+        threads = sham_threads(config, environments, threads, record)
+        if threads > 1:
+            return sham_in_threads(config, environments, threads)
+        return play_sham(config, environments, record, group or plugin_group(config))
+    if config.keeps_tables and tables is None:
+        tables = starting_tables(config, environments.seed_prefix)
+    threads = kernel_threads(config, environments, threads, record)
+    if threads > 1:
+        return play_in_threads(config, environments, threads, tables)
+    return play_fused(config, environments, record, tables)
+
+
+def run_episodes(config: EvaluationConfig, episodes: np.ndarray, seed_prefix: tuple[int, ...] = (),
+                 record: bool = False, group: Group | None = None, tables: Tables | None = None) -> EpisodeRun:
+    """Generate the given episode indices' environments and play them."""
+    return play(config, generate_environments(config, episodes, seed_prefix), record, group, tables)

@@ -1,0 +1,48 @@
+"""What a played batch gives back, whichever code played it (an `EpisodeRun`), and runs of a batch's parts
+joined as one."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from collective.environments.lambda_star import EnvironmentBatch
+
+
+@dataclass(frozen=True)
+class EpisodeRun:
+    """One simulated batch of episodes."""
+
+    mean_rewards: np.ndarray  # (episodes,) R̄ per episode (paper 003 Definition 2)
+    environments: EnvironmentBatch
+    kernel_seconds: float
+    messages: float  # sent by the protocol over the batch, training passes included (the config's accounting)
+    bits: float
+    # (episodes, agents) each agent's mean reward per iteration; None for a homogeneous group on the fused
+    # kernel (its per-capita score is R̄; see `simulate_batch`)
+    agent_scores: np.ndarray | None = None
+    positions: np.ndarray | None = None  # (episodes, T+1, agents) with record=True
+    rewards: np.ndarray | None = None  # (episodes, T, agents) with record=True
+    transfers: float = 0.0  # messages under the reads_and_writes accounting (protocols/__init__.py)
+    message_entropy: np.ndarray | None = None  # (episodes,) bits per message, NaN without messages
+    distinct_messages: np.ndarray | None = None  # (episodes,) distinct messages of the scored pass, NaN without
+    threads: int = 1  # kernel threads that played the batch (`play`)
+
+
+def stepping_run(run, environments: EnvironmentBatch) -> EpisodeRun:
+    """A stepping-core `GroupRun` as the fused kernel's `EpisodeRun`."""
+    return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,
+                      run.positions, run.rewards, run.transfers, run.message_entropy, run.distinct_messages)
+
+
+def joined_runs(runs: list[EpisodeRun], environments: EnvironmentBatch, threads: int = 1) -> EpisodeRun:
+    """Runs of consecutive parts of `environments` (without records), played in `threads` threads, as one run
+    of the whole batch: per-episode arrays joined in order, counts and kernel seconds summed."""
+    def joined(name: str):
+        parts = [getattr(run, name) for run in runs]
+        return None if parts[0] is None else np.concatenate(parts)
+
+    return EpisodeRun(joined("mean_rewards"), environments, sum(run.kernel_seconds for run in runs),
+                      sum(run.messages for run in runs), sum(run.bits for run in runs), joined("agent_scores"),
+                      transfers=sum(run.transfers for run in runs), message_entropy=joined("message_entropy"),
+                      distinct_messages=joined("distinct_messages"), threads=threads)

@@ -1,0 +1,43 @@
+"""The sham-communication control: each episode's shadow, drawn from the episode's own seeds, and the group
+that hears the others as they are in the shadow, in one call or in threads."""
+from __future__ import annotations
+
+import numpy as np
+
+from collective.config import EvaluationConfig
+from collective.environments.lambda_star import EnvironmentBatch
+from collective.evaluation.runs import EpisodeRun, stepping_run
+from collective.evaluation.stepping_group import plugin_group
+from collective.evaluation.threads import joined_in_threads
+from collective.simulation.stepping import Group, play_overhearing
+
+
+SHADOW_BRANCH = 1  # spawn key of a shadow episode's SeedSequence under its scored episode's agent seed
+
+
+def shadow_environments(config: EvaluationConfig, environments: EnvironmentBatch) -> EnvironmentBatch:
+    """Each episode's shadow: another environment of the same class (pattern, ⊖, start cells, agents'
+    seed) drawn from SeedSequence(the episode's agent seed, spawn_key=(SHADOW_BRANCH,)), a branch of the
+    episode's own seeds, so a shadow never depends on the batch or the worker that plays it."""
+    table = np.array([np.random.SeedSequence(int(seed), spawn_key=(SHADOW_BRANCH,)).generate_state(3, np.uint64)
+                      for seed in environments.agent_seeds], np.uint64).reshape(-1, 3)
+    return config.environment().generate(table, config.group_size)
+
+
+def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: bool, group: Group) -> EpisodeRun:
+    """The sham-communication control (issue 14 point 4, issue 22 point 2): a second copy of the group plays
+    each episode's shadow for real; in the episode, each member keeps its own sensing and its own part in
+    the protocol (its report, bid, deposit or write), and hears at every iteration what the protocol tells
+    it when every other member is where it is in the shadow (`play_overhearing`). The group keeps the
+    protocol's rule, traffic and herding, but no other member tells it about its own episode. Traffic and
+    message entropy are the shadow's (what the others said)."""
+    return stepping_run(play_overhearing(group, plugin_group(config), environments,
+                                         shadow_environments(config, environments), record), environments)
+
+
+def sham_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, threads: int) -> EpisodeRun:
+    """A built-in group's sham control on `threads` runs of consecutive episodes at once, each with a group
+    of its own (the stepping core's compiled steps release the GIL), joined in episode order (`joined_runs`):
+    the numbers of one call, as each episode's play and shadow depend on its own seeds only."""
+    return joined_in_threads(lambda part: play_sham(config, part, False, plugin_group(config)), environments,
+                             threads, threads)
