@@ -283,11 +283,11 @@ def _welch(first: np.ndarray, second: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def _difference(rows: pd.DataFrame, shared: pd.DataFrame, independent: pd.DataFrame, kept: bool) -> dict:
+def _difference(environments: pd.Series, tables: pd.Series, shared: pd.DataFrame, independent: pd.DataFrame,
+                kept: bool) -> dict:
     """Υ(shared) - Υ(independent) (SHARING_NOTE): paired by environment when they share any, clustered by table
-    when kept tables give two or more; else independent means, of the tables' means when each side has two."""
-    environments = pd.Series(environment_ids(rows), index=rows.index)
-    tables = pd.Series(cell_ids(rows), index=rows.index)
+    when kept tables give two or more; else independent means, of the tables' means when each side has two.
+    `environments` and `tables`: every row's environment and cell ids (`environment_ids`, `cell_ids`)."""
     first = shared.groupby(environments.loc[shared.index])["score"].mean()
     second = independent.groupby(environments.loc[independent.index])["score"].mean()
     common = first.index.intersection(second.index)
@@ -315,6 +315,9 @@ def sharing_table(rows: pd.DataFrame) -> pd.DataFrame:
     task = curve_task(rows)
     records = []
     shared_rows = learners[(learners["protocol"] == "shared_q") & (learners["mix"] == "")]
+    if not shared_rows.empty:
+        environments = pd.Series(environment_ids(rows), index=rows.index)
+        tables = pd.Series(cell_ids(rows), index=rows.index)
     for key, shared in shared_rows.groupby(["behaviour", "group_size", *task, "learner_training"], sort=True):
         behaviour, size = key[0], key[1]
         labels = dict(zip(["behaviour", "group_size", *task, "learner_training"], key))
@@ -331,7 +334,8 @@ def sharing_table(rows: pd.DataFrame) -> pd.DataFrame:
                                     agent_episodes_per_table=int(novel * size),
                                     upsilon_shared=float(at["score"].mean()),
                                     upsilon_independent=float(independent["score"].mean()),
-                                    **_difference(rows, at, independent, labels["learner_training"] in TABLE_LIVES)))
+                                    **_difference(environments, tables, at, independent,
+                                                  labels["learner_training"] in TABLE_LIVES)))
     return pd.DataFrame(records, columns=["behaviour", "group_size", *task, "learner_training", "comparison",
                                           "shared_training_episodes", "independent_training_episodes",
                                           "agent_episodes_per_table", "upsilon_shared", "upsilon_independent",
