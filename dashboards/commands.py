@@ -162,6 +162,7 @@ def _release_freed_memory() -> None:
 
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
+        pa.jemalloc_set_decay_ms(0)  # at once, not after a decay delay while the next chunk file is read
     except NotImplementedError:
         pass
 

@@ -597,7 +597,7 @@ def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions
     FigureOptionError naming the option when it names a group the dataset lacks."""
     options = options or FigureOptions()
     check_options(dataset, options)
-    rows = add_k_bins(dataset.rows, k_bin_width)
+    rows = add_k_bins(dataset.rows, k_bin_width, midpoints=True)
     if options.groups is not None:
         rows = rows[rows["group"].isin(options.groups) | is_reference(rows, "random") | is_reference(rows, "oracle")]
     types = _group_types(rows, display_labels(dataset, options.labels))

@@ -16,16 +16,17 @@ DEFAULT_BY = ("group", "grid", "group_size")
 MEASURED_COLUMNS = ("score",)  # what the tables measure, never a factor
 
 
-def add_k_bins(rows: pd.DataFrame, width: int) -> pd.DataFrame:
-    """`rows` with K binned: bins [1, w], [w+1, 2w], ... labelled "1-4" (or "7" when w = 1)."""
+def add_k_bins(rows: pd.DataFrame, width: int, midpoints: bool = False) -> pd.DataFrame:
+    """`rows` with K binned: bins [1, w], [w+1, 2w], ... labelled "1-4" (or "7" when w = 1), and with each bin's
+    midpoint (`K_MID`, for plotting) when `midpoints`."""
     if width < 1:
         raise DatasetError(f"argument --k-bin-width: must be >= 1 (got {width})")
     index = (rows["k_raw"].to_numpy() - 1) // width
     low, high = 1 + index * width, (index + 1) * width
     bins = np.unique(low)
     order = [str(a) if width == 1 else f"{a}-{a + width - 1}" for a in bins]
-    return rows.assign(**{K_BIN: pd.Categorical.from_codes(np.searchsorted(bins, low), categories=order, ordered=True),
-                          K_MID: (low + high) / 2})
+    rows = rows.assign(**{K_BIN: pd.Categorical.from_codes(np.searchsorted(bins, low), categories=order, ordered=True)})
+    return rows.assign(**{K_MID: (low + high) / 2}) if midpoints else rows
 
 
 def resolve_factors(rows: pd.DataFrame, names: list[str], on_disk: list[str] = ()) -> list[str]:
