@@ -97,3 +97,19 @@ def test_levels_are_the_groupings_levels_one_at_a_time():
     assert [str(key) for key, _ in got] == [str(key) for key, _ in expected]
     for (_, part), (_, whole) in zip(got, expected):
         pd.testing.assert_frame_equal(part, whole)
+
+
+def test_the_scaling_benchmark_grows_a_dataset_episodes_past_the_last(tmp_path_factory, tmp_path):
+    """benchmarks/cluster_scaling.py analysis measures datasets made by repeating a sweep's rows: each copy's
+    episodes past the last, so no row is a duplicate the loader would drop."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cluster_scaling", ROOT / "benchmarks" / "cluster_scaling.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = sweep(tmp_path_factory.getbasetemp(), "sham")
+    original = load_dataset([path]).rows
+    grown = load_dataset([module.grown_dataset(path, 3 * len(original), tmp_path)])
+    assert len(grown.rows) == 3 * len(original) and grown.notices == []
+    assert grown.rows.groupby("cell")["episode"].nunique().eq(3 * original["episode"].nunique()).all()
+    assert sorted(grown.rows["score"]) == sorted(list(original["score"]) * 3)
