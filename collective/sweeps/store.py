@@ -20,11 +20,12 @@ manifest) are deleted, so a resumed sweep never holds a row twice.
 Only what this sweep directory's own sweep wrote is ever deleted or replaced. sweep.json names the
 directory with a random store id, kept across resumes; every chunk carries the sweep id, the store id
 and its unit in its Parquet key-value metadata (CHUNK_METADATA_KEY), and every chunk's temporary the
-store id in its name. A file in `dataset/` is removed only when the manifest lists it (its digest
-recorded) or its metadata, or its temporary's name, carries this directory's store id; anything else
-(a user's file, a chunk of another sweep copied in, a link) is refused before anything is written,
-and left where it is. Every file the sweep writes in DIR is opened without following a symbolic
-link (os.O_NOFOLLOW): a link, or anything but a regular file, at one of its paths is refused.
+store id and its writer's lock token in its name. A file in `dataset/` is removed only when the
+manifest lists it (its digest recorded) or its metadata, or its temporary's name, carries this
+directory's store id; anything else (a user's file, a chunk of another sweep copied in, a link) is
+refused before anything is written, and left where it is. Every file the sweep writes in DIR is
+opened without following a symbolic link (os.O_NOFOLLOW): a link, or anything but a regular file, at
+one of its paths is refused.
 """
 from __future__ import annotations
 
@@ -95,10 +96,11 @@ RESULT_FIELDS = (
     ("centralised", pa.bool_()),
 )
 # The names a sweep gives the files it writes into dataset/ (see `plan._units` and `ChunkWriter.write`): chunks,
-# and their temporaries, which carry the store id (sweep.json's "store") and a random word of their own.
+# and their temporaries, which carry the store id (sweep.json's "store") and the lock token of the holding that
+# wrote them (a unit retried within a holding rewrites its temporary; a worker outliving its driver never shares it).
 _UNIT = r"c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}"
 CHUNK_NAME = re.compile(rf"part-(?P<unit>{_UNIT})\.parquet")
-TEMPORARY_NAME = re.compile(rf"\.part-(?P<unit>{_UNIT})\.parquet\.(?P<store>[0-9a-f]{{16}})-[0-9a-f]{{8}}\.tmp")
+TEMPORARY_NAME = re.compile(rf"\.part-(?P<unit>{_UNIT})\.parquet\.(?P<store>[0-9a-f]{{16}})-[0-9a-f]{{16}}\.tmp")
 # Names like a chunk's that a sweep of an earlier version, or a user, may have left (`.part-….parquet.tmp`).
 CHUNK_LIKE_NAME = re.compile(rf"\.?part-{_UNIT}\.parquet(\..*)?")
 CHUNK_METADATA_KEY = b"collective.chunk"  # a chunk's Parquet key-value metadata: JSON sweep_id, store, unit
@@ -199,8 +201,9 @@ def _check_regular(path: Path) -> None:
 
 def _open_own(path: Path, flags: int) -> int:
     """A descriptor of the regular file at `path`, opened with `flags` without following a link
-    (O_NOFOLLOW; O_EXCL where the caller creates a name of its own); StoreError naming a link or
-    other non-regular file found there, so nothing is ever written through one."""
+    (O_NOFOLLOW); StoreError naming a link or other non-regular file found there, so nothing is ever
+    written through one. (O_TRUNC, not O_EXCL, where creating: what a killed write of ours left at one
+    of our names is rewritten.)"""
     try:
         descriptor = os.open(path, flags | _OWN, 0o644)
     except OSError as error:
@@ -347,9 +350,9 @@ class ChunkWriter:
         return {"sweep_id": self.sweep_id, "store": self.store, "unit": unit}
 
     def write(self, unit: str, table: pa.Table) -> ChunkRecord:
-        """Write the unit's rows atomically (a flushed dot-file of a new name, created without following a
-        link, renamed into place); the manifest line that records it is the sweep's to append
-        (`ResultsStore.commit`)."""
+        """Write the unit's rows atomically (a flushed dot-file named by this directory and holding, opened
+        without following a link, renamed into place); the manifest line that records it is the sweep's to
+        append (`ResultsStore.commit`)."""
         name = f"part-{unit}.parquet"
         if not table.schema.equals(row_schema(), check_metadata=True):  # a unit's rows have it already: casting
             table = table.cast(row_schema())  # them would load Arrow's compute module (~0.1 s of CPU)
@@ -357,8 +360,8 @@ class ChunkWriter:
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         data = sink.getvalue()
-        temporary = self.dataset / f".{name}.{self.store}-{secrets.token_hex(4)}.tmp"
-        descriptor = _open_own(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        temporary = self.dataset / f".{name}.{self.store}-{self.token}.tmp"  # a killed try's is rewritten
+        descriptor = _open_own(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
             with open(descriptor, "wb") as handle:
                 handle.write(data)
