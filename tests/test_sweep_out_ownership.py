@@ -44,10 +44,11 @@ def test_a_link_at_a_path_the_sweep_writes_is_refused_and_its_target_untouched(t
     link = out / name
     link.parent.mkdir(parents=True)
     link.symlink_to(target)
-    assert_one_line_error(sweep(spec, out), 2, "argument --out", f"{link} is a symbolic link",
-                          "the sweep writes only its own regular files")
-    assert target.read_bytes() == PRECIOUS
+    result = sweep(spec, out)
+    assert target.read_bytes() == PRECIOUS, result.stderr
     assert link.is_symlink() and os.readlink(link) == str(target)
+    assert_one_line_error(result, 2, "argument --out", f"{link} is a symbolic link",
+                          "the sweep writes only its own regular files")
     assert not (out / "sweep.json").is_file() or name == "sweep.json"  # refused before anything was written
 
 
