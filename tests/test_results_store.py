@@ -75,7 +75,8 @@ def test_resume_skips_finished_chunks_and_redoes_damaged_ones(spec, tmp_path):
     corrupt.write_bytes(bytes(data))
     (out / MANIFEST_FILE).write_text("\n".join(line for line in manifest if entries[2]["file"] not in line)
                                      + '\n{"unit": "cut sho')  # a line cut short by a killed driver
-    half = out / "dataset" / f".{entries[3]['file']}.tmp"  # a chunk's temporary, left by a killed driver
+    store = json.loads((out / "sweep.json").read_text())["store"]  # a chunk's temporary, left by a killed driver
+    half = out / "dataset" / f".{entries[3]['file']}.{store}-0badc0de0badc0de.tmp"
     half.write_bytes(b"half a chunk")
     summary = run(spec, out)
     assert summary.chunks_written == 3 and summary.chunks_resumed == len(entries) - 3

@@ -45,7 +45,7 @@ from collective.simulation.plugins import SHIPPED_FILES_VARIABLE, PluginError, i
 from collective.sweeps.spec import SweepSpec
 from collective.sweeps.plan import (CACHED_SPANS, EnvironmentBlock, EnvironmentCache, WorkUnit, largest_span_bytes,
                                     largest_unit_bytes, play_unit, prepare_process)
-from collective.sweeps.store import ChunkRecord, ChunkWriter
+from collective.sweeps.store import ChunkRecord, ChunkWriter, StoreError
 
 OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: only rows a host cannot write itself pass through it
 ACTOR_RESTARTS = 5  # per actor: a killed actor comes back this many times ...
@@ -378,12 +378,13 @@ def stream_table(stream: pa.Buffer) -> pa.Table:
 
 
 def _raise_plugin_errors(call):
-    """call(); a plug-in's error raised on a worker comes back as the PluginError itself."""
+    """call(); a plug-in's error raised on a worker comes back as the PluginError itself, and a chunk the
+    worker refused to write (`ChunkWriter.write`) as the StoreError itself: one line each."""
     import ray
 
     try:
         return call()
     except ray.exceptions.RayTaskError as error:
-        if isinstance(error.cause, PluginError):
+        if isinstance(error.cause, (PluginError, StoreError)):
             raise error.cause from None
         raise

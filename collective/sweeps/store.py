@@ -17,12 +17,19 @@ manifest is checked against the files: a listed chunk whose size or checksum dif
 corrupt, missing) is deleted and redone, and chunks not listed (the driver died between rename and
 manifest) are deleted, so a resumed sweep never holds a row twice.
 
-Only what a sweep wrote is ever deleted: a regular file named as a chunk or a chunk's temporary.
-A `dataset/` that is a symbolic link, or that holds anything else, is refused before anything is
-written, and the files are left where they are.
+Only what this sweep directory's own sweep wrote is ever deleted or replaced. sweep.json names the
+directory with a random store id, kept across resumes; every chunk carries the sweep id, the store id
+and its unit in its Parquet key-value metadata (CHUNK_METADATA_KEY), and every chunk's temporary the
+store id and its writer's lock token in its name. A file in `dataset/` is removed only when the
+manifest lists it (its digest recorded) or its metadata, or its temporary's name, carries this
+directory's store id; anything else (a user's file, a chunk of another sweep copied in, a link) is
+refused before anything is written, and left where it is. Every file the sweep writes in DIR is
+opened without following a symbolic link (os.O_NOFOLLOW): a link, or anything but a regular file, at
+one of its paths is refused.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
@@ -31,6 +38,7 @@ import os
 import re
 import secrets
 import socket
+import stat
 import time
 import types
 import typing
@@ -87,8 +95,16 @@ RESULT_FIELDS = (
     # observations; collective.testing checks every other behaviour acts on its own slice only)
     ("centralised", pa.bool_()),
 )
-# The names a sweep gives the files it writes into dataset/ (see `plan._units` and `ChunkWriter.write`).
-CHUNK_NAME = re.compile(r"\.?part-c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}\.parquet(\.tmp)?")
+# The names a sweep gives the files it writes into dataset/ (see `plan._units` and `ChunkWriter.write`): chunks,
+# and their temporaries, which carry the store id (sweep.json's "store") and the lock token of the holding that
+# wrote them (a unit retried within a holding rewrites its temporary; a worker outliving its driver never shares it).
+_UNIT = r"c[0-9a-f]{15,}-e[0-9]+-[0-9]+-g[0-9a-f]{8}"
+CHUNK_NAME = re.compile(rf"part-(?P<unit>{_UNIT})\.parquet")
+TEMPORARY_NAME = re.compile(rf"\.part-(?P<unit>{_UNIT})\.parquet\.(?P<store>[0-9a-f]{{16}})-[0-9a-f]{{16}}\.tmp")
+# Names like a chunk's that a sweep of an earlier version, or a user, may have left (`.part-….parquet.tmp`).
+CHUNK_LIKE_NAME = re.compile(rf"\.?part-{_UNIT}\.parquet(\..*)?")
+CHUNK_METADATA_KEY = b"collective.chunk"  # a chunk's Parquet key-value metadata: JSON sweep_id, store, unit
+STORE_ID = re.compile(r"[0-9a-f]{16}")
 _ARROW_TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 
 
@@ -144,16 +160,83 @@ def _first_names(names: list[str]) -> str:
 def parse_sweep_file(path: Path) -> dict | None:
     """A sweep.json's content; None when it is not the JSON object a sweep writes (cut short while
     being written, or damaged). Errors reading the file are the caller's."""
+    return _parse_sweep_bytes(path.read_bytes())
+
+
+def _parse_sweep_bytes(data: bytes) -> dict | None:
     try:
-        description = json.loads(path.read_bytes())
+        description = json.loads(data)
     except ValueError:
         return None
     return description if isinstance(description, dict) else None
 
 
-def _written_by_a_sweep(path: Path) -> bool:
-    """A regular file (not a link) named as a sweep names its chunks and their temporaries."""
-    return CHUNK_NAME.fullmatch(path.name) is not None and path.is_file() and not path.is_symlink()
+def _temporary(name: str) -> str:
+    """The temporary a file of the sweep directory is written to before it is renamed onto `name`."""
+    return f".{name}.tmp"
+
+
+# Every open of a file in the sweep's directory: never through a symbolic link, and a FIFO does not block it.
+_OWN = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def _not_ours(path: Path, mode: int) -> StoreError:
+    """The refusal of a link or other non-regular file at a path the sweep writes."""
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return StoreError(f"{path} is {kind}; the sweep writes only its own regular files: remove it or choose "
+                      f"another --out")
+
+
+def _check_regular(path: Path) -> None:
+    """StoreError when `path` holds anything but a regular file (nothing there is fine)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise _not_ours(path, mode)
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """A descriptor of the regular file at `path`, opened with `flags` without following a link
+    (O_NOFOLLOW); StoreError naming a link or other non-regular file found there, so nothing is ever
+    written through one. (O_TRUNC, not O_EXCL, where creating: what a killed write of ours left at one
+    of our names is rewritten.)"""
+    try:
+        descriptor = os.open(path, flags | _OWN, 0o644)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
+            _check_regular(path)
+        raise
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):  # a FIFO or device opened without blocking
+        os.close(descriptor)
+        raise _not_ours(path, mode)
+    return descriptor
+
+
+def _read_own(path: Path) -> bytes | None:
+    """The content of the regular file at `path` (read without following a link), None when absent."""
+    try:
+        descriptor = _open_own(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    with open(descriptor, "rb") as handle:
+        return handle.read()
+
+
+def _chunk_metadata(path: Path) -> dict | None:
+    """The sweep id, store id and unit a chunk's Parquet metadata carries; None for a file that is not
+    a whole Parquet file, or whose metadata a sweep did not write."""
+    try:
+        with open(_open_own(path, os.O_RDONLY), "rb") as handle:
+            metadata = pq.read_metadata(handle).metadata or {}
+        found = json.loads(metadata[CHUNK_METADATA_KEY])
+    except (OSError, StoreError, KeyError, ValueError, pa.ArrowException):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _fsync_directory(path: Path) -> None:
@@ -199,11 +282,11 @@ class DirectoryLock:
         self.token = secrets.token_hex(8)  # names this holding: a worker writes chunks only while the lock shows it
 
     def acquire(self) -> None:
-        guard = os.open(self.guard, os.O_CREAT | os.O_RDWR, 0o644)
+        guard = _open_own(self.guard, os.O_CREAT | os.O_RDWR)
         try:
             fcntl.flock(guard, fcntl.LOCK_EX)
             self._refuse_if_held()
-            with open(self.path, "w") as handle:
+            with open(_open_own(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as handle:
                 json.dump({"pid": os.getpid(), "host": socket.gethostname(),
                            "start_ticks": _process_start_ticks(os.getpid()), "since": time.time(),
                            "token": self.token}, handle)
@@ -214,9 +297,7 @@ class DirectoryLock:
     def _refuse_if_held(self) -> None:
         """StoreError when a live sweep (or one on another host) holds the lock; else it is stale."""
         try:
-            holder = json.loads(self.path.read_bytes())
-        except FileNotFoundError:
-            return
+            holder = json.loads(_read_own(self.path) or b"null")  # a link or a FIFO there: StoreError
         except (OSError, ValueError):
             return  # cut short while being written (its writer died) or damaged: stale
         if not isinstance(holder, dict):
@@ -230,16 +311,19 @@ class DirectoryLock:
                              f"wait for it or choose another --out")
 
     def release(self) -> None:
+        """Remove the lock file, if it is still this holding's (never a file put in its place)."""
         if self.held:
-            self.path.unlink(missing_ok=True)
+            if lock_token(self.path) == self.token:
+                self.path.unlink(missing_ok=True)
             self.held = False
 
 
 def lock_token(path: Path) -> str | None:
-    """The token of the lock file at `path`, None when it cannot be read as a lock's."""
+    """The token of the lock file at `path` (read without following a link), None when it cannot be
+    read as a lock's."""
     try:
-        holder = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        holder = json.loads(_read_own(path) or b"null")
+    except (OSError, StoreError, ValueError):
         return None
     return holder.get("token") if isinstance(holder, dict) else None
 
@@ -254,29 +338,55 @@ class ChunkWriter:
     dataset: Path  # absolute
     lock: Path  # the directory's lock file
     token: str
+    sweep_id: str
+    store: str  # the directory's store id (sweep.json's "store"): in every chunk's metadata and temporary's name
 
     def visible(self) -> bool:
         """Whether this process sees the sweep's directory: its lock file, with the sweep's token."""
         return lock_token(self.lock) == self.token
 
+    def metadata(self, unit: str) -> dict:
+        """What the unit's chunk carries in its Parquet metadata: the proof that this directory's sweep wrote it."""
+        return {"sweep_id": self.sweep_id, "store": self.store, "unit": unit}
+
     def write(self, unit: str, table: pa.Table) -> ChunkRecord:
-        """Write the unit's rows atomically (a flushed dot-file renamed into place); the manifest line
-        that records it is the sweep's to append (`ResultsStore.commit`)."""
+        """Write the unit's rows atomically (a flushed dot-file named by this directory and holding, opened
+        without following a link, renamed into place); the manifest line that records it is the sweep's to
+        append (`ResultsStore.commit`)."""
         name = f"part-{unit}.parquet"
-        temporary = self.dataset / f".{name}.tmp"
         if not table.schema.equals(row_schema(), check_metadata=True):  # a unit's rows have it already: casting
             table = table.cast(row_schema())  # them would load Arrow's compute module (~0.1 s of CPU)
-        pq.write_table(table, temporary, compression="zstd")
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        if not self.visible():
+        table = table.replace_schema_metadata({CHUNK_METADATA_KEY: json.dumps(self.metadata(unit))})
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        data = sink.getvalue()
+        temporary = self.dataset / f".{name}.{self.store}-{self.token}.tmp"  # a killed try's is rewritten
+        descriptor = _open_own(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            with open(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if not self.visible():
+                raise StoreError(f"{self.lock} no longer names this sweep (token {self.token}): its driver is gone "
+                                 "and another sweep holds the directory; chunk not written")
+            path = self.dataset / name
+            self._check_replaceable(path, unit)
+            os.replace(temporary, path)
+        except BaseException:
             temporary.unlink(missing_ok=True)
-            raise StoreError(f"{self.lock} no longer names this sweep (token {self.token}): its driver is gone "
-                             "and another sweep holds the directory; chunk not written")
-        path = self.dataset / name
-        os.replace(temporary, path)
+            raise
         _fsync_directory(self.dataset)
-        return ChunkRecord(unit=unit, file=name, rows=table.num_rows, bytes=path.stat().st_size, sha256=_sha256(path))
+        return ChunkRecord(unit=unit, file=name, rows=table.num_rows, bytes=data.size,
+                           sha256=hashlib.sha256(data).hexdigest())
+
+    def _check_replaceable(self, path: Path, unit: str) -> None:
+        """StoreError unless `path` is free or holds this unit's chunk from this directory's sweep (a
+        worker of a killed driver finishing its unit late): the rename never replaces anything else."""
+        _check_regular(path)
+        if path.exists() and _chunk_metadata(path) != self.metadata(unit):
+            raise StoreError(f"{path} appeared while the sweep ran and is not a chunk this sweep wrote: "
+                             "move it out and rerun to resume")
 
 
 class ResultsStore:
@@ -294,21 +404,29 @@ class ResultsStore:
         self.finished: dict[str, ChunkRecord] = {}
         self.previous: dict = {}  # the sweep.json found in the directory, if any
         self.notices: list[str] = []  # what opening the store did that a user should hear of
+        self.store_id = secrets.token_hex(8)  # this directory's, once sweep.json is read (`_check_sweep_file`)
+        self._listed_chunks: dict[str, ChunkRecord] = {}  # the manifest's entries (`_sort_dataset`)
+        self._damaged_lines = 0
+        self._keep: dict[str, ChunkRecord] = {}  # planned units whose listed chunk is intact
+        self._stale: list[str] = []  # files in dataset/ this directory's sweep wrote and no longer needs
 
     def __enter__(self) -> "ResultsStore":
         if self.directory.exists() and not self.directory.is_dir():
             raise StoreError(f"{self.directory} is a file, not a directory")
         try:
+            for name in (GUARD_FILE, LOCK_FILE, SPEC_FILE, MANIFEST_FILE, _temporary(SPEC_FILE),
+                         _temporary(MANIFEST_FILE)):  # before anything is written: no link, FIFO, ... at them
+                _check_regular(self.directory / name)
             self.directory.mkdir(parents=True, exist_ok=True)
             self.lock.acquire()
         except OSError as error:
             raise StoreError(f"cannot write to {self.directory}: {error.strerror or error}") from None
         try:
             self._check_sweep_file()
-            self._check_dataset()
+            self._sort_dataset()
             self.dataset.mkdir(exist_ok=True)
-            self._atomic_write_text(self.directory / SPEC_FILE,
-                                    json.dumps(dict(self.description, sweep_id=self.sweep_id), indent=2))
+            self._atomic_write_text(self.directory / SPEC_FILE, json.dumps(
+                dict(self.description, sweep_id=self.sweep_id, store=self.store_id), indent=2))
             self.finished = self._verified_manifest()
         except BaseException:
             self.lock.release()
@@ -322,7 +440,7 @@ class ResultsStore:
         """Refuse a directory that holds another sweep, or other files."""
         spec_file = self.directory / SPEC_FILE
         if spec_file.exists():
-            self.previous = parse_sweep_file(spec_file)
+            self.previous = _parse_sweep_bytes(_read_own(spec_file) or b"")
             if self.previous is None:  # cut short while being written, or damaged: rewritten below
                 self.notices.append(f"{spec_file} was not the JSON object a sweep writes: rewritten")
                 self.previous = {}
@@ -330,14 +448,20 @@ class ResultsStore:
             if existing not in (None, self.sweep_id):
                 raise StoreError(f"{self.directory} holds sweep {existing}, not {self.sweep_id}: "
                                  f"a changed spec needs a new --out directory")
+            store = self.previous.get("store")
+            if isinstance(store, str) and STORE_ID.fullmatch(store):
+                self.store_id = store
         elif any(path.name not in (DATASET_DIR, LOCK_FILE, MANIFEST_FILE) and not path.name.startswith(".")
                  for path in self.directory.iterdir()):
             raise StoreError(f"{self.directory} is not empty and holds no {SPEC_FILE}: choose an empty or new "
                              f"--out directory")
 
-    def _check_dataset(self) -> None:
-        """Refuse a dataset directory the sweep does not own whole: a symbolic link (its target is
-        not ours), not a directory, or holding files a sweep did not write. Nothing is removed."""
+    def _sort_dataset(self) -> None:
+        """Refuse a dataset directory the sweep does not own whole: a symbolic link (its target is not
+        ours), not a directory, or holding a file this directory's sweep cannot show it wrote (`_ours`).
+        Sort the rest into intact listed chunks of planned units (kept) and files to remove. Nothing
+        is removed or written here."""
+        self._listed_chunks, self._damaged_lines = self._listed()
         if self.dataset.is_symlink():
             raise StoreError(f"{self.dataset} is a symbolic link: a sweep writes only into a dataset directory "
                              f"of its own; remove the link or choose another --out")
@@ -345,11 +469,47 @@ class ResultsStore:
             return
         if not self.dataset.is_dir():
             raise StoreError(f"{self.dataset} is not a directory: move it away or choose another --out")
-        foreign = sorted(path.name for path in self.dataset.iterdir() if not _written_by_a_sweep(path))
+        by_file = {record.file: record for record in self._listed_chunks.values()}
+        foreign, unproven = [], []
+        for path in sorted(self.dataset.iterdir()):
+            mode = path.lstat().st_mode
+            if not stat.S_ISREG(mode):
+                raise _not_ours(path, mode)
+            record = by_file.get(path.name)
+            if CHUNK_LIKE_NAME.fullmatch(path.name) is None:
+                foreign.append(path.name)
+            elif record is not None and self._intact(record):
+                if record.unit in self.planned:
+                    self._keep[record.unit] = record
+                else:  # a unit planned differently by another package version: redone
+                    self._stale.append(path.name)
+            elif self._ours(path, record):
+                self._stale.append(path.name)
+            else:
+                unproven.append(path.name)
         if foreign:
             raise StoreError(f"{self.dataset} holds {len(foreign)} file(s) a sweep did not write "
                              f"({_first_names(foreign)}): "
                              f"move them out (nothing was changed) or choose another --out")
+        if unproven:
+            raise StoreError(f"{self.dataset} holds {len(unproven)} file(s) named as chunks that this sweep did not "
+                             f"write ({_first_names(unproven)}: not in its manifest, and no metadata of this "
+                             f"directory's sweep): move them out (nothing was changed) or choose another --out")
+
+    def _ours(self, path: Path, record: ChunkRecord | None) -> bool:
+        """Whether this directory's sweep wrote the file at `path`, which no intact manifest entry lists:
+        a temporary carrying the store id in its name, a chunk carrying the sweep id, store id and its unit
+        in its metadata, or a chunk at a name the manifest lists (`record`) whose bytes changed since
+        (truncated or corrupt, its metadata maybe with them), unless it now is another sweep's chunk."""
+        if temporary := TEMPORARY_NAME.fullmatch(path.name):
+            return temporary["store"] == self.store_id
+        if (chunk := CHUNK_NAME.fullmatch(path.name)) is None:
+            return False  # an earlier version's temporary: nothing shows whose it is
+        metadata = _chunk_metadata(path)
+        ours = {"sweep_id": self.sweep_id, "store": self.store_id, "unit": chunk["unit"]}
+        if record is not None:
+            return metadata is None or metadata == ours
+        return metadata == ours
 
     def _listed(self) -> tuple[dict[str, ChunkRecord], int]:
         """The manifest's entries by unit, and how many of its lines could not be read (cut short by a
@@ -357,7 +517,7 @@ class ResultsStore:
         manifest = self.directory / MANIFEST_FILE
         listed: dict[str, ChunkRecord] = {}
         damaged = 0
-        for line in manifest.read_bytes().splitlines() if manifest.exists() else ():
+        for line in (_read_own(manifest) or b"").splitlines():
             try:
                 record = ChunkRecord(**json.loads(line))
             except (ValueError, TypeError):
@@ -372,47 +532,53 @@ class ResultsStore:
         return self._listed()[0]
 
     def _verified_manifest(self) -> dict[str, ChunkRecord]:
-        """Manifest entries of planned units whose chunk is intact; everything else in the dataset
-        is removed (a unit planned differently by another package version is simply redone)."""
+        """Manifest entries of planned units whose chunk is intact; the files `_sort_dataset` found this
+        directory's sweep wrote and no longer needs are removed (a unit planned differently by another
+        package version is simply redone)."""
         manifest = self.directory / MANIFEST_FILE
-        listed, damaged = self._listed()
-        if damaged:
-            self.notices.append(f"{manifest}: {damaged} damaged line(s) ignored; their chunks are computed again")
-        intact = {unit: record for unit, record in listed.items() if unit in self.planned and self._intact(record)}
-        keep = {record.file for record in intact.values()}
-        removed = sorted(path.name for path in self.dataset.iterdir() if path.name not in keep)
-        for name in removed:  # all written by a sweep (`_check_dataset`): temporaries, unlisted or damaged chunks
+        listed, intact = self._listed_chunks, self._keep
+        if self._damaged_lines:
+            self.notices.append(f"{manifest}: {self._damaged_lines} damaged line(s) ignored; their chunks are "
+                                "computed again")
+        for name in self._stale:  # temporaries, unlisted or damaged chunks, each shown to be ours
             (self.dataset / name).unlink()
         if not manifest.exists() and self.previous:
             self.notices.append(f"{manifest} is missing: no chunk can be verified, so every unit is computed again")
-        if removed:
-            self.notices.append(f"removed {len(removed)} chunk file(s) from {self.dataset} that no intact manifest "
-                                f"entry lists (unfinished or damaged): {_first_names(removed)}")
+        if self._stale:
+            self.notices.append(f"removed {len(self._stale)} chunk file(s) from {self.dataset} that no intact "
+                                f"manifest entry lists (unfinished or damaged): {_first_names(self._stale)}")
         if intact != listed or not manifest.exists():
             self._atomic_write_text(manifest, "".join(json.dumps(asdict(r)) + "\n" for r in intact.values()))
         return intact
 
     def _intact(self, record: ChunkRecord) -> bool:
+        """Whether the listed chunk is at its own name with the size and digest the manifest recorded."""
         path = self.dataset / record.file
-        return path.is_file() and path.stat().st_size == record.bytes and _sha256(path) == record.sha256
+        return (record.file == f"part-{record.unit}.parquet" and path.is_file() and not path.is_symlink()
+                and path.stat().st_size == record.bytes and _sha256(path) == record.sha256)
 
     def _atomic_write_text(self, path: Path, text: str) -> None:
-        temporary = path.with_name(f".{path.name}.tmp")
-        with open(temporary, "w") as handle:
+        """Replace `path` by `text` whole (a flushed temporary renamed onto it), neither opened through a
+        link; a link at `path` is refused, though the rename would replace the link and not its target."""
+        temporary = path.with_name(_temporary(path.name))
+        with open(_open_own(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        _check_regular(path)
         os.replace(temporary, path)
         _fsync_directory(path.parent)
 
     @property
     def writer(self) -> ChunkWriter:
         """What a worker writes this sweep's chunks with (the directory resolved: workers may start elsewhere)."""
-        return ChunkWriter(self.dataset.resolve(), self.lock.path.resolve(), self.lock.token)
+        directory = self.directory.resolve()  # the directory only: the files in it are never links
+        return ChunkWriter(directory / DATASET_DIR, directory / LOCK_FILE, self.lock.token, self.sweep_id,
+                           self.store_id)
 
     def commit(self, record: ChunkRecord) -> ChunkRecord:
         """Record a chunk a writer wrote in the manifest: from here on a resumed sweep keeps it."""
-        with open(self.directory / MANIFEST_FILE, "a") as handle:
+        with open(_open_own(self.directory / MANIFEST_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as handle:
             handle.write(json.dumps(asdict(record)) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
