@@ -63,8 +63,8 @@ def levels(rows: pd.DataFrame, keys, where: np.ndarray | None = None, **grouping
     order = kept[np.argsort(codes[kept], kind="stable")]
     bounds = np.searchsorted(codes[order], np.arange(grouped.ngroups + 1))
     names = grouped.size().index  # the levels' keys, as the grouping's iteration gives them
+    one = not isinstance(keys, str) and names.nlevels == 1  # a list of one key: 1-tuples
     for level, key in enumerate(names):
-        one = not isinstance(keys, str) and names.nlevels == 1  # a list of one key: 1-tuples
         yield ((key,) if one else key), rows.take(order[bounds[level]:bounds[level + 1]])
 
 

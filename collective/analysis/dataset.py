@@ -91,10 +91,11 @@ def _check_poolable(values: list[dict[str, set]], paths: list[Path]) -> None:
                                    "they are different experiments; pass --pool to analyse them together")
 
 
-def _read_part(part: Path, keep: set[str], settings: list[str], values: dict[str, set]) -> pd.DataFrame:
-    """One chunk file's columns in `keep` as a frame, text as categories, the seed word of `spawn_key` as `seed_word`;
-    the distinct values of its `settings` are added to `values` (read here, then left out of the rows)."""
-    schema = pq.read_schema(part)
+def _read_part(part: Path, schema: pa.Schema, keep: set[str], settings: list[str],
+               values: dict[str, set]) -> pd.DataFrame:
+    """One chunk file (its `schema` read beforehand) as a frame of its columns in `keep`, text as categories, the
+    seed word of `spawn_key` as `seed_word`; the distinct values of its `settings` are added to `values` (read
+    here, then left out of the rows)."""
     missing = [name for name in REQUIRED_COLUMNS if name not in schema.names]
     if missing:
         raise DatasetError(f"{part.parent} is not a sweep dataset: missing columns {', '.join(missing)}")
@@ -147,7 +148,7 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
     keep_factors = {FACTOR_ALIASES.get(name, name) for name in factors}
     keep = set(ANALYSIS_COLUMNS) | keep_factors
     settings = _settings()
-    tables, values, sources, notices, seen, columns = [], [], [], [], {}, {}
+    pieces, values, sources, notices, seen, columns = [], [], [], [], {}, {}
     for path in map(Path, paths):
         try:
             if not path.is_dir():
@@ -167,14 +168,15 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
         rows = 0
         for part in parts:
             try:
-                tables.append(_read_part(part, keep, settings, values[-1]))
-                columns.update(dict.fromkeys(pq.read_schema(part).names))
+                schema = pq.read_schema(part)
+                pieces.append(_read_part(part, schema, keep, settings, values[-1]))
+                columns.update(dict.fromkeys(schema.names))
             except DatasetError:
                 raise
             except Exception as error:  # pyarrow raises several types for unreadable files
                 raise DatasetError(f"{data_dir}: unreadable Parquet data ({type(error).__name__}: "
                                    f"{str(error).splitlines()[0]})") from None
-            rows += len(tables[-1])
+            rows += len(pieces[-1])
         description = _sweep_description(data_dir.parent / SPEC_FILE)
         if description:
             notices += _incomplete(data_dir, description, len(parts), rows)
@@ -182,7 +184,7 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
                                    bytes=sum(part.stat().st_size for part in parts)))
     if not pool:
         _check_poolable(values, list(map(Path, paths)))
-    rows = _frame(tables)
+    rows = _frame(pieces)
     unscored = rows["score"].isna()
     if unscored.any():
         notices.append(f"{int(unscored.sum())} of {len(rows)} rows have no score (NaN; groups "
