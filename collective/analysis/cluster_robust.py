@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from collective.analysis.inference import CONFIDENCE
@@ -17,7 +18,7 @@ from collective.analysis.inference import CONFIDENCE
 
 @dataclass(frozen=True)
 class ClusteredFit:
-    """OLS estimates with a CR2 cluster-robust covariance."""
+    """OLS estimates with a CR2 cluster-robust covariance (and each coefficient's Satterthwaite df when asked)."""
 
     names: list[str]
     params: np.ndarray  # (terms,)
@@ -25,6 +26,7 @@ class ClusteredFit:
     clusters: int
     r_squared: float
     adj_r_squared: float
+    df: np.ndarray | None = None  # (terms,) Satterthwaite degrees of freedom; NaN where undefined
 
     @property
     def std_errors(self) -> np.ndarray:
@@ -34,52 +36,68 @@ class ClusteredFit:
 def _cluster_blocks(clusters: np.ndarray) -> list[np.ndarray]:
     """The clusters' rows, clusters of one size stacked: one (clusters of that size, size) array of row indices
     per size, each cluster's rows in order, so that the per-cluster algebra runs as stacked array operations
-    rather than a Python loop over clusters."""
-    codes = np.unique(clusters, return_inverse=True)[1].ravel()
+    rather than a Python loop over clusters. Clusters are numbered by hashing (`pd.factorize`), not by sorting
+    every row as `np.unique` does (seconds at 10^7 rows)."""
+    codes = pd.factorize(clusters, sort=True)[0]
     order = np.argsort(codes, kind="stable")
     sizes = np.bincount(codes)
     starts = np.cumsum(sizes) - sizes
     return [order[starts[sizes == size][:, None] + np.arange(size)] for size in np.unique(sizes)]
 
 
-def _adjust(x: np.ndarray, root: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """A_c v for the columns v of `vectors` (..., rows of c, k), x (..., rows of c, terms) (leading axes: a stack
-    of clusters), A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c' = (X_c R)(X_c R)' with B = R R'. H_cc has rank <=
-    terms, so A_c is applied through the thin SVD of X_c R; a cluster of no more rows than terms through the
-    eigenvectors of its (rows x rows) H_cc itself (the same A_c, 3-30x faster on the many small clusters of
-    environments)."""
+def _adjustment(x: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(u, scale) with A_c v = v + u (scale * u'v) for a stack of clusters x (..., rows of c, terms), A_c =
+    (I - H_cc)^(-1/2), H_cc = X_c B X_c' = (X_c R)(X_c R)' with B = R R'. H_cc has rank <= terms, so A_c is
+    applied through the thin SVD of X_c R; a cluster of no more rows than terms through the eigenvectors of its
+    (rows x rows) H_cc itself (the same A_c, 3-30x faster on the many small clusters of environments), and a
+    cluster of one row through its leverage h = x B x' alone (HC2's 1/sqrt(1 - h))."""
     reduced = x @ root
-    if reduced.shape[-2] <= reduced.shape[-1]:
+    if reduced.shape[-2] == 1:
+        eigenvalues, u = np.sum(reduced * reduced, axis=-1), np.ones(reduced.shape[:-1] + (1,))
+    elif reduced.shape[-2] <= reduced.shape[-1]:
         eigenvalues, u = np.linalg.eigh(reduced @ np.swapaxes(reduced, -1, -2))
     else:
         u, singular, _ = np.linalg.svd(reduced, full_matrices=False)
         eigenvalues = singular ** 2  # the eigenvalues of H_cc
-    scale = 1 / np.sqrt(np.maximum(1 - eigenvalues, 1e-12)) - 1
+    return u, 1 / np.sqrt(np.maximum(1 - eigenvalues, 1e-12)) - 1
+
+
+def _adjust(u: np.ndarray, scale: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """A_c v for the columns v of `vectors` (..., rows of c, k), A_c given by `_adjustment`."""
     return vectors + u @ (scale[..., None] * (np.swapaxes(u, -1, -2) @ vectors))
 
 
-def clustered_ols(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, names: list[str]) -> ClusteredFit:
+def clustered_ols(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, names: list[str],
+                  degrees: bool = False) -> ClusteredFit:
     """OLS of y (rows,) on design (rows, terms) with the CR2 covariance (Bell & McCaffrey 2002):
-    V = B Σ_c X_c' A_c e_c e_c' A_c X_c B, B = (X'X)^-1, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c'."""
+    V = B Σ_c X_c' A_c e_c e_c' A_c X_c B, B = (X'X)^-1, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c'; with
+    `degrees`, each coefficient's Satterthwaite df too (`_satterthwaite`), from the same A_c."""
     bread = np.linalg.inv(design.T @ design)
     params = bread @ (design.T @ y)
     residuals = y - design @ params
     root = np.linalg.cholesky(bread)
     meat = np.zeros_like(bread)
     count = 0
+    norms, moments = [], []  # per cluster: w_c'w_c for every j (terms,); X_c' w_c, one column per j (terms, terms)
     for rows in _cluster_blocks(clusters):
         x = design[rows]  # (clusters, rows of each, terms)
-        scores = (np.swapaxes(x, -1, -2) @ _adjust(x, root, residuals[rows][..., None]))[..., 0]  # (clusters, terms)
+        u, scale = _adjustment(x, root)
+        scores = (np.swapaxes(x, -1, -2) @ _adjust(u, scale, residuals[rows][..., None]))[..., 0]  # (clusters, terms)
         meat += scores.T @ scores
         count += len(rows)
+        if degrees:
+            weights = _adjust(u, scale, x @ bread)  # w_c for every j
+            norms.append(np.sum(weights * weights, axis=-2))
+            moments.append(np.swapaxes(x, -1, -2) @ weights)
     n, terms = design.shape
     total = float(np.sum((y - y.mean()) ** 2))
     r_squared = 1 - float(residuals @ residuals) / total if total > 0 else math.nan
     adj = 1 - (1 - r_squared) * (n - 1) / (n - terms) if n > terms else math.nan
-    return ClusteredFit(names, params, bread @ meat @ bread, count, r_squared, adj)
+    df = _satterthwaite(bread, np.concatenate(norms), np.concatenate(moments)) if degrees else None
+    return ClusteredFit(names, params, bread @ meat @ bread, count, r_squared, adj, df)
 
 
-def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+def _satterthwaite(bread: np.ndarray, norms: np.ndarray, moments: np.ndarray) -> np.ndarray:
     """(terms,) degrees of freedom of each coefficient's CR2 variance (Bell & McCaffrey 2002 §4; Pustejovsky &
     Tipton 2018 eq. 11, working model σ²I): for the contrast c = e_j, c'Vc = y' G G' y with the columns
     g_c = (I - H) S_c' w_c, w_c = A_c X_c B c (S_c' embeds cluster c's rows), so df = tr(G'G)² / tr((G'G)²).
@@ -87,24 +105,24 @@ def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:
     P has rank <= terms, so both traces come from terms x terms products, never the clusters x clusters G'G
     (which grows with the square of the clusters: gigabytes at a few ten thousand environments):
     tr(G'G) = Σ_c (d_c - p_c) and tr((G'G)²) = Σ_c (d_c - p_c)² + tr(B S B S) - Σ_c p_c², with p_c = P_cc =
-    m_c' B m_c and S = M M'."""
-    bread = np.linalg.inv(design.T @ design)
-    root = np.linalg.cholesky(bread)
-    norms, moments = [], []  # per cluster: w_c'w_c for every j (terms,); X_c' w_c, one column per j (terms, terms)
-    for rows in _cluster_blocks(clusters):
-        x = design[rows]  # (clusters, rows of each, terms)
-        weights = _adjust(x, root, x @ bread)  # w_c for every j
-        norms.append(np.sum(weights * weights, axis=-2))
-        moments.append(np.swapaxes(x, -1, -2) @ weights)
-    norms, moments = np.concatenate(norms), np.concatenate(moments)
-    df = np.empty(design.shape[1])
-    for j in range(design.shape[1]):
+    m_c' B m_c and S = M M'. `norms` (clusters, terms) holds the d_c and `moments` (clusters, terms, terms) the
+    m_c of every j. Where G'G is 0 (every cluster's rows fit exactly, e.g. one cluster), df is NaN: undefined."""
+    df = np.full(bread.shape[0], math.nan)
+    for j in range(bread.shape[0]):
         m = moments[:, :, j]  # (clusters, terms): the m_c
         d = norms[:, j]
         p = np.einsum("ct,ct->c", m @ bread, m)
         spread = bread @ (m.T @ m)
-        df[j] = np.sum(d - p) ** 2 / (np.sum((d - p) ** 2) + np.sum(spread * spread.T) - np.sum(p * p))
+        squares = np.sum((d - p) ** 2) + np.sum(spread * spread.T) - np.sum(p * p)
+        if squares > 0:
+            df[j] = np.sum(d - p) ** 2 / squares
     return df
+
+
+def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """(terms,) each coefficient's Satterthwaite df for `design` clustered by `clusters` (`_satterthwaite`);
+    the df depend on the design alone, not on y."""
+    return clustered_ols(np.zeros(len(design)), design, clusters, [""] * design.shape[1], degrees=True).df
 
 
 def clustered_slope(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, intercept: bool, minimum_cells: int) -> tuple:

@@ -42,7 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from collective.analysis.base import Analysis, Table, cell_ids, environment_ids, learns, levels
-from collective.analysis.cluster_robust import ClusteredFit, clustered_ols, satterthwaite_df
+from collective.analysis.cluster_robust import ClusteredFit, clustered_ols
 from collective.analysis.inference import CONFIDENCE
 
 EPISODE_TERMS = ("K", "K x G")  # vary within a cell; every other term is cell-level
@@ -79,13 +79,22 @@ FIT_NOTE = (
 
 
 def _identifiable(columns: dict[str, np.ndarray], candidates: dict[str, np.ndarray]) -> tuple[list[str], list[str]]:
-    """Add the candidates in order to `columns` (in place) while each raises the rank; returns (kept, dropped)."""
+    """Add the candidates in order to `columns` (in place) while each raises the rank; returns (kept, dropped).
+    The rank of a set S of the (unit-scaled) columns is that of R[:, S], R of one QR of them all: X = QR with Q
+    orthonormal gives X[:, S] = Q R[:, S], the same singular values from a (columns x |S|) matrix, not an SVD
+    of every row per candidate."""
+    names = [*columns, *candidates]
+    matrix = np.column_stack([*columns.values(), *candidates.values()])
+    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=0), 1e-300)
+    r = np.linalg.qr(matrix, mode="r")
+    tolerance = 1e-9 * math.sqrt(len(matrix))
+    chosen = list(range(len(columns)))
     kept, dropped = [], []
-    for name, values in candidates.items():
-        trial = np.column_stack([*columns.values(), values])
-        trial = trial / np.maximum(np.linalg.norm(trial, axis=0), 1e-300)
-        if np.linalg.matrix_rank(trial, tol=1e-9 * math.sqrt(len(values))) > len(columns):
-            columns[name] = values
+    for index in range(len(columns), len(names)):
+        name = names[index]
+        if np.linalg.matrix_rank(r[:, chosen + [index]], tol=tolerance) > len(chosen):
+            columns[name] = candidates[name]
+            chosen.append(index)
             kept.append(name)
         else:
             dropped.append(name)
@@ -114,7 +123,7 @@ def _candidates(part: pd.DataFrame) -> tuple[dict[str, np.ndarray], list[str]]:
     g = part["group_size"].to_numpy(float)
     grids = sorted(part["grid"].unique(), key=lambda name: (math.prod(map(int, name.split("x"))), name))
     terms = {"K": k - k.mean()} if np.ptp(k) > 0 else {}
-    terms.update({f"grid {name}": (part["grid"].to_numpy() == name).astype(float) for name in grids[1:]})
+    terms.update({f"grid {name}": (part["grid"] == name).to_numpy(float) for name in grids[1:]})
     missing = []
     if np.ptp(g) > 0:
         terms["G"] = g - g.mean()
@@ -169,17 +178,18 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None) -> tuple[pd.
             continue
         columns = {"Intercept": np.ones(len(part))}
         kept, dropped = _identifiable(columns, candidates)
-        clusters, environments = cell_ids(part), environment_ids(part)
+        clusters, environments = cell_ids(part), environment_ids(part)  # dense ids from 0
         y = part["score"].to_numpy(float)
         design = np.column_stack(list(columns.values()))
-        shared = len(np.unique(environments)) < len(np.unique(np.column_stack([clusters, environments]), axis=0))
+        cells = clusters.max() + 1
+        shared = environments.max() + 1 < len(pd.unique(clusters * (environments.max() + 1) + environments))
         tables = _keeps_tables(part)
         units = environments if shared and not tables else clusters  # paired_group_sizes: environments span cells
-        fit, dfs = clustered_ols(y, design, units, list(columns)), satterthwaite_df(design, units)
+        fit = clustered_ols(y, design, units, list(columns), degrees=True)
         errors = TABLE_ERRORS if tables else PAIRED_ERRORS if shared else ERRORS
         cell_terms = [name for name in columns if name not in EPISODE_TERMS]
-        cell_df = len(np.unique(clusters)) - len(cell_terms)
-        for name, estimate, error, df in zip(fit.names, fit.params, fit.std_errors, dfs):
+        cell_df = cells - len(cell_terms)
+        for name, estimate, error, df in zip(fit.names, fit.params, fit.std_errors, fit.df):
             estimable = df >= 1 and error > 0 and (name not in cell_terms or cell_df >= 1)
             error = error if estimable else math.nan
             quantile = stats.t.ppf(0.5 + CONFIDENCE / 2, df) if estimable else math.nan
@@ -188,7 +198,7 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None) -> tuple[pd.
                 std_error=error, ci95_low=estimate - quantile * error, ci95_high=estimate + quantile * error,
                 df=df, p_value=float(2 * stats.t.sf(abs(estimate / error), df)) if estimable else math.nan,
                 errors=errors))
-        fits.append(dict(group=label, episodes=len(part), cells=len(np.unique(clusters)), regressors=", ".join(kept),
+        fits.append(dict(group=label, episodes=len(part), cells=cells, regressors=", ".join(kept),
                          dropped=", ".join(dropped), not_identified=", ".join(missing), r_squared=fit.r_squared,
                          adj_r_squared=fit.adj_r_squared, errors=errors, cell_df=cell_df,
                          **lack_of_fit(part, y, columns, fit, cell_terms)))
