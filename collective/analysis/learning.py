@@ -197,11 +197,12 @@ def _curve_rows(rows: pd.DataFrame) -> pd.DataFrame:
                            replays_per_episode=np.where(novel > 0, passes / np.maximum(novel, 1), np.nan))
 
 
-def _level_point(rows: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, kept: bool) -> dict:
-    """Υ with its clustered CI and accuracy with its CI at one level of a curve (CURVES_NOTE)."""
-    tables = cell_ids(rows.loc[level.index]) if kept else np.zeros(len(level), int)
+def _level_point(ids: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, kept: bool) -> dict:
+    """Υ with its clustered CI and accuracy with its CI at one level of a curve (CURVES_NOTE); `ids`: every
+    row's cell ("table") and environment ids."""
+    tables = ids["table"].loc[level.index].to_numpy() if kept else np.zeros(len(level), int)
     by_table = kept and len(np.unique(tables)) > 1
-    clusters = tables if by_table else environment_ids(rows.loc[level.index])
+    clusters = tables if by_table else ids["environment"].loc[level.index].to_numpy()
     count, mean, low, high = clustered_mean_ci(level["score"].to_numpy(float), clusters)
     ceilings = level["upsilon_best"].to_numpy(float) if "upsilon_best" in level else np.full(len(level), np.nan)
     accuracy, accuracy_low, accuracy_high = ceiling_accuracy(level["score"].to_numpy(float), ceilings, random)
@@ -212,9 +213,13 @@ def _level_point(rows: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, ke
 
 def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (curve, training_episodes) of held-out learners with two or more levels (CURVES_NOTE)."""
-    learners = _curve_rows(rows)
     keys = ["group", "group_size", *curve_task(rows), "learner_training"]
+    read = [*keys, *reference_keys(rows), "novel", "replays_per_episode", "score", "upsilon_best"]
+    learners = _curve_rows(rows)
+    learners = learners[[column for column in dict.fromkeys(read) if column in learners]]  # the columns read
     references = random_references(rows)
+    if not learners.empty:
+        ids = pd.DataFrame({"table": cell_ids(rows), "environment": environment_ids(rows)}, index=rows.index)
     records = []
     for key, group in learners.groupby(keys, sort=True):
         untrained = group[group["novel"] == 0]
@@ -226,7 +231,7 @@ def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
             random = references.get(tuple(curve[c].iloc[0] for c in reference_keys(rows)), np.empty(0))
             for novel, level in curve.groupby("novel", sort=True):
                 records.append(dict(labels, replays_per_episode=replays, training_episodes=int(novel),
-                                    **_level_point(rows, level, random, labels["learner_training"] in TABLE_LIVES)))
+                                    **_level_point(ids, level, random, labels["learner_training"] in TABLE_LIVES)))
     columns = [*keys, "replays_per_episode", "training_episodes", "episodes", "tables", "ci_unit", "clusters",
                "upsilon", "ci95_low", "ci95_high", "accuracy", "accuracy_ci95_low", "accuracy_ci95_high"]
     return pd.DataFrame(records, columns=columns)
@@ -311,17 +316,20 @@ def _difference(environments: pd.Series, tables: pd.Series, shared: pd.DataFrame
 def sharing_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Shared against independent tables per group size at the same per-agent and per-table experience
     (SHARING_NOTE); empty without shared_q learners and their independent counterparts."""
-    learners = _curve_rows(rows)
     task = curve_task(rows)
+    keys = ["behaviour", "group_size", *task, "learner_training"]
+    learners = _curve_rows(rows)
+    learners = learners.loc[learners["mix"] == "", [*keys, "protocol", "novel", "score"]]  # the columns read
     records = []
-    shared_rows = learners[(learners["protocol"] == "shared_q") & (learners["mix"] == "")]
+    shared_rows = learners[learners["protocol"] == "shared_q"]
     if not shared_rows.empty:
         environments = pd.Series(environment_ids(rows), index=rows.index)
         tables = pd.Series(cell_ids(rows), index=rows.index)
-    for key, shared in shared_rows.groupby(["behaviour", "group_size", *task, "learner_training"], sort=True):
+    independent_rows = learners[learners["protocol"] == "none"]
+    for key, shared in shared_rows.groupby(keys, sort=True):
         behaviour, size = key[0], key[1]
-        labels = dict(zip(["behaviour", "group_size", *task, "learner_training"], key))
-        others = learners[(learners["protocol"] == "none") & (learners["mix"] == "")]
+        labels = dict(zip(keys, key))
+        others = independent_rows
         for column, value in labels.items():
             others = others[others[column] == value]
         for novel, at in shared.groupby("novel", sort=True):
