@@ -66,6 +66,21 @@ def test_a_group_size_effect_of_agents_that_cannot_interact_fails():
     assert FAILS in statuses(simulated(g_effect=0.02), "isolated_group_size")
 
 
+def test_the_analysis_regression_serves_groups_whose_rows_are_all_isolated():
+    """`analyze` hands the suite its regression's coefficients: the groups with every row isolated take them (the
+    same rows, the same fit), a group with some rows able to interact (coordination_threshold 2) is fitted on its
+    isolated rows; the report equals the suite's own fits, and a doctored coefficient shows the hand-over is used."""
+    from collective.analysis.regression import regression
+
+    rows = simulated().assign(coordination_threshold=1)
+    rows.loc[(rows["group"] == "oracle") & (rows["grid"] == "20x20"), "coordination_threshold"] = 2
+    regressed = regression(rows)[0]
+    pd.testing.assert_frame_equal(validate(rows, regressed), validate(rows))
+    doctored = regressed.assign(p_value=np.where(regressed["group"] == "random", 1e-9, regressed["p_value"]))
+    report = validate(rows, doctored).set_index("subject")
+    assert report.loc["random: G", "status"] == FAILS and report.loc["oracle: G", "status"] == HOLDS
+
+
 def test_a_random_agent_above_zero_fails():
     rows = simulated()
     rows.loc[(rows["group"] == "random") & (rows["grid"] == "8x8"), "score"] += 0.1

@@ -71,56 +71,66 @@ def clustered_ols(y: np.ndarray, design: np.ndarray, clusters: np.ndarray, names
                   degrees: bool = False) -> ClusteredFit:
     """OLS of y (rows,) on design (rows, terms) with the CR2 covariance (Bell & McCaffrey 2002):
     V = B Σ_c X_c' A_c e_c e_c' A_c X_c B, B = (X'X)^-1, A_c = (I - H_cc)^(-1/2), H_cc = X_c B X_c'; with
-    `degrees`, each coefficient's Satterthwaite df too (`_satterthwaite`), from the same A_c."""
+    `degrees`, each coefficient's Satterthwaite df too (`_SatterthwaiteSums`), from the same A_c."""
     bread = np.linalg.inv(design.T @ design)
     params = bread @ (design.T @ y)
     residuals = y - design @ params
     root = np.linalg.cholesky(bread)
     meat = np.zeros_like(bread)
     count = 0
-    norms, moments = [], []  # per cluster: w_c'w_c for every j (terms,); X_c' w_c, one column per j (terms, terms)
+    sums = _SatterthwaiteSums(bread) if degrees else None
     for rows in _cluster_blocks(clusters):
         x = design[rows]  # (clusters, rows of each, terms)
         u, scale = _adjustment(x, root)
         scores = (np.swapaxes(x, -1, -2) @ _adjust(u, scale, residuals[rows][..., None]))[..., 0]  # (clusters, terms)
         meat += scores.T @ scores
         count += len(rows)
-        if degrees:
-            weights = _adjust(u, scale, x @ bread)  # w_c for every j
-            norms.append(np.sum(weights * weights, axis=-2))
-            moments.append(np.swapaxes(x, -1, -2) @ weights)
+        if sums is not None:
+            sums.add(x, _adjust(u, scale, x @ bread))
     n, terms = design.shape
     total = float(np.sum((y - y.mean()) ** 2))
     r_squared = 1 - float(residuals @ residuals) / total if total > 0 else math.nan
     adj = 1 - (1 - r_squared) * (n - 1) / (n - terms) if n > terms else math.nan
-    df = _satterthwaite(bread, np.concatenate(norms), np.concatenate(moments)) if degrees else None
-    return ClusteredFit(names, params, bread @ meat @ bread, count, r_squared, adj, df)
+    return ClusteredFit(names, params, bread @ meat @ bread, count, r_squared, adj,
+                        sums.df() if sums is not None else None)
 
 
-def _satterthwaite(bread: np.ndarray, norms: np.ndarray, moments: np.ndarray) -> np.ndarray:
-    """(terms,) degrees of freedom of each coefficient's CR2 variance (Bell & McCaffrey 2002 §4; Pustejovsky &
-    Tipton 2018 eq. 11, working model σ²I): for the contrast c = e_j, c'Vc = y' G G' y with the columns
-    g_c = (I - H) S_c' w_c, w_c = A_c X_c B c (S_c' embeds cluster c's rows), so df = tr(G'G)² / tr((G'G)²).
-    As (I - H) is idempotent and X'(I - H) = 0, G'G = D - P, D = diag(w_c'w_c), P = M' B M, M = [X_c' w_c]_c.
-    P has rank <= terms, so both traces come from terms x terms products, never the clusters x clusters G'G
-    (which grows with the square of the clusters: gigabytes at a few ten thousand environments):
-    tr(G'G) = Σ_c (d_c - p_c) and tr((G'G)²) = Σ_c (d_c - p_c)² + tr(B S B S) - Σ_c p_c², with p_c = P_cc =
-    m_c' B m_c and S = M M'. `norms` (clusters, terms) holds the d_c and `moments` (clusters, terms, terms) the
-    m_c of every j. Where G'G is 0 (every cluster's rows fit exactly, e.g. one cluster), df is NaN: undefined."""
-    df = np.full(bread.shape[0], math.nan)
-    for j in range(bread.shape[0]):
-        m = moments[:, :, j]  # (clusters, terms): the m_c
-        d = norms[:, j]
-        p = np.einsum("ct,ct->c", m @ bread, m)
-        spread = bread @ (m.T @ m)
-        squares = np.sum((d - p) ** 2) + np.sum(spread * spread.T) - np.sum(p * p)
-        if squares > 0:
-            df[j] = np.sum(d - p) ** 2 / squares
-    return df
+class _SatterthwaiteSums:
+    """Each coefficient's Satterthwaite degrees of freedom of its CR2 variance (Bell & McCaffrey 2002 §4;
+    Pustejovsky & Tipton 2018 eq. 11, working model σ²I), from sums over clusters added a stack at a time: for the
+    contrast c = e_j, c'Vc = y' G G' y with the columns g_c = (I - H) S_c' w_c, w_c = A_c X_c B c (S_c' embeds
+    cluster c's rows), so df = tr(G'G)² / tr((G'G)²). As (I - H) is idempotent and X'(I - H) = 0, G'G = D - P,
+    D = diag(w_c'w_c), P = M' B M, M = [X_c' w_c]_c. P has rank <= terms, so both traces come from terms x terms
+    products, never the clusters x clusters G'G (which grows with the square of the clusters: gigabytes at a few
+    ten thousand environments): tr(G'G) = Σ_c (d_c - p_c) and tr((G'G)²) = Σ_c (d_c - p_c)² + tr(B S B S) -
+    Σ_c p_c², with d_c = w_c'w_c, m_c = X_c' w_c, p_c = P_cc = m_c' B m_c and S = Σ_c m_c m_c'. Where G'G is 0
+    (every cluster's rows fit exactly, e.g. one cluster) the df is NaN: undefined."""
+
+    def __init__(self, bread: np.ndarray):
+        terms = len(bread)
+        self.bread = bread
+        self.trace = np.zeros(terms)  # per j: Σ_c (d_c - p_c)
+        self.squares = np.zeros(terms)  # per j: Σ_c (d_c - p_c)² - Σ_c p_c²
+        self.s = np.zeros((terms, terms, terms))  # per j: S
+
+    def add(self, x: np.ndarray, weights: np.ndarray) -> None:
+        """Add a stack of clusters: x (clusters, rows of each, terms), weights (clusters, rows of each, j): the
+        w_c of every j."""
+        d = np.sum(weights * weights, axis=-2)  # (clusters, j)
+        m = np.ascontiguousarray(np.moveaxis(np.swapaxes(x, -1, -2) @ weights, -1, 0))  # (j, clusters, terms): m_c'
+        p = np.einsum("jct,jct->cj", (m.reshape(-1, len(self.bread)) @ self.bread).reshape(m.shape), m)  # (clusters, j)
+        self.trace += np.sum(d - p, axis=0)
+        self.squares += np.sum((d - p) ** 2, axis=0) - np.sum(p * p, axis=0)
+        self.s += np.swapaxes(m, -1, -2) @ m
+
+    def df(self) -> np.ndarray:
+        spread = self.bread @ self.s  # (j, terms, terms): B S
+        squares = self.squares + np.einsum("jab,jba->j", spread, spread)
+        return np.divide(self.trace ** 2, squares, out=np.full(len(squares), math.nan), where=squares > 0)
 
 
 def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:
-    """(terms,) each coefficient's Satterthwaite df for `design` clustered by `clusters` (`_satterthwaite`);
+    """(terms,) each coefficient's Satterthwaite df for `design` clustered by `clusters` (`_SatterthwaiteSums`);
     the df depend on the design alone, not on y."""
     return clustered_ols(np.zeros(len(design)), design, clusters, [""] * design.shape[1], degrees=True).df
 

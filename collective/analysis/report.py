@@ -62,7 +62,7 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
     analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
     add_learning_tables(analysis, rows)
     analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
-                       validate(rows)))
+                       validate(rows, analysis.tables["regression"].frame)))
     return analysis
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -72,8 +73,10 @@ def _ci(estimate: float, low: float, high: float) -> str:
     return f"{estimate:+.4f} [{low:+.4f}, {high:+.4f}]"
 
 
-def isolated_group_size(rows: pd.DataFrame) -> list[Check]:
-    """G and D of the regression (grid as a factor) for each group type that cannot interact."""
+def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = None) -> list[Check]:
+    """G and D of the regression (grid as a factor) for each group type that cannot interact. `regressed`: the
+    regression's coefficients on every row (`regression(rows)[0]`), whose fits of groups with every row isolated
+    are the ones this check needs (the same rows, so the same fit), taken rather than fitted again."""
     isolated = ((rows["protocol"] == "none")
                 & ((rows["coordination_threshold"] == 1) if "coordination_threshold" in rows else True)).to_numpy()
     sizes = rows.loc[isolated, ["group", "grid", "group_size"]].groupby(["group", "grid"])["group_size"].nunique() \
@@ -85,7 +88,15 @@ def isolated_group_size(rows: pd.DataFrame) -> list[Check]:
                       criterion)]
     from statsmodels.stats.multitest import multipletests
 
-    terms = regression(rows, isolated)[0].query("term in ['G', 'D']").copy()
+    whole = []  # the groups whose rows are all isolated, when their fits are at hand
+    if regressed is not None:
+        every = pd.Series(isolated).groupby(rows["group"].to_numpy()).all()
+        whole = list(every.index[every.to_numpy()])
+    fitted = regression(rows, isolated & ~rows["group"].isin(whole).to_numpy())[0]
+    parts = [part for part in (fitted, regressed[regressed["group"].isin(whole)] if whole else None)
+             if part is not None and len(part)]  # an empty frame's columns are of no type
+    terms = pd.concat(parts, ignore_index=True).sort_values("group", kind="stable") if parts else fitted
+    terms = terms.query("term in ['G', 'D']").reset_index(drop=True)
     tested = terms["p_value"].notna()
     terms["holm"] = math.nan
     if tested.any():
@@ -252,9 +263,11 @@ SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_n
          k_by_motion)
 
 
-def validate(rows: pd.DataFrame) -> pd.DataFrame:
-    """Every check of the suite on a dataset's rows: one row per (check, subject)."""
-    return pd.DataFrame([vars(check) for run in SUITE for check in run(rows)], columns=COLUMNS)
+def validate(rows: pd.DataFrame, regressed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every check of the suite on a dataset's rows: one row per (check, subject). `regressed`: the regression's
+    coefficients on every row, where the caller has them (`isolated_group_size`)."""
+    runs = [partial(run, regressed=regressed) if run is isolated_group_size else run for run in SUITE]
+    return pd.DataFrame([vars(check) for run in runs for check in run(rows)], columns=COLUMNS)
 
 
 def format_report(report: pd.DataFrame) -> str:
