@@ -16,17 +16,17 @@ def _group_types(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[["group", "behaviour", "mix", "protocol"]].drop_duplicates("group").set_index("group")
 
 
-def _paired(rows: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
+def _paired(rows: pd.DataFrame, first: str, second: str, strata: list[str]) -> pd.DataFrame:
     """Scores of two groups on the same environments: columns cell, episode, first, second, + strata."""
-    a = rows[rows["group"] == first]
-    b = rows[rows["group"] == second][["cell", "episode", "score"]]
+    a = rows.loc[rows["group"] == first, list(dict.fromkeys(["cell", "episode", "score", *strata]))]
+    b = rows.loc[rows["group"] == second, ["cell", "episode", "score"]]
     return a.merge(b, on=["cell", "episode"], suffixes=("_first", "_second"))
 
 
 def _compare(rows: pd.DataFrame, pairs: list[tuple[str, str]], strata: list[str], names: tuple[str, str]) -> pd.DataFrame:
     records = []
     for first, second in pairs:
-        paired = _paired(rows, first, second)
+        paired = _paired(rows, first, second, strata)
         for key, part in (paired.groupby(strata, observed=True, sort=True) if strata else [((), paired)]):
             key = key if isinstance(key, tuple) else (key,)
             record = {names[0]: first, names[1]: second, **dict(zip(strata, key)),

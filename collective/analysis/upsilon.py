@@ -20,7 +20,8 @@ def upsilon_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     rows = rows.assign(_environment=environment_ids(rows))
     labelled = "centralised" in rows.columns  # datasets before issue 24 lack it
     records = []
-    for key, part in levels(rows, by, observed=True, sort=True, dropna=False):
+    for key, part in levels(rows, by, columns=["score", "_environment", "centralised"], observed=True, sort=True,
+                            dropna=False):
         environments, mean, low, high = clustered_mean_ci(part["score"].to_numpy(), part["_environment"].to_numpy())
         records.append(dict(zip(by, key), episodes=len(part), environments=environments, upsilon=mean,
                             ci95_low=low, ci95_high=high))
@@ -88,7 +89,9 @@ def legg_hutter_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     classes = [c for c in ENVIRONMENT_CLASS_COLUMNS if c in rows and c not in by and rows[c].nunique(dropna=False) > 1]
     keys = [*by, *classes]
     records = []
-    for key, part in levels(rows, keys, observed=True, sort=True, dropna=False):
+    read = ["legg_hutter_estimator", "grid", "k_raw", "score", PATTERN_PROBABILITY, K_SELECTION, "k_sampling",
+            "pattern_generator", "evil_pairing"]  # what a level's weights read (sampling_log2_probability)
+    for key, part in levels(rows, keys, columns=read, observed=True, sort=True, dropna=False):
         method = part["legg_hutter_estimator"].iloc[0]
         cells = math.prod(map(int, part["grid"].iloc[0].split("x")))  # the alphabet: one grid per class
         probability = sampling_log2_probability(part) if method == "importance_bits" else None
@@ -127,7 +130,8 @@ def accuracy_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     references = random_references(rows)
     ceilings = rows["upsilon_best"] if "upsilon_best" in rows else pd.Series(math.nan, index=rows.index)
     records = []
-    for key, part in levels(rows.assign(_best=ceilings), keys, observed=True, sort=True, dropna=False):
+    for key, part in levels(rows.assign(_best=ceilings), keys, columns=["score", "_best"], observed=True, sort=True,
+                            dropna=False):
         level = dict(zip(keys, key))
         random = references.get(tuple(level[c] for c in reference), np.empty(0))
         accuracy, low, high = ceiling_accuracy(part["score"].to_numpy(float), part["_best"].to_numpy(float), random)

@@ -248,7 +248,7 @@ def k_by_motion(rows: pd.DataFrame) -> list[Check]:
         return [Check("k_by_motion", "(dataset)", NOT_APPLICABLE,
                       "no motion column (rows of a sweep made before motion descriptors were recorded: rerun it)", criterion)]
     checks = []
-    for (group, grid), part in levels(rows, ["group", "grid"], sort=True):
+    for (group, grid), part in levels(rows, ["group", "grid"], columns=["motion", "score", "k_raw", "cell"], sort=True):
         figures = []
         for kind in MOTION_KINDS:
             of_kind = part[part["motion"] == kind]
