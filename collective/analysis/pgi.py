@@ -131,6 +131,8 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
                                demonstrations=demonstrations_per_episode)).drop_duplicates(["group", "cell"])
     accuracy = accuracy.merge(regime, on=["group", "cell"])
     records = []
+    groups, names = pd.factorize(rows["group"])  # (rows,) codes: compared per level as integers, not text
+    code_of, row_cells = {name: code for code, name in enumerate(names)}, rows["cell"].to_numpy()
     for (label, size, trained, shown), part in accuracy.groupby(["group", "group_size", "training_steps",
                                                                   "demonstrations"], sort=True):
         in_env = part["env"] == reference_env
@@ -142,9 +144,10 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
         if (~in_env).any():
             ratio = part.loc[~in_env, "accuracy"].mean() / reference if reference > 0 else math.nan
             factors["generalisation_env"] = min(1.0, max(0.0, ratio)) if not math.isnan(ratio) else math.nan
-        group_rows = rows["cell"].isin(part["cell"]) & (rows["group"] == label)
-        first = rows[group_rows].iloc[0]
-        steps = float(steps_per_episode[group_rows].mean())
+        group_rows = np.flatnonzero(groups == code_of[label])
+        group_rows = group_rows[np.isin(row_cells[group_rows], part["cell"].to_numpy())]  # (rows of the level,)
+        first = rows.iloc[group_rows[0]]
+        steps = float(steps_per_episode.iloc[group_rows].mean())
         computation_score = log_scale_score(steps, *COMPUTATION_SCALE_STEPS)
         experience_score = demonstration_score(shown)
         clipped = max(0.0, reference) if not math.isnan(reference) else math.nan
@@ -155,7 +158,7 @@ def pgi_table(rows: pd.DataFrame) -> pd.DataFrame:
         records.append(dict(group=label, group_size=size, privileged=privileged, accuracy=reference,
                             training_steps=trained, agent_steps=steps, computation_score=computation_score, demonstrations=shown,
                             experience_score=experience_score, resource_sum=computation_score + experience_score,
-                            kernel_seconds=float(rows.loc[group_rows, "kernel_seconds"].mean()), **factors,
+                            kernel_seconds=float(rows["kernel_seconds"].iloc[group_rows].mean()), **factors,
                             generalisation=product, pgi=pgi))
     frame = pd.DataFrame(records)
     order = ["group", "group_size", "privileged", "accuracy", "training_steps", "agent_steps", "computation_score", "demonstrations",
