@@ -185,6 +185,18 @@ def test_satterthwaite_df_of_a_difference_of_means_is_welchs_worked_by_hand():
     assert df[1] == pytest.approx(50 / 13, rel=1e-10) and df[0] == pytest.approx(6, rel=1e-10)
 
 
+def test_satterthwaite_df_is_undefined_not_infinite_where_no_cluster_is_left_to_vary():
+    """One cluster (a tiny sweep's single cell), or a cluster dummy per cluster: tr(G'G) = tr((G'G)²) = 0, so the
+    df are undefined; they are NaN (the term's interval blank), not inf (a normal interval on nothing) with a
+    divide-by-zero warning in the log (issue 46 point 4)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(satterthwaite_df(np.ones((5, 1)), np.zeros(5))).all()
+        assert np.isnan(satterthwaite_df(np.column_stack([np.ones(4), [0, 0, 1, 1]]), np.array([0, 0, 1, 1]))).all()
+
+
 def dense_satterthwaite_df(x: np.ndarray, clusters: np.ndarray) -> np.ndarray:
     """The definition, densely: G's column for cluster c is (I - H) S_c' A_c X_c B e_j, A_c by a dense matrix square
     root, and df = tr(G'G)² / tr((G'G)²)."""
