@@ -17,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from collective.simulation.plugins import PluginError, ctrl_c_received, on_ctrl_c
+from collective.simulation.plugins import PluginError, ctrl_c_received, interrupted_status, on_ctrl_c, on_terminate
 from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
 from collective.sweeps.options import add_sweep_parser, positive_int
 from collective.version import DISTRIBUTION, VERSION
@@ -534,15 +534,20 @@ def describe_protocols() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line; Ctrl-C raises `CtrlC` while it runs (so a plug-in's own KeyboardInterrupt is its error)."""
-    ours = threading.current_thread() is threading.main_thread() and \
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler  # left alone where SIGINT is ignored
+    """The command line; Ctrl-C raises `CtrlC` while it runs (so a plug-in's own KeyboardInterrupt is its error),
+    and SIGTERM `Terminated`, which ends the run the same way (finished work kept, one line, status 143)."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    ours = main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # not where ignored
+    terminate = main_thread and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     previous = signal.signal(signal.SIGINT, on_ctrl_c) if ours else None
+    previous_terminate = signal.signal(signal.SIGTERM, on_terminate) if terminate else None
     try:
         return _main(argv)
     finally:
         if ours:
             signal.signal(signal.SIGINT, previous)
+        if terminate:
+            signal.signal(signal.SIGTERM, previous_terminate)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -556,7 +561,7 @@ def _main(argv: list[str] | None) -> int:
             reject_unrecognized(parser, args, unknown)
     except KeyboardInterrupt:  # while plug-ins named on the command line load
         print("collective: interrupted", file=sys.stderr)
-        return 130
+        return interrupted_status()
     try:
         return _run(parser, args)
     except PluginError as error:
@@ -567,7 +572,7 @@ def _main(argv: list[str] | None) -> int:
         if args.debug:
             raise
         print(f"collective {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return interrupted_status()
     except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 128 + signal.SIGPIPE
@@ -575,7 +580,7 @@ def _main(argv: list[str] | None) -> int:
         if args.debug or not ctrl_c_received():
             raise
         print(f"collective {args.command}: interrupted", file=sys.stderr)  # a library's error made of the Ctrl-C
-        return 130
+        return interrupted_status()
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

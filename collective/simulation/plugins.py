@@ -65,6 +65,26 @@ def on_ctrl_c(signum, frame) -> None:
     raise CtrlC()
 
 
+class Terminated(CtrlC):
+    """The interruption of a SIGTERM (`kill PID`, a scheduler ending the job), raised by `on_terminate`: the run
+    stops as on Ctrl-C, finished work kept, with status 143 (`interrupted_status`)."""
+
+
+_TERMINATED = threading.Event()  # set by `on_terminate`
+
+
+def on_terminate(signum, frame) -> None:
+    """SIGTERM handler of the command line: raises `Terminated`, so the run ends as on Ctrl-C."""
+    _TERMINATED.set()
+    _CTRL_C_RECEIVED.set()
+    raise Terminated()
+
+
+def interrupted_status() -> int:
+    """The exit status of an interrupted run: 128 + the signal, 143 after a SIGTERM, else 130 (Ctrl-C)."""
+    return 128 + (signal.SIGTERM if _TERMINATED.is_set() else signal.SIGINT)
+
+
 def ctrl_c_received() -> bool:
     """Whether a Ctrl-C reached `on_ctrl_c` in this process: a library that turns the KeyboardInterrupt into an
     error of its own (numba, interrupted while it compiles and caches) still ended the run by the user's wish."""

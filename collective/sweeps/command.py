@@ -18,7 +18,7 @@ from pathlib import Path
 
 from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
-from collective.simulation.plugins import CtrlC, PluginError
+from collective.simulation.plugins import CtrlC, PluginError, interrupted_status
 from collective.evaluation.compiled_code import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
@@ -323,7 +323,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         if getattr(args, "debug", False):
             raise
         print(f"collective sweep: interrupted: {error}", file=sys.stderr)
-        return 130
+        return interrupted_status()
     except PluginError as error:
         return _error(f"{error}; the rows written so far are kept: fix the plug-in and rerun to resume")
     except OSError as error:

@@ -31,9 +31,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import sysconfig
+import threading
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -249,6 +251,7 @@ class RayExecutor:
             ray_constants.ENABLE_RAY_CLUSTER = False
         settings = dict(logging_level=logging.ERROR, log_to_driver=False,
                         runtime_env=plugin_runtime_env(self.spec) or None)
+        terminate = signal.getsignal(signal.SIGTERM)
         if self.address:
             if (Path.home() / ".ray" / "auth_token").exists():
                 os.environ.setdefault("RAY_AUTH_MODE", "token")  # as `ray start` decides for the cluster
@@ -257,6 +260,8 @@ class RayExecutor:
             self.workers = cap_workers(self.requested_workers, os.cpu_count() or 1, "this machine")
             ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
                      object_store_memory=OBJECT_STORE_BYTES, **settings)
+        if callable(terminate) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, terminate)  # Ray's core worker installs one that dumps a C stack and dies
         try:
             if self.address:
                 self.workers = cap_workers(self.requested_workers, max(1, int(ray.cluster_resources().get("CPU", 1))),
