@@ -31,7 +31,11 @@ DEFAULT_PROFILE = "sound"
 PROFILE_NAMES = ("sound", "paper", "lambdastar2016")
 PROFILE_DEFAULTS = {
     "evil_pairing": "default independent under sound; index_shift under paper, lambdastar2016",
+    "q_alpha": "default 0.1 under sound; 0.3 under paper, lambdastar2016",
+    "q_gamma": "default 0.7 under sound; 0.3 under paper, lambdastar2016",
     "q_epsilon": "default 0.2 under sound; 0.0 under paper, lambdastar2016",
+    "q_initial": "default 1.0 under sound; 0.0 under paper; 2.0 under lambdastar2016",
+    "q_reward_scale": "default 1.0 under sound, paper; 10.0 under lambdastar2016",
     "training_episodes": "default 10 under sound; 1 under paper, lambdastar2016",
 }
 
@@ -220,14 +224,14 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     group.add_argument("--communication-accounting", default=None, metavar="writes|reads_and_writes",
                        help="how traffic is counted (paper, lambdastar2016: writes; sound: reads_and_writes)")
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
-    rl.add_argument("--alpha", type=float, default=None, help="learning rate (default 0.3)")
-    rl.add_argument("--gamma", type=float, default=None, help="discount factor (default 0.3)")
+    rl.add_argument("--alpha", type=float, default=None, help=f"learning rate ({PROFILE_DEFAULTS['q_alpha']})")
+    rl.add_argument("--gamma", type=float, default=None, help=f"discount factor ({PROFILE_DEFAULTS['q_gamma']})")
     rl.add_argument("--epsilon", type=float, default=None,
                     help=f"exploration rate while training ({PROFILE_DEFAULTS['q_epsilon']})")
-    rl.add_argument("--q-initial", type=float, default=None, help="initial Q value (paper 0, lambdastar2016 2)")
+    rl.add_argument("--q-initial", type=float, default=None, help=f"initial Q value ({PROFILE_DEFAULTS['q_initial']})")
     rl.add_argument("--training-passes", type=whole, default=None, help="training passes per episode (default 100)")
     rl.add_argument("--reward-scale", type=float, default=None,
-                    help="training reward factor (paper 1, lambdastar2016 10)")
+                    help=f"training reward factor ({PROFILE_DEFAULTS['q_reward_scale']})")
     rl.add_argument("--learning-protocol", default=None, metavar="replay|held_out",
                     help="train on the scored episode itself (replay: paper, lambdastar2016) or on held-out "
                          "episodes of the same class, then score an unseen one (held_out: sound)")
@@ -235,12 +239,12 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                     help="held_out: training episodes per scored episode (per_episode) or per table, the passes "
                          f"cycling through them ({PROFILE_DEFAULTS['training_episodes']})")
     rl.add_argument("--learner-state", default=None, metavar="cell_time|window_signs",
-                    help="the learners' state: (cell, t) (paper, lambdastar2016) or the signs of the rewards of "
-                         "their 3x3 window (sound)")
+                    help="the learners' state: cell_time, (cell, t) (paper, lambdastar2016), or window_signs, the "
+                         "signs of the rewards of their 3x3 window (sound)")
     rl.add_argument("--learner-training", default=None, metavar="per_episode|pretrained|online",
-                    help="a table trained and reset per scored episode (paper, lambdastar2016); one table per group "
-                         "trained once on held-out episodes, then scored greedily (pretrained: sound); or that "
-                         "keeps learning in the test episodes (online)")
+                    help="a table trained and reset per scored episode (per_episode: paper, lambdastar2016); one "
+                         "table per group trained once on held-out episodes, then scored greedily (pretrained: "
+                         "sound); or that keeps learning in the test episodes (online)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 

@@ -117,6 +117,23 @@ def test_the_helps_copy_of_the_profiles_matches_the_config():
         assert text == "default " + "; ".join(f"{value} under {', '.join(names)}" for value, names in values.items())
 
 
+def test_every_option_whose_default_differs_by_profile_names_each_profiles_value():
+    """--help of `evaluate` shows, for each option whose field the profiles set differently, every profile's value
+    (said `--alpha` "(default 0.3)" while the default profile, sound, runs 0.1: issue 43 point 5)."""
+    from dataclasses import fields
+
+    from collective import cli
+    from collective.config import PROFILES, EvaluationConfig
+
+    plain = {f.name: f.default for f in fields(EvaluationConfig)}
+    actions = {option: action for action in cli.build_parser()._subparsers._group_actions[0].choices["evaluate"]._actions
+               for option in action.option_strings}
+    for field, option in cli.FIELD_OPTIONS.items():
+        values = {PROFILES[name].get(field, plain.get(field)) for name in cli.PROFILE_NAMES} - {None}
+        if len(values) > 1:
+            assert all(str(value) in actions[option].help for value in values), (option, values, actions[option].help)
+
+
 HEAVY_MODULES = ("numba", "ray", "pandas", "pyarrow", "matplotlib", "scipy", "statsmodels", "numpy")
 HELP_PROBE = """
 import contextlib, io, sys
