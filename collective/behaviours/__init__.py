@@ -90,7 +90,9 @@ class OracleBehaviour(Behaviour):
 class QLearningBehaviour(Behaviour):
     name = "q_learning"
     code = Q_LEARNING
-    description = "tabular Q-learning on (cell, iteration), trained before each scored pass (Algorithm 1)"
+    description = ("tabular Q-learning (paper 003 Algorithm 1): sound, one table per group over the signs of its "
+                   "3x3 window, trained on held-out episodes; paper, lambdastar2016, (cell, iteration) trained on "
+                   "the scored episode")
     learns = True
 
 
