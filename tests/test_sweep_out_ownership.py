@@ -84,8 +84,21 @@ def test_a_users_file_named_as_a_chunk_is_refused_and_kept_without_a_sweep(tmp_p
     (out / "dataset").mkdir(parents=True)
     mine = out / "dataset" / name
     mine.write_bytes(PRECIOUS)
-    _refused_and_kept(sweep(spec, out), mine, PRECIOUS)
+    assert_one_line_error(sweep(spec, out), 2, "argument --out", f"holds 1 file(s) ({name}) but {out} has no sweep.json")
+    assert mine.read_bytes() == PRECIOUS
     assert not (out / "sweep.json").exists() and os.listdir(out / "dataset") == [name]
+
+
+def test_a_dataset_without_its_sweep_json_is_refused_and_kept(tmp_path):
+    """A finished sweep's dataset and manifest with sweep.json gone (deleted, or the folder copied without it):
+    a sweep writes sweep.json before its first chunk, so nothing shows whose they are. On main the chunks the
+    manifest listed were taken as this sweep's and the sweep resumed into them, exit 0 (issue 46 point 4)."""
+    spec, out = write_spec(tmp_path, SMALL_SPEC), tmp_path / "out"
+    assert sweep(spec, out).returncode == 0
+    (out / "sweep.json").unlink()
+    before = {path: path.read_bytes() for path in sorted(out.rglob("*")) if path.is_file()}
+    assert_one_line_error(sweep(spec, out), 2, "argument --out", f"{out / 'dataset'} holds", "has no sweep.json")
+    assert {path: path.read_bytes() for path in sorted(out.rglob("*")) if path.is_file()} == before
 
 
 def test_a_chunk_of_another_sweep_copied_in_is_refused_and_kept(tmp_path):

@@ -487,6 +487,11 @@ class ResultsStore:
                 self._stale.append(path.name)
             else:
                 unproven.append(path.name)
+        held = sorted(path.name for path in self.dataset.iterdir())
+        if held and not (self.directory / SPEC_FILE).exists():
+            raise StoreError(f"{self.dataset} holds {len(held)} file(s) ({_first_names(held)}) but {self.directory} "
+                             f"has no {SPEC_FILE}, which a sweep writes before its first chunk: they are not this "
+                             f"sweep's; move them out (nothing was changed) or choose another --out")
         if foreign:
             raise StoreError(f"{self.dataset} holds {len(foreign)} file(s) a sweep did not write "
                              f"({_first_names(foreign)}): "
