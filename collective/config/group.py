@@ -13,7 +13,8 @@ from collective.protocols import load_protocol
 
 @dataclass(frozen=True)
 class GroupSection:
-    """Who plays: the behaviours of the group's agents, in agent order."""
+    """Who plays: the behaviours of the group's agents, in agent order, and which of them and of the protocol
+    (the protocol section's `protocol`, `sham`) are plug-ins."""
     behaviour: str = "local_search"  # a registered name or an import path; "mix" when `mix` lists the group
     group_size: int = 1
     mix: str = ""  # heterogeneous group, e.g. "local_search:3,my_pkg.agents:Homing:2" (Dai et al. 2019)

@@ -1,5 +1,6 @@
 """What a run holds in memory, estimated from its configuration before anything is allocated, and the batch sizes
-those estimates assume; a run that would not fit is refused (`validate_memory`)."""
+those estimates assume; a run that would not fit is refused (`validate_memory`). Each function takes an
+`EvaluationConfig`, which imports this module (so it is not named here)."""
 from __future__ import annotations
 
 import os
