@@ -76,6 +76,8 @@ BAD_INPUT = [
     (["evaluate", "--behaviour", "random", "--seed", str(2**63)], "--seed", "2**63-1"),
     (["evaluate", "--behaviour", "random", "--seed", "-1"], "--seed", "2**63-1"),
     (["evaluate", "--behaviour", "random", "--grid", "2x2"], "--grid", "3x3"),
+    # sound samples K stratified over 2:23; 20 iterations reach 2..20: the refusal gives the range that runs
+    (["evaluate", "--behaviour", "random", "--iterations", "20"], "--complexity", "the K range 2:20 is reachable"),
     (["demo", "--grid", "100000"], "--grid", "GiB"),
     (["demo", "--episodes", FAR], "--yes", "agent-steps"),
     (["anytime", "--behaviour", "oracle", "--trace-out", "."], "--trace-out", "directory"),

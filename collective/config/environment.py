@@ -175,10 +175,14 @@ def validate_k_range(c: EnvironmentSection) -> None:
         if missing:
             why = " (K = 1 needs a one-symbol sequence: any path of T >= 2 positions has K >= 2)" \
                 if missing[0] == 1 and c.iterations >= 2 else ""
+            runs = np.split(in_range, np.flatnonzero(np.diff(in_range) != 1) + 1) if len(in_range) else []
+            widest = max(runs, key=len, default=None)  # the widest K range stratified sampling can fill
+            fix = f"; the K range {widest[0]}:{widest[-1]} is reachable, or give more iterations" \
+                if widest is not None else ""
             raise ConfigError("k_min" if missing[0] == low else "k_max",
                               f"stratified sampling needs every K in [{low}, {high}], but {c.pattern_generator} "
                               f"patterns on {c.grid} with {c.iterations} iterations reach {_spans(reachable)} "
-                              f"(not {_spans(np.array(missing))}){why}")
+                              f"(not {_spans(np.array(missing))}){why}{fix}")
     elif not len(in_range):
         raise ConfigError("k_min", f"no {c.pattern_generator} pattern on {c.grid} with {c.iterations} "
                           f"iterations has K in [{low}, {high}]; reachable K: {_spans(reachable)}")
