@@ -148,10 +148,11 @@ def add_analysis_commands(commands) -> None:
 def _validate(dataset, fmt: str) -> int:
     """Print the validity report; 1 when a check fails."""
     from collective.analysis.validity import FAILS, format_report, validate
+    from collective.output_files import write_stdout
 
     report = validate(dataset.rows)
-    print(format_report(report) if fmt == "table" else report.to_csv(index=False) if fmt == "csv"
-          else report.to_json(orient="records", force_ascii=False, indent=1))
+    write_stdout(format_report(report) if fmt == "table" else report.to_csv(index=False) if fmt == "csv"
+                 else report.to_json(orient="records", force_ascii=False, indent=1))
     return 1 if (report["status"] == FAILS).any() else 0
 
 
@@ -173,6 +174,7 @@ def run_analysis_command(args: argparse.Namespace) -> int:
     from collective.analysis.dataset import load_dataset
     from collective.analysis.factors import DEFAULT_BY
     from collective.analysis.report import analyse, format_analysis
+    from collective.output_files import write_stdout
 
     _release_freed_memory()
     try:
@@ -194,14 +196,14 @@ def run_analysis_command(args: argparse.Namespace) -> int:
                 analysis.tables = {name: table for name, table in analysis.tables.items() if name in args.tables}
                 analysis.skipped = {name: why for name, why in analysis.skipped.items() if name in args.tables}
             width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None  # a file gets it whole
-            print(format_analysis(analysis, args.format, width))
+            write_stdout(format_analysis(analysis, args.format, width))
         elif args.command == "figures":
             for written in write_figures(dataset, args.out, args.k_bin_width, options):
-                print(f"{written.pdf}\n{written.png}\n{written.svg}")
+                write_stdout(f"{written.pdf}\n{written.png}\n{written.svg}")
         else:
             from collective.dashboards.report import write_report
 
-            print(write_report(dataset, analysis, args.out, args.k_bin_width))
+            write_stdout(str(write_report(dataset, analysis, args.out, args.k_bin_width)))
     except DatasetError as error:
         print(f"collective {args.command}: error: {error}", file=sys.stderr)
         return 2

@@ -33,6 +33,7 @@ from collective.analysis.factors import K_BIN, K_MID, add_k_bins  # noqa: E402
 from collective.analysis.inference import clustered_mean_ci, mean_ci  # noqa: E402
 from collective.analysis.learning import (EFFICIENCY_REFERENCE, curve_task, held_out_learning,  # noqa: E402
                                          learning_curves, replay_curves)
+from collective.output_files import replacing  # noqa: E402
 
 logging.getLogger("fontTools").setLevel(logging.ERROR)  # Computer Modern's old 'head' timestamps, when subsetting
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")  # yellow last: low contrast
@@ -634,7 +635,7 @@ def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions
 def write_figures(dataset: Dataset, out: str | Path, k_bin_width: int = 4,
                   options: FigureOptions | None = None) -> list[WrittenFigure]:
     """Build the figures and write each to `out` as NAME.pdf, NAME.png and NAME.svg (no dates: the same
-    data give the same files)."""
+    data give the same files; a previous file replaced only once the new one is whole)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -643,7 +644,8 @@ def write_figures(dataset: Dataset, out: str | Path, k_bin_width: int = 4,
         paths = {fmt: out / f"{spec.name}.{fmt}" for fmt in FORMATS}
         with plt.rc_context(STYLE):
             for fmt, path in paths.items():
-                spec.figure.savefig(path, metadata=metadata[fmt])
+                with replacing(path) as handle:
+                    spec.figure.savefig(handle, format=fmt, metadata=metadata[fmt])
                 # The layout, solved for the first file, placed the same in the others: constrained layout's
                 # solve is a third of a figure's drawing, and a format would only move it by rounding.
                 spec.figure.set_layout_engine("none")

@@ -22,6 +22,7 @@ from collective.analysis.dataset import Dataset, provenance
 from collective.dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
     libraries_html, selection_html
 from collective.dashboards.figures import STYLE, build_figures, display_labels
+from collective.output_files import replacing
 
 PNG_DPI = 130
 CSS = """
@@ -157,8 +158,11 @@ a header for its column name in <code>collective analyze</code> output.</p>
 
 
 def write_report(dataset: Dataset, analysis: Analysis, out: str | Path, k_bin_width: int = 4) -> Path:
-    """Write the report to `out` (parent directories created); returns its path."""
+    """Write the report to `out` (parent directories created; a previous report replaced only once the new one is
+    whole); returns its path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(dataset, analysis, k_bin_width), encoding="utf-8")
+    report = render_report(dataset, analysis, k_bin_width).encode("utf-8")
+    with replacing(out) as handle:
+        handle.write(report)
     return out.resolve()

@@ -19,6 +19,7 @@ from pandas.api.types import union_categoricals
 from collective.analysis.base import ENVIRONMENT_CLASS_COLUMNS, DatasetError
 from collective.analysis.factors import GROUP_COLUMNS
 from collective.config import CPP_SWITCHES
+from collective.dataset_schema import check_chunk
 from collective.sweeps.store import DATASET_DIR, SPEC_FILE, parse_sweep_file
 
 REQUIRED_COLUMNS = ("cell", "episode", "group", "score", "k_raw", "entropy_bits", "group_size", "behaviour",
@@ -92,16 +93,19 @@ def _check_poolable(values: list[dict[str, set]], paths: list[Path]) -> None:
 
 
 def _read_part(part: Path, schema: pa.Schema, keep: set[str], settings: list[str],
-               values: dict[str, set]) -> pd.DataFrame:
+               values: dict[str, set], checked: dict) -> pd.DataFrame:
     """One chunk file (its `schema` read beforehand) as a frame of its columns in `keep`, text as categories, the
     seed word of `spawn_key` as `seed_word`; the distinct values of its `settings` are added to `values` (read
-    here, then left out of the rows)."""
+    here, then left out of the rows). DatasetError when the file breaks the dataset schema (`dataset_schema`)."""
     missing = [name for name in REQUIRED_COLUMNS if name not in schema.names]
     if missing:
-        raise DatasetError(f"{part.parent} is not a sweep dataset: missing columns {', '.join(missing)}")
+        raise DatasetError(f"{part}: column{'s' * (len(missing) > 1)} {', '.join(missing)} missing; expected a sweep "
+                           f"dataset's chunk, which has {', '.join(REQUIRED_COLUMNS)}")
     text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     wanted = [name for name in schema.names if name in keep or name in settings or name == "spawn_key"]
-    table = pq.ParquetFile(part, read_dictionary=text).read(columns=wanted)
+    chunk = pq.ParquetFile(part, read_dictionary=text)
+    table = chunk.read(columns=wanted)
+    check_chunk(part, chunk.metadata, table, checked)
     for name in settings:
         if name in table.column_names:
             values.setdefault(name, set()).update(pc.unique(table[name]).to_pylist())
@@ -148,7 +152,7 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
     keep_factors = {FACTOR_ALIASES.get(name, name) for name in factors}
     keep = set(ANALYSIS_COLUMNS) | keep_factors
     settings = _settings()
-    pieces, values, sources, notices, seen, columns = [], [], [], [], {}, {}
+    pieces, values, sources, notices, seen, columns, checked = [], [], [], [], {}, {}, {}
     for path in map(Path, paths):
         try:
             if not path.is_dir():
@@ -169,14 +173,16 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
         for part in parts:
             try:
                 schema = pq.read_schema(part)
-                pieces.append(_read_part(part, schema, keep, settings, values[-1]))
+                piece = _read_part(part, schema, keep, settings, values[-1], checked)
                 columns.update(dict.fromkeys(schema.names))
             except DatasetError:
                 raise
             except Exception as error:  # pyarrow raises several types for unreadable files
-                raise DatasetError(f"{data_dir}: unreadable Parquet data ({type(error).__name__}: "
+                raise DatasetError(f"{part}: unreadable Parquet data ({type(error).__name__}: "
                                    f"{str(error).splitlines()[0]})") from None
-            rows += len(pieces[-1])
+            rows += len(piece)
+            if len(piece):  # a file of no rows adds none (its text columns' categories would have no type)
+                pieces.append(piece)
         description = _sweep_description(data_dir.parent / SPEC_FILE)
         if description:
             notices += _incomplete(data_dir, description, len(parts), rows)
@@ -184,6 +190,8 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
                                    bytes=sum(part.stat().st_size for part in parts)))
     if not pool:
         _check_poolable(values, list(map(Path, paths)))
+    if not pieces:
+        raise DatasetError(f"{', '.join(map(str, paths))}: the dataset has no rows")
     rows = _frame(pieces)
     unscored = rows["score"].isna()
     if unscored.any():
