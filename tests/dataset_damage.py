@@ -4,11 +4,25 @@ Parquet file as a user's tool would write it."""
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+
+def small_sweep(directory: Path) -> Path:
+    """A finished small sweep (serial) in `directory`/out: several chunk files, every group on two cells."""
+    from collective.sweeps.command import run_spec
+    from collective.sweeps.runtime import SerialExecutor
+    from collective.sweeps.spec import parse_spec
+    from test_hostile_inputs import SMALL_SPEC
+
+    out = directory / "out"
+    spec = parse_spec(tomllib.loads(SMALL_SPEC), "small")
+    run_spec(spec, out, SerialExecutor(spec))
+    return out
 
 
 def copy_dataset(sweep: Path, into: Path) -> Path:

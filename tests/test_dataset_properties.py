@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import tempfile
-import tomllib
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,11 +16,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from collective.analysis.dataset import ANALYSIS_COLUMNS
-from collective.sweeps.command import run_spec
-from collective.sweeps.runtime import SerialExecutor
-from collective.sweeps.spec import parse_spec
-from dataset_damage import chunks, copy_dataset, rewrite
-from test_hostile_inputs import SMALL_SPEC, error_lines, outcome, run_cli
+from dataset_damage import chunks, copy_dataset, rewrite, small_sweep
+from test_hostile_inputs import error_lines, outcome, run_cli
 
 BUDGET = settings(max_examples=6, deadline=None, derandomize=True, database=None,
                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -39,11 +35,7 @@ COMMANDS = {"analyze": lambda out: [], "validate": lambda out: [], "figures": la
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
-    """A finished small sweep (serial): several chunk files, every group on two cells."""
-    out = tmp_path_factory.mktemp("sweep") / "out"
-    spec = parse_spec(tomllib.loads(SMALL_SPEC), "small")
-    run_spec(spec, out, SerialExecutor(spec))
-    return out
+    return small_sweep(tmp_path_factory.mktemp("sweep"))
 
 
 def _kind(kind: pa.DataType) -> str:
@@ -123,25 +115,8 @@ def check(sweep: Path, tmp_path: Path, command: str, data) -> None:
             assert line.startswith(f"collective {command}: error: "), (what, line)
 
 
+@pytest.mark.parametrize("command", ["analyze", "validate", "figures", "dashboard"])
 @BUDGET
 @given(data=st.data())
-def test_analyze_on_a_damaged_dataset(sweep, tmp_path, data):
-    check(sweep, tmp_path, "analyze", data)
-
-
-@BUDGET
-@given(data=st.data())
-def test_validate_on_a_damaged_dataset(sweep, tmp_path, data):
-    check(sweep, tmp_path, "validate", data)
-
-
-@BUDGET
-@given(data=st.data())
-def test_figures_on_a_damaged_dataset(sweep, tmp_path, data):
-    check(sweep, tmp_path, "figures", data)
-
-
-@BUDGET
-@given(data=st.data())
-def test_dashboard_on_a_damaged_dataset(sweep, tmp_path, data):
-    check(sweep, tmp_path, "dashboard", data)
+def test_a_damaged_dataset_ends_whole_or_in_one_line(sweep, tmp_path, command, data):
+    check(sweep, tmp_path, command, data)

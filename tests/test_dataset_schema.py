@@ -5,17 +5,13 @@ expected; the sweep itself passes, and its text reaches the dashboard's HTML onl
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from collective.sweeps.command import run_spec
-from collective.sweeps.runtime import SerialExecutor
-from collective.sweeps.spec import parse_spec
-from dataset_damage import cast, chunks, copy_dataset, drop, rewrite, set_all, set_value
-from test_hostile_inputs import SMALL_SPEC, error_lines, outcome, run_cli
+from dataset_damage import cast, chunks, copy_dataset, drop, rewrite, set_all, set_value, small_sweep
+from test_hostile_inputs import error_lines, outcome, run_cli
 
 COMMANDS = {"analyze": [], "validate": [], "figures": ["--out", "figures"], "dashboard": ["--out", "report.html"]}
 # (name, change of the first chunk file, the column named, what the line says was expected)
@@ -46,11 +42,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
-    """A finished small sweep (serial): several chunk files, every group on two cells."""
-    out = tmp_path_factory.mktemp("sweep") / "out"
-    spec = parse_spec(tomllib.loads(SMALL_SPEC), "small")
-    run_spec(spec, out, SerialExecutor(spec))
-    return out
+    return small_sweep(tmp_path_factory.mktemp("sweep"))
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -7,15 +7,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from collective.sweeps.command import run_spec
-from collective.sweeps.runtime import SerialExecutor
-from collective.sweeps.spec import parse_spec
-from test_hostile_inputs import SMALL_SPEC, error_lines, outcome, run_cli
+from dataset_damage import small_sweep
+from test_hostile_inputs import error_lines, outcome, run_cli
 
 # The tiny sweep's regression prints Satterthwaite's division by zero (issue 46 point 4, left to its own fix): not
 # what these tests count
@@ -33,10 +30,7 @@ LIMITED = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("sweep") / "out"
-    spec = parse_spec(tomllib.loads(SMALL_SPEC), "small")
-    run_spec(spec, out, SerialExecutor(spec))
-    return out
+    return small_sweep(tmp_path_factory.mktemp("sweep"))
 
 
 def limited(limit: int, *args: str, cwd: Path) -> subprocess.CompletedProcess:
