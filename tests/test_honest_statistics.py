@@ -8,7 +8,7 @@ import pytest
 
 from collective.analysis.scores import lz_code_length_bits, weighted_estimate
 from collective.analysis.base import DatasetError
-from collective.analysis.inference import holm, mean_ci
+from collective.analysis.inference import holm, mean_ci, paired_statistics
 from collective.analysis.upsilon import legg_hutter_table, upsilon_table
 
 
@@ -105,3 +105,17 @@ def test_legg_hutter_never_pools_environment_classes():
     rows = pd.concat([_legg_hutter_rows(), _legg_hutter_rows().assign(grid="4x4", cell=1)], ignore_index=True)
     table = legg_hutter_table(rows, ["group"])
     assert list(table["grid"]) == ["3x3", "4x4"] and (table["episodes"] == 300).all()
+
+
+def test_a_constant_shift_has_no_t_and_no_warning():
+    """Differences equal up to rounding (each score minus 0.1, in floating point): their spread is rounding error,
+    so the paired t and Cohen's d_z are undefined (NaN), not a p of ~0 from a division by ~1e-17 with scipy's
+    precision-loss warning in the log (issue 46 point 2); Wilcoxon's ranks still give a p."""
+    import warnings
+
+    first = np.array([0.3, 0.5, 0.4, 0.6, 0.2, 0.7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = paired_statistics(first, first - 0.1)
+    assert np.isnan(result["p_t"]) and np.isnan(result["cohen_dz"]) and result["p_wilcoxon"] < 0.05
+    assert result["difference"] == pytest.approx(0.1)

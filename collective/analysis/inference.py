@@ -41,10 +41,14 @@ def mean_ci(values: np.ndarray) -> tuple[int, float, float, float]:
 
 
 def paired_statistics(first: np.ndarray, second: np.ndarray) -> dict:
-    """Mean difference with its paired-t 95% CI, Cohen's d_z, paired t and Wilcoxon signed-rank p."""
+    """Mean difference with its paired-t 95% CI, Cohen's d_z, paired t and Wilcoxon signed-rank p. Differences
+    that do not vary beyond rounding (a constant shift, computed in floating point) have no t and no d_z: their
+    spread is rounding error, not a standard deviation to divide by."""
     differences = first - second
     n, mean, low, high = mean_ci(differences)
     sd = float(np.std(differences, ddof=1)) if n > 1 else math.nan
+    rounding = 16 * np.finfo(float).eps * float(max(np.abs(first).max(), np.abs(second).max())) if n else 0.0
+    sd = 0.0 if sd <= rounding else sd
     p_t = float(stats.ttest_rel(first, second).pvalue) if n > 1 and sd > 0 else math.nan
     p_wilcoxon = float(stats.wilcoxon(differences).pvalue) if n > 1 and np.any(differences) else math.nan
     return dict(pairs=n, difference=mean, ci95_low=low, ci95_high=high,
