@@ -80,6 +80,22 @@ def test_protocol_comparison_names_a_winner_only_when_significant(analysis):
     assert pair["winner"] == (better if pair["p_holm"] < 0.05 else "")
 
 
+def test_protocol_comparisons_pair_only_collectives_of_the_same_members():
+    """Stigmergy against broadcast on local searchers compares protocols; either against shared Q-tables on
+    Q-learners would compare a protocol and an agent type at once (issue 45): such pairs are not made."""
+    from collective.analysis.comparisons import protocol_comparisons
+
+    rng = np.random.default_rng(0)
+    groups = {"local_search+stigmergy": ("local_search", "stigmergy"),
+              "local_search+broadcast": ("local_search", "broadcast"),
+              "q_learning+shared_q": ("q_learning", "shared_q")}
+    rows = pd.concat([pd.DataFrame(dict(group=label, behaviour=behaviour, mix="", protocol=protocol, cell=1,
+                                        grid="5x5", episode=np.arange(20), score=rng.normal(0.3, 0.1, 20)))
+                      for label, (behaviour, protocol) in groups.items()], ignore_index=True)
+    pairs = protocol_comparisons(rows, ["grid"])[["first", "second"]]
+    assert pairs.values.tolist() == [["local_search+broadcast", "local_search+stigmergy"]]
+
+
 def test_regression_drops_unidentifiable_terms_and_blanks_errors_without_spare_cells(analysis):
     """2 grids x 2 group sizes = 4 cells: the intercept, the grid contrast and G leave one cell-level df;
     no two grids share a density G/N (1/16, 3/16, 1/36, 3/36), so D is not identified; K varies within

@@ -1,6 +1,6 @@
 """Paired comparisons of group types on the same environments, paired by (cell, episode): each collective
-against the isolated agents of its behaviour (`gains`) and every two collectives that played the same cells
-(`protocols`), with paired t and Wilcoxon p Holm-corrected over each table.
+against the isolated agents of its behaviour (`gains`) and every two collectives of the same members that played
+the same cells (`protocols`), with paired t and Wilcoxon p Holm-corrected over each table.
 """
 from __future__ import annotations
 
@@ -52,11 +52,14 @@ def collective_gains(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
 
 
 def protocol_comparisons(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
-    """Every pair of collectives (groups with a protocol) that played the same cells, paired by
-    (cell, episode); difference = first - second; `winner` is the better one where Holm p < 0.05."""
-    collectives = sorted(_group_types(rows).query("protocol != 'none'").index)
-    cells = rows.groupby("group")["cell"].agg(set)
-    pairs = [(a, b) for a, b in combinations(collectives, 2) if cells[a] & cells[b]]
+    """Every pair of collectives (groups with a protocol) of the same members (behaviour or mix) that played the
+    same cells, paired by (cell, episode): only the protocol (or its parameters, or the sham control) differs,
+    one thing at a time; difference = first - second; `winner` is the better one where Holm p < 0.05."""
+    types = _group_types(rows).query("protocol != 'none'")
+    members = {label: (group["behaviour"], group["mix"]) for label, group in types.iterrows()}
+    cells = rows.groupby("group", observed=True)["cell"].agg(set)
+    pairs = [(a, b) for a, b in combinations(sorted(types.index), 2)
+             if members[a] == members[b] and cells[a] & cells[b]]
     frame = _compare(rows, pairs, strata, ("first", "second"))
     significant = frame["p_holm"] < 0.05
     frame["winner"] = np.where(significant, np.where(frame["difference"] > 0, frame["first"], frame["second"]), "")

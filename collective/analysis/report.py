@@ -51,7 +51,8 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
                        "Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, p_wilcoxon_holm).",
                        collective_gains(rows, strata)))
     analysis.add(Table("protocols", f"Protocol comparisons{in_strata}",
-                       "difference = Υ(first) - Υ(second) on the same environments, paired by (cell, episode); "
+                       "difference = Υ(first) - Υ(second), collectives of the same members (behaviour or mix) "
+                       "that differ in protocol, on the same environments, paired by (cell, episode); "
                        "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
                        "p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
                        protocol_comparisons(rows, strata)))
