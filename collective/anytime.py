@@ -76,7 +76,6 @@ import math
 import os
 import platform
 import time
-from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -89,6 +88,7 @@ from collective.evaluation.environments import held_out_training
 from collective.evaluation.play import play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.patterns import PATTERN_GENERATORS, UnreachableK, reachable_k
+from collective.output_files import replacing
 from collective.simulation.random_streams import episode_seed_table
 from collective.version import VERSION
 
@@ -533,10 +533,5 @@ def write_trace(result: AnytimeResult, path: str) -> None:
                         ("exhausted", pa.bool_()), ("speed", pa.float64())])
     record = {k: v for k, v in result.as_record().items() if k != "trace"}
     table = pa.Table.from_pylist([dataclasses.asdict(step) for step in result.trace], schema=schema)
-    target = Path(path).resolve()  # a link's target is replaced, not the link
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:  # a failed write removes only the temporary file this wrote, never `path`
-        pq.write_table(table.replace_schema_metadata({"collective_anytime": json.dumps(record)}), temporary)
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with replacing(path) as handle:  # a failed write removes only its temporary file, never `path`
+        pq.write_table(table.replace_schema_metadata({"collective_anytime": json.dumps(record)}), handle)
