@@ -214,7 +214,8 @@ def _level_point(ids: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, kep
 def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (curve, training_episodes) of held-out learners with two or more levels (CURVES_NOTE)."""
     keys = ["group", "group_size", *curve_task(rows), "learner_training"]
-    read = [*keys, *reference_keys(rows), "novel", "replays_per_episode", "score", "upsilon_best"]
+    reference = reference_keys(rows)  # counts every column's levels: once, not per curve
+    read = [*keys, *reference, "novel", "replays_per_episode", "score", "upsilon_best"]
     learners = _curve_rows(rows)
     learners = learners[[column for column in dict.fromkeys(read) if column in learners]]  # the columns read
     references = random_references(rows)
@@ -228,7 +229,7 @@ def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
             if curve["novel"].nunique() < 2:
                 continue
             labels = dict(zip(keys, key))
-            random = references.get(tuple(curve[c].iloc[0] for c in reference_keys(rows)), np.empty(0))
+            random = references.get(tuple(curve[c].iloc[0] for c in reference), np.empty(0))
             for novel, level in curve.groupby("novel", sort=True):
                 records.append(dict(labels, replays_per_episode=replays, training_episodes=int(novel),
                                     **_level_point(ids, level, random, labels["learner_training"] in TABLE_LIVES)))

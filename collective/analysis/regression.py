@@ -181,8 +181,8 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None) -> tuple[pd.
         clusters, environments = cell_ids(part), environment_ids(part)  # dense ids from 0
         y = part["score"].to_numpy(float)
         design = np.column_stack(list(columns.values()))
-        cells = clusters.max() + 1
-        shared = environments.max() + 1 < len(pd.unique(clusters * (environments.max() + 1) + environments))
+        cells, environment_count = clusters.max() + 1, environments.max() + 1
+        shared = environment_count < len(pd.unique(clusters * environment_count + environments))  # (cell, env) pairs
         tables = _keeps_tables(part)
         units = environments if shared and not tables else clusters  # paired_group_sizes: environments span cells
         fit = clustered_ols(y, design, units, list(columns), degrees=True)
