@@ -471,7 +471,8 @@ class ResultsStore:
             raise StoreError(f"{self.dataset} is not a directory: move it away or choose another --out")
         by_file = {record.file: record for record in self._listed_chunks.values()}
         foreign, unproven = [], []
-        for path in sorted(self.dataset.iterdir()):
+        held = sorted(self.dataset.iterdir())
+        for path in held:
             mode = path.lstat().st_mode
             if not stat.S_ISREG(mode):
                 raise _not_ours(path, mode)
@@ -487,11 +488,10 @@ class ResultsStore:
                 self._stale.append(path.name)
             else:
                 unproven.append(path.name)
-        held = sorted(path.name for path in self.dataset.iterdir())
         if held and not (self.directory / SPEC_FILE).exists():
-            raise StoreError(f"{self.dataset} holds {len(held)} file(s) ({_first_names(held)}) but {self.directory} "
-                             f"has no {SPEC_FILE}, which a sweep writes before its first chunk: they are not this "
-                             f"sweep's; move them out (nothing was changed) or choose another --out")
+            raise StoreError(f"{self.dataset} holds {len(held)} file(s) ({_first_names([path.name for path in held])}) "
+                             f"but {self.directory} has no {SPEC_FILE}, which a sweep writes before its first chunk: "
+                             f"they are not this sweep's; move them out (nothing was changed) or choose another --out")
         if foreign:
             raise StoreError(f"{self.dataset} holds {len(foreign)} file(s) a sweep did not write "
                              f"({_first_names(foreign)}): "
