@@ -209,9 +209,9 @@ def _check_range(part: Path, name: str, column: pa.ChunkedArray, rule: Rule, met
     if not rule.nan and floating and any(np.isnan(chunk.to_numpy(zero_copy_only=False)).any()
                                          for chunk in column.chunks):
         raise _refuse(part, name, "holds NaN", rule.describe())
-    if all(stats is not None and stats.has_min_max for stats in bounds):
-        low, high = min(stats.min for stats in bounds), max(stats.max for stats in bounds)
-    if not all(stats is not None and stats.has_min_max for stats in bounds) or low != low or high != high:
+    known = all(stats is not None and stats.has_min_max for stats in bounds)
+    low, high = (min(stats.min for stats in bounds), max(stats.max for stats in bounds)) if known else (math.nan,) * 2
+    if low != low or high != high:  # no statistics, or NaN among them
         found = pc.min_max(column)  # Arrow's leaves NaN out
         low, high = found["min"].as_py(), found["max"].as_py()
     for value in (low, high):
