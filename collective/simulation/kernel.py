@@ -117,14 +117,15 @@ CellMoves = namedtuple("CellMoves", "to row col")
 
 @dataclass(frozen=True)
 class LearnerParameters:
-    """Tabular learner settings (spec §5; paper 003 Algorithm 1)."""
+    """Tabular learner settings (spec §5; paper 003 Algorithm 1), taken whole from a configuration's learner fields
+    (`EvaluationConfig.learner`), whose defaults and profiles decide them."""
 
-    alpha: float = 0.3
-    gamma: float = 0.3
-    epsilon: float = 0.0
-    q_initial: float = 0.0
-    training_passes: int = 100
-    reward_scale: float = 1.0
+    alpha: float
+    gamma: float
+    epsilon: float
+    q_initial: float
+    training_passes: int
+    reward_scale: float
 
 
 @njit(cache=True)
