@@ -17,7 +17,7 @@ STAMP = ".venv/.installed"  # the Makefile's install stamp: the venv under test 
 # The README first (its `make demo` makes what the others read), then the pages with runnable examples.
 EXAMPLE_PAGES = ("README.md", "docs/tutorial.md", "docs/reference/cli.md", "docs/reference/plugins.md",
                  "docs/reference/config.md", "docs/plugins.md", "docs/adapters.md", "docs/dashboard.md",
-                 "docs/learning.md", "docs/figures.md", "docs/scaling.md")
+                 "docs/learning.md", "docs/figures.md", "docs/scaling.md", "docs/python-api.md")
 
 
 def readme_blocks(page: str = "README.md") -> list[tuple[str, str]]:
