@@ -1,6 +1,7 @@
 """Plug-in classes registered by name (behaviours, protocols), in registration order."""
 from __future__ import annotations
 
+import difflib
 from typing import Generic, TypeVar
 
 PlugIn = TypeVar("PlugIn")
@@ -24,8 +25,11 @@ class Registry(Generic[PlugIn]):
         return tuple(self._classes)
 
     def get(self, name: str) -> type[PlugIn]:
-        """The class registered as `name`, or KeyError listing the allowed names."""
+        """The class registered as `name`, or KeyError naming the closest name to a mistyped one (difflib's ratio at
+        least 0.6) and listing the allowed names."""
         try:
             return self._classes[name]
         except KeyError:
-            raise KeyError(f"unknown {self.kind} {name!r}; allowed: {', '.join(self._classes)}") from None
+            close = difflib.get_close_matches(str(name), list(self._classes), n=1)
+            guess = f" (did you mean {close[0]}?)" if close else ""
+            raise KeyError(f"unknown {self.kind} {name!r}{guess}; allowed: {', '.join(self._classes)}") from None

@@ -228,6 +228,18 @@ def test_a_mistyped_command_or_option_names_the_closest_in_one_line(args, sugges
     assert args[0] in lines[0]  # what was typed is quoted
 
 
+@pytest.mark.parametrize("args, suggestion", [
+    (["evaluate", "--behaviour", "randm"], "random"),
+    (["evaluate", "--behaviour", "local_serch", "--group-size", "3"], "local_search"),
+    (["evaluate", "--behaviour", "local_search", "--group-size", "3", "--protocol", "stigmery"], "stigmergy"),
+    (["evaluate", "--mix", "local_search:2,qlearning:1"], "q_learning"),
+])
+def test_a_mistyped_builtin_name_names_the_closest_in_one_line(args, suggestion):
+    result = collective(*args)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and f"(did you mean {suggestion}?)" in lines[0], result.stderr
+
+
 def test_a_mistyped_command_or_option_far_from_any_gets_no_suggestion():
     for args in (["zzz"], ["evaluate", "--behaviour", "random", "--zzz"]):
         result = collective(*args)
