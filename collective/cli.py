@@ -65,8 +65,10 @@ EXAMPLES = {
     "demo": ["collective demo --episodes 100", "collective demo --mix local_search:3,oracle:2"],
     "behaviours": ["collective behaviours"],
     "protocols": ["collective protocols"],
-    "sweep": ["collective sweep experiments/quickstart.toml --dry-run",
+    "sweep": ["collective sweep quickstart --dry-run",
               "collective sweep experiments/quickstart.toml --out runs/quickstart"],
+    "examples": ["collective examples my-study"],
+    "docs": ["collective docs", "collective docs tutorial"],
     "analyze": ["collective analyze runs/quickstart",
                 "collective analyze runs/quickstart --tables upsilon,gains --format csv"],
     "figures": ["collective figures runs/quickstart --out runs/quickstart/figures"],
@@ -173,7 +175,7 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     env.add_argument("--seed", type=whole, default=0, metavar="S", help="root seed of all randomness (default 0)")
     env.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME",
                      help=f"setting bundle: {', '.join(PROFILE_NAMES)} (default {DEFAULT_PROFILE}: paper 003's test "
-                          "without its confounds; paper: as published; see docs/concepts.md)")
+                          "without its confounds; paper: as published; see: collective docs concepts)")
     env.add_argument("--observation-range", type=whole, default=None, metavar="K",
                      help="Moore neighbourhood range agents observe (default 1)")
     env.add_argument("--reward-radius", type=whole, default=None, metavar="D", help="reward radius (default 1)")
@@ -203,7 +205,7 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     group = parser.add_argument_group("agents (spec §5)")
     group.add_argument("--behaviour", default=None, metavar="NAME",
                        help="a built-in (`collective behaviours` lists them), or your own class by import path, "
-                            "MODULE:CLASS or FILE.py:CLASS (docs/tutorial.md)")
+                            "MODULE:CLASS or FILE.py:CLASS (collective docs tutorial)")
     group.add_argument("--group-size", type=whole, default=None, metavar="G",
                        help=f"agents in the group (default {group_size})")
     parser.set_defaults(default_group_size=group_size)
@@ -258,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collective", formatter_class=ExamplesFormatter, description=(
         "Measure the collective intelligence (Υ) of agent groups on the Λ* (Lambda Star) test."),
         epilog="examples:\n  collective demo --episodes 100\n  collective evaluate --help\n"
-               "see docs/tutorial.md for a tour from an agent to a paper figure")
+               "see `collective docs tutorial` for a tour from an agent to a paper figure")
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failing plug-in")
     parser.add_argument("--version", action="version", version=f"collective {VERSION} ({DISTRIBUTION})")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -283,6 +285,16 @@ def build_parser() -> argparse.ArgumentParser:
                         description="The built-in communication protocols (spec §6): what each does, which "
                                     "behaviours take part (a protocol needs at least 2 of them: give "
                                     "--group-size), and the parameters --protocol-param sets.")
+    examples = commands.add_parser("examples", help="copy the example specs and plug-ins into a folder, to edit",
+                                   description="Copy the built-in sweep specs (experiments/) and the plug-in examples "
+                                               "(examples/: your own agent and protocol, NumPy plug-ins, a "
+                                               "notebook) into DIR, which must not exist or be empty; run them "
+                                               "from DIR.")
+    examples.add_argument("dir", metavar="DIR", help="the folder to create")
+    docs = commands.add_parser("docs", help="print a page of the documentation",
+                               description="Print a page of the documentation the package carries (Markdown): "
+                                           "without PAGE, the list of pages.")
+    docs.add_argument("page", metavar="PAGE", nargs="?", help="a page, e.g. tutorial or reference/cli")
     add_sweep_parser(commands)
     add_analysis_commands(commands)
     _add_anytime_parser(commands)
@@ -587,6 +599,34 @@ def _main(argv: list[str] | None) -> int:
         return interrupted_status()
 
 
+def _run_shipped_command(args: argparse.Namespace) -> int:
+    """`collective examples DIR` and `collective docs [PAGE]`: what the package carries (`collective.shipped`)."""
+    from collective.output_files import write_stdout
+    from collective.shipped import builtin_specs, copy_examples, doc_pages
+
+    if args.command == "examples":
+        try:
+            written = copy_examples(Path(args.dir))
+        except OSError as error:
+            print(f"collective examples: error: {error}", file=sys.stderr)
+            return 2
+        print("\n".join(map(str, written)))
+        print(f"run one from {args.dir}: collective sweep experiments/quickstart.toml --out runs/quickstart "
+              f"(specs: {', '.join(builtin_specs())})", file=sys.stderr)
+        return 0
+    pages = doc_pages()
+    if args.page is None:
+        print("\n".join(pages))
+        return 0
+    name = args.page.removesuffix(".md").removeprefix("docs/")
+    if name not in pages:
+        print(f"collective docs: error: argument PAGE: no page {args.page!r}{did_you_mean(name, pages)}; "
+              f"allowed: {', '.join(pages)}", file=sys.stderr)
+        return 2
+    write_stdout(pages[name].read_text(encoding="utf-8"))
+    return 0
+
+
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "behaviours":
         from collective.behaviours import behaviour_names, get_behaviour
@@ -594,14 +634,16 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         for name in behaviour_names():
             print(f"{name:<14}{get_behaviour(name).description}")
-        print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (docs/tutorial.md: bring your own agent)")
+        print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (collective docs tutorial: bring your own agent)")
         print("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
               f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
         return 0
     if args.command == "protocols":
         print(describe_protocols())
-        print(f"{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) (docs/tutorial.md: bring your own agent)")
+        print(f"{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) (collective docs tutorial: bring your own agent)")
         return 0
+    if args.command in ("examples", "docs"):
+        return _run_shipped_command(args)
     if args.command in ANALYSIS_COMMANDS:
         return run_analysis_command(args)
     if args.command == "sweep":

@@ -23,6 +23,7 @@ from pathlib import Path
 from collective.cli import DEMO_BEHAVIOURS, build_parser, config_from_args
 from collective.evaluation.compiled_code import load_compiled, load_sham, load_stepping_core
 from collective.progress import announce_compilation, compilation_done
+from collective.shipped import shipped
 from collective.sweeps.plan import prepare_process
 from collective.sweeps.spec import load_spec
 
@@ -37,7 +38,7 @@ EVALUATIONS = (
     (0, "--env landscape --peaks 5 --deception 0.8 --noise 0.3 --behaviour local_search"),
     *((0, f"--behaviour {behaviour} --group-size 5") for behaviour in DEMO_BEHAVIOURS),
 )
-SPECS = ((0, "quickstart.toml"),)  # `make demo`'s sweep, from the repository's experiments/ when present
+SPECS = ((0, "quickstart.toml"),)  # `make demo`'s sweep (the package carries it: `collective.shipped`)
 ENVIRONMENTS = ((1, "lambda_star"), (1, "landscape"))  # plug-ins play on the stepping core in either
 SHARES = 2
 
@@ -51,10 +52,8 @@ def compile_share(share: int) -> None:
     for _, env in (item for item in ENVIRONMENTS if item[0] == share):
         load_stepping_core(env)
         load_sham(env)
-    experiments = Path(__file__).resolve().parent.parent / "experiments"
     for _, name in (item for item in SPECS if item[0] == share):
-        if (experiments / name).exists():
-            prepare_process(load_spec(experiments / name))
+        prepare_process(load_spec(shipped("experiments") / name))
 
 
 def lock_cache_saves() -> bool:

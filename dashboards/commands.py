@@ -110,7 +110,7 @@ def add_analysis_commands(commands) -> None:
                                   description="Υ against K, H and group size, K x group-size heat maps, "
                                               "organisational structures side by side, the gains of collectives "
                                               "over isolated agents and Υ against message entropy, one panel per "
-                                              "grid, as PDF, PNG and SVG sized for a paper (docs/figures.md).")
+                                              "grid, as PDF, PNG and SVG sized for a paper (collective docs figures).")
     _add_dataset_options(figures)
     figures.add_argument("--out", required=True, metavar="DIR", help="directory for the figure files")
     figures.add_argument("--width", type=_width, default="double", metavar="single|double|INCHES",
@@ -140,7 +140,7 @@ def add_analysis_commands(commands) -> None:
                                     description="One HTML file that needs no network: the headline results "
                                                 "with CIs, interactive figures, sortable and filterable tables "
                                                 "(every table of analyze), the paper figures, provenance and "
-                                                "data size (docs/dashboard.md).")
+                                                "data size (collective docs dashboard).")
     _add_dataset_options(dashboard)
     dashboard.add_argument("--out", required=True, metavar="FILE.html", help="the report to write")
 

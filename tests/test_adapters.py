@@ -145,4 +145,4 @@ def test_core_imports_without_the_optional_extras():
             "try:\n    import collective.adapters\nexcept ImportError as error:\n    print(error)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "collective[adapters]" in result.stdout
+    assert "collective-intelligence[adapters]" in result.stdout

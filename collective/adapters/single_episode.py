@@ -21,7 +21,7 @@ batched adapters' engine (`collective.adapters.vector`, a batch of one episode),
 observations under a protocol (window plus field, then whether a target was given and its row and
 column offsets). `state()` is the episode's full state, (5, rows, cols) float32
 (`rendering.STATE_CHANNELS`); `render()` draws it under render_mode "ansi" or "rgb_array".
-pettingzoo and gymnasium are optional: `pip install 'collective[adapters]'`.
+pettingzoo and gymnasium are optional: `pip install 'collective-intelligence[adapters]'`.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ try:
     from pettingzoo import ParallelEnv
 except ImportError as error:  # pragma: no cover - exercised only without the extras
     raise ImportError("collective.adapters needs pettingzoo and gymnasium: "
-                      "pip install 'collective[adapters]'") from error
+                      "pip install 'collective-intelligence[adapters]'") from error
 
 from collective.adapters.rendering import ansi_frame, rgb_frame
 from collective.adapters.scenes import SCENES, EpisodeScene

@@ -68,6 +68,7 @@ from collective.behaviours import load_behaviour
 from collective.config import (COMMUNICATION_CONTROLS, CPP_SWITCHES, ENVIRONMENT_CLASSES, RENAMED_FIELDS,
                                ConfigError, EvaluationConfig, mix_counts)
 from collective.simulation.plugins import PluginError
+from collective.shipped import builtin_spec, builtin_specs
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
                   "settings")
@@ -177,8 +178,11 @@ class SweepSpec:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a TOML sweep spec; raises `SpecError` naming the offending key."""
+    """Read and validate a TOML sweep spec, or a built-in one by name (`quickstart`: `collective.shipped`, for a pip
+    install without experiments/); raises `SpecError` naming the offending key."""
     path = Path(path)
+    if not path.exists() and (builtin := builtin_spec(str(path))):
+        path = builtin
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_SPEC_BYTES + 1)
@@ -186,7 +190,8 @@ def load_spec(path: str | Path) -> SweepSpec:
             raise SpecError(str(path), f"larger than {MAX_SPEC_BYTES >> 20} MiB: not a sweep spec")
         source = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
-        raise SpecError(str(path), "no such file") from None
+        raise SpecError(str(path), f"no such file (built-in specs, by name: {', '.join(builtin_specs())}; "
+                                   "`collective examples DIR` copies them to edit)") from None
     except IsADirectoryError:
         raise SpecError(str(path), "is a directory, not a TOML spec file") from None
     except UnicodeDecodeError as error:
