@@ -43,6 +43,50 @@ ENVIRONMENTS = ((1, "lambda_star"), (1, "landscape"))  # plug-ins play on the st
 SHARES = 2
 
 
+RECORD = "compiled_by_warm_up.json"  # in the cache directory: what the warm-ups there compiled (`CompileRecord`)
+
+
+class CompileRecord:
+    """The specialisations this process compiles, by compiled function (module.qualname -> signatures), from
+    numba's compile events; `save` merges them into the cache directory's RECORD (a union: a warm-up that finds
+    the cache full adds nothing, and two warm-up processes each add theirs). tests/test_compile_budget.py
+    holds them to a recorded budget, so a change that adds compiled variants says so."""
+
+    def __init__(self):
+        from numba.core import event
+
+        self.signatures: dict[str, set[str]] = {}
+        record = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev) -> None:
+                function = ev.data["dispatcher"].py_func
+                name = f"{function.__module__}.{function.__qualname__}"
+                record.signatures.setdefault(name, set()).add(str(ev.data["args"]))
+
+            def on_end(self, ev) -> None:
+                pass
+
+        event.register("numba:compile", Listener())
+
+    def save(self) -> None:
+        import fcntl
+        import json
+
+        from numba.core import config
+
+        path = Path(config.CACHE_DIR) / RECORD
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two warm-up processes merge one after the other
+            merged = json.loads(path.read_text()) if path.exists() else {}
+            for name, signatures in self.signatures.items():
+                merged[name] = sorted(set(merged.get(name, ())) | signatures)
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(merged, indent=1, sort_keys=True))
+            temporary.replace(path)
+
+
 def compile_share(share: int) -> None:
     """Load (compiling when missing) the variants of one share."""
     parser = build_parser()
@@ -131,12 +175,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.processes is not None and args.processes < 1:
         parser.error(f"--processes must be at least 1, got {args.processes}")
+    record = CompileRecord() if os.name == "posix" else None  # the record's lock is fcntl's
     if args.share is not None:
         lock_cache_saves()
         compile_share(args.share)
+        if record:
+            record.save()
         return 0
     announce_compilation()
     seconds = warm_up(args.processes)
+    if record:
+        record.save()
     compilation_done()
     print(f"collective: kernels ready in numba's cache ({seconds:.0f} s)", file=sys.stderr)
     return 0
