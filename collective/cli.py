@@ -573,6 +573,9 @@ def _main(argv: list[str] | None) -> int:
             parser.print_help()
             return 0
         args, unknown = parser.parse_known_args(argv)
+        if args.command == "sweep":  # KEY=VALUE overrides given after an option: argparse leaves them over
+            args.overrides += [token for token in unknown if "=" in token and not token.startswith("-")]
+            unknown = [token for token in unknown if token not in args.overrides]
         if unknown:
             reject_unrecognized(parser, args, unknown)
     except KeyboardInterrupt:  # while plug-ins named on the command line load

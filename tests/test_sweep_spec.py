@@ -1,7 +1,9 @@
 """Sweep specs: the shipped specs validate, bad specs fail naming the key path, seeds are keyed stably."""
+import json
 import tomllib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from collective.config import CPP_SWITCHES
@@ -187,3 +189,31 @@ def test_lambdastar2016_specs_validate():
         spec = load_spec(EXPERIMENTS / f"lambdastar2016_{name}.toml")
         factors = dict(spec.cells[0].factors)
         assert (factors["grid"], factors["group_size"], spec.iterations) == (grid, size, iterations)
+
+
+def test_key_value_overrides_set_the_spec_and_are_recorded(tmp_path):
+    """`collective sweep SPEC KEY=VALUE ...` (issue 43 item 5): before or after the options; a list field from a
+    comma-separated value; checked like the file's keys; the sweep's sweep.json holds the spec as overridden."""
+    spec = write_spec(tmp_path, TINY_SPEC)
+    result = collective("sweep", str(spec), "episodes=6", "--out", str(tmp_path / "out"), "--executor", "serial",
+                        "factors.grid=5x5", "groups.behaviours=random,local_search")
+    assert result.returncode == 0, result.stderr
+    recorded = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert json.dumps(recorded).count('"episodes": 6') >= 1
+    rows = pd.read_parquet(tmp_path / "out" / "dataset")
+    assert len(rows) == 6 * (2 + 3) and set(rows["grid"]) == {"5x5"}  # size 1: 2 groups; size 3: 2 + wisdom
+    assert load_spec(spec, ["episodes=6", "factors.grid=5x5", "groups.behaviours=random,local_search"]).sweep_id \
+        in json.dumps(recorded)
+
+
+@pytest.mark.parametrize("override, named", [
+    ("episodes", "expected KEY=VALUE"),
+    ("factors.gird=5x5", "factors.gird: unknown key"),
+    ("episodes=0", "episodes"),
+    ("episodes.x=3", "episodes is a value, not a table"),
+])
+def test_a_bad_override_is_one_line_before_any_work(tmp_path, override, named):
+    spec = write_spec(tmp_path, TINY_SPEC)
+    result = collective("sweep", str(spec), override, "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and named in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()

@@ -267,7 +267,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     import_seconds = _process_age()  # Python and the imports: what every Ray actor does first
     announce_compilation()  # loading a spec may compile its K ranges' pattern probe
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(args.spec, args.overrides)
     except SpecError as error:  # the spec's path once: file errors carry it already
         return _error(str(error) if error.path == str(args.spec) else f"{args.spec}: {error}")
     from collective.sweeps.runtime import (RayExecutor, ResourceError, SerialExecutor, WorkerLost,  # Ray loads slowly

@@ -26,7 +26,12 @@ def add_sweep_parser(commands) -> None:
         "sweep", help="run a sweep spec (TOML) into a Parquet dataset, on Ray or serially",
         description="Run every (cell, episode, group) of a TOML sweep spec (see experiments/) into DIR/dataset, "
                     "one Parquet row each. Rerunning the same command resumes an interrupted sweep.")
-    sweep.add_argument("spec", metavar="SPEC.toml", help="sweep specification, e.g. experiments/quickstart.toml")
+    sweep.add_argument("spec", metavar="SPEC.toml", help="sweep specification, e.g. experiments/quickstart.toml, or a "
+                                                         "built-in one by name (quickstart)")
+    sweep.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                       help="set a field of the spec, checked like the file's and recorded in sweep.json (a "
+                            "different spec: its own sweep), e.g. episodes=2000, factors.grid=10x10,20x20, "
+                            "groups.behaviours=random,oracle, settings.q_alpha=0.2")
     sweep.add_argument("--out", metavar="DIR", help="results directory (required unless --dry-run)")
     sweep.add_argument("--address", metavar="A", default=None,
                        help="join the Ray cluster at A (default: $RAY_ADDRESS, else an embedded local Ray when Ray runs)")

@@ -69,6 +69,7 @@ from collective.config import (COMMUNICATION_CONTROLS, CPP_SWITCHES, ENVIRONMENT
                                ConfigError, EvaluationConfig, mix_counts)
 from collective.simulation.plugins import PluginError
 from collective.shipped import builtin_spec, builtin_specs
+from collective.sweeps.overrides import OverrideError, apply_overrides
 
 TOP_LEVEL_KEYS = ("name", "description", "seed", "profile", "episodes", "iterations", "factors", "groups",
                   "settings")
@@ -177,9 +178,10 @@ class SweepSpec:
         return f"{self.name}-{digest}"
 
 
-def load_spec(path: str | Path) -> SweepSpec:
+def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Read and validate a TOML sweep spec, or a built-in one by name (`quickstart`: `collective.shipped`, for a pip
-    install without experiments/); raises `SpecError` naming the offending key."""
+    install without experiments/), with KEY=VALUE `overrides` of its fields (`collective.sweeps.overrides`); raises
+    `SpecError` naming the offending key."""
     path = Path(path)
     if not path.exists() and (builtin := builtin_spec(str(path))):
         path = builtin
@@ -202,6 +204,10 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise SpecError(str(path), f"not valid TOML: {error}") from None
     except RecursionError:
         raise SpecError(str(path), "not a sweep spec: arrays or tables nested too deeply") from None
+    try:
+        source = apply_overrides(source, overrides)
+    except OverrideError as error:
+        raise SpecError(error.where, error.message) from None
     return parse_spec(source, default_name=path.stem)
 
 
