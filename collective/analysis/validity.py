@@ -13,15 +13,11 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
   episode and keeps everything else (its own sensing and its own part in the protocol), so the real protocol
   is not beaten by its sham: the upper end of real - sham's 95% CI is >= 0 (else the messages mislead). The
   sham is shown beside isolated agents: a sham far below them means the protocol's rule trusts the others'
-  reports over the listener's own window (they lead it away), which is the protocol's property; that the sham
-  keeps the listener's sensing is checked by construction in CI (messages nobody reads: real = sham = isolated).
-- sham_keeps_sensing: a sham that keeps the listener's own sensing scores well where the listener's own window
-  does, as isolated agents on the same environments do, so their paired episode scores correlate (within cells);
-  a blindfold sham (acting on another episode's information alone, issue 22 point 2) scores about 0 on every
-  environment and does not: the lower end of r's 95% CI must be above 0. (A group of one would be the other
-  design, sham = real = isolated, but protocols need two members.) It fails too for a protocol whose rule
-  always follows the best reported cell (broadcast, auction with many members): its sham is a blindfold by the
-  protocol's own rule, so its real - sham is not the value of the information; the failure says so.
+  reports over the listener's own window (they lead it away), which is the protocol's property, not a defect.
+- sham_mechanism: that the sham is built so (issue 45 item 4), decided exactly by re-playing a few episodes of each
+  sham on the sweep's own config: with each episode as its own shadow it plays as the real protocol; a listener
+  plays alike when the others start elsewhere in its episode (no leak of the real messages); its play changes
+  when ⊕ and ⊖ trade places in its own episode (no blindfold).
 - k_by_motion (a report, not a check): Υ for stationary, periodic and drifting episodes (the rows' `motion`,
   read off ⊕'s and ⊖'s played paths: `collective.environments.motion`), with the K slope within each kind.
 """
@@ -37,7 +33,7 @@ from scipy import stats
 
 from collective.analysis.base import is_reference, levels, reference_keys
 from collective.analysis.cluster_robust import clustered_ols
-from collective.analysis.communication import CONTROL, group_types, isolated_counterparts, paired_scores, sham_table
+from collective.analysis.communication import CONTROL, sham_table
 from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, mean_ci
 from collective.analysis.regression import regression
 from collective.environments.motion import MOTION_KINDS
@@ -45,6 +41,7 @@ from collective.environments.motion import MOTION_KINDS
 RANDOM_TOLERANCE = 0.01  # |Υ_random| below this is 0 for every purpose (R̄ lies in [-1, 1])
 ORACLE_ACCURACY = 0.95  # the oracle's accuracy against the ceiling at least this
 CEILING_SLACK = 1e-9  # rounding allowed above the ceiling
+MECHANISM_EPISODES = 8  # episodes each sham is re-played on by sham_mechanism (well under a second each)
 HOLDS, FAILS, REPORT, NOT_APPLICABLE = "holds", "FAILS", "report", "n/a"
 COLUMNS = ["check", "subject", "status", "figure", "criterion"]
 VALIDITY_NOTE = (
@@ -53,8 +50,9 @@ VALIDITY_NOTE = (
     "grid as a factor, Holm over the tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
     "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
     "ceiling; sham_not_above_real, the real protocol is not beaten by its sham (real - sham's CI reaches 0 or "
-    "above); sham_keeps_sensing, the sham's episode scores correlate with isolated agents' on the same environments "
-    "(r's CI above 0; a blindfold sham has r = 0); k_by_motion "
+    "above); sham_mechanism, each sham re-played on the sweep's config: with its own episode as shadow it plays "
+    "exactly as the real protocol, a listener plays alike when the others start elsewhere, and its play changes when "
+    "⊕ and ⊖ trade places in its own episode; k_by_motion "
     "(a report), Υ and the K slope of stationary, periodic and drifting episodes (the rows' motion column).")
 
 
@@ -183,46 +181,100 @@ def sham_not_above_real(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
-def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
-    """Per sham group and grid, the within-cell correlation of its episode scores with the isolated agents' on the
-    same environments. A sham listener that keeps its own sensing does well where its own window does (a still ⊕
-    near its start), as isolated agents do: r > 0. A blindfold sham, one that acts on another episode's
-    information and discards its own window, scores about 0 on every environment (balance, spec §2), so its scores
-    are uncorrelated with the environment's: r ≈ 0 and the check fails. Pearson r of the scores centred within
-    cells (cell means removed), Fisher z interval on pairs - cells - 1 df (Fisher 1921)."""
-    criterion = ("the lower end of the 95% CI of r(sham, isolated) over paired environments (within cells) > 0: the "
-                 "sham listener still acts on its own window (a blindfold sham has r = 0; so does a protocol whose rule "
-                 "always defers to the others' reports, and then real - sham measures trust in reports, not what "
-                 "they are worth: read the gain over isolated agents instead)")
+def _sham_configs(rows: pd.DataFrame, sweeps: list[dict]) -> dict[str, object]:
+    """The sweeps' sham configs (their sweep.json specs parsed again), the first cell's of each (group, grid, group
+    size) whose group has rows, by subject."""
+    from collective.sweeps.spec import parse_spec
+
+    labels = set(rows.loc[rows[CONTROL] == "sham", "group"].astype(str))
+    configs = {}
+    for sweep in sweeps:
+        spec = parse_spec(sweep["spec"])
+        for cell in spec.cells:
+            for group, config in zip(spec.groups, cell.configs):
+                if config is not None and config.sham and group.label in labels:
+                    configs.setdefault(f"{group.label} @ {config.rows}x{config.cols} G={config.group_size}", config)
+    return configs
+
+
+def _replayed(config) -> tuple[bool, int | None, int, int]:
+    """The three identities of `sham_mechanism` on `MECHANISM_EPISODES` episodes of `config`: whether the sham with
+    each episode as its own shadow plays as the real protocol; in how many episodes the kept listener plays alike
+    when the others start elsewhere (None when rewards need co-located agents: coordination_threshold > 1); in how
+    many the sham's, and the real group's, play changes when ⊕ and ⊖ trade places."""
+    from dataclasses import replace
+
+    from collective.evaluation.environments import generate_environments
+    from collective.evaluation.play import play
+    from collective.evaluation.sham import play_sham
+    from collective.evaluation.stepping_group import plugin_group
+
+    n = MECHANISM_EPISODES
+    real_config = config.with_changes(communication_control="real")
+    episodes = generate_environments(config, np.arange(n))
+    real, sham = play(real_config, episodes, record=True), play(config, episodes, record=True)
+    own = play_sham(config, episodes, True, plugin_group(config), shadows=episodes)
+    same = np.array_equal(own.positions, real.positions) and np.array_equal(own.rewards, real.rewards)
+    kept = np.arange(n) % episodes.starts.shape[1]  # the listener kept in place: another one in each episode
+    others = np.ones(episodes.starts.shape, bool)
+    others[np.arange(n), kept] = False
+    moved = replace(episodes, starts=np.where(others, np.roll(episodes.starts, -1, axis=0), episodes.starts))
+    unmoved = None
+    if config.coordination_threshold == 1:
+        positions = play(config, moved, record=True).positions
+        unmoved = sum(np.array_equal(positions[e, :, kept[e]], sham.positions[e, :, kept[e]]) for e in range(n))
+    swapped = replace(episodes, good=episodes.evil, evil=episodes.good)
+
+    def changed(run, settings) -> int:
+        positions = play(settings, swapped, record=True).positions
+        return sum(not np.array_equal(positions[e], run.positions[e]) for e in range(n))
+
+    return same, unmoved, changed(sham, config), changed(real, real_config)
+
+
+def sham_mechanism(rows: pd.DataFrame, sweeps: list[dict] = ()) -> list[Check]:
+    """Whether the sham is built as it says (issue 45 item 4): re-played on the sweep's own config, the three
+    identities that follow from its definition (`collective.evaluation.sham.play_sham`: each listener keeps its
+    own sensing and its own part in the protocol and hears the others as they are in the shadow), each decided
+    exactly, whatever the protocol makes of what it hears:
+    (a) with each episode as its own shadow the others are where they are in the episode, so the sham plays as
+        the real protocol, bit for bit (fails when the sham changes anything but where the others are);
+    (b) a listener hears the others only from the shadow, so its play is the same, bit for bit, when the other
+        members start elsewhere in its own episode (fails when the real episode's messages leak in); members do
+        not block each other (spec: any number may share a cell), so under coordination_threshold 1 nothing else
+        ties them; above 1 a reward needs co-located agents and (b) is not decidable;
+    (c) a listener acts on its own window, so its play changes in some episode when ⊕ and ⊖ trade places in its
+        own episode, the shadows kept (fails for a blindfold, which acts on the shadow's information alone and
+        plays alike); undecided when the real group's play does not change either (no member ever sees a reward).
+    Unlike the correlation of the sham's scores with isolated agents' it replaces, no property of the protocol
+    (a rule that always follows the others' reports) decides it, and no sampling noise."""
+    criterion = (f"re-played on the sweep's own config ({MECHANISM_EPISODES} episodes, the first cell of each group, "
+                 "grid and group size): (a) with each episode as its own shadow the sham plays exactly as the real "
+                 "protocol; (b) a listener plays exactly alike when the others start elsewhere in its episode (it "
+                 "hears them from the shadow only); (c) its play changes when ⊕ and ⊖ trade places in its own "
+                 "episode (it acts on its own window), wherever the real group's does")
     if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
-        return [Check("sham_keeps_sensing", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
-    types = group_types(rows)
-    keys = reference_keys(rows)
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
+    if not sweeps:
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE,
+                      "no sweep.json (a dataset folder alone): no config to re-play", criterion)]
+    from collective.sweeps.spec import SpecError
+
+    try:
+        configs = _sham_configs(rows, sweeps)
+    except (SpecError, ImportError, KeyError) as error:
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE, f"the sweep's spec cannot be re-played: {error}",
+                      criterion)]
     checks = []
-    for label, sham in types[types[CONTROL] == "sham"].iterrows():
-        isolated = isolated_counterparts(types, sham)
-        if not isolated:
-            checks.append(Check("sham_keeps_sensing", label, NOT_APPLICABLE, "no isolated group to pair with",
-                                criterion))
-            continue
-        paired = paired_scores(rows, {"sham": label, "isolated": isolated[0]})
-        for key, part in paired.groupby(keys, sort=True, dropna=False):
-            key = key if isinstance(key, tuple) else (key,)
-            centred = part[["score_sham", "score_isolated"]] - \
-                part.groupby("cell")[["score_sham", "score_isolated"]].transform("mean")
-            df = len(part) - part["cell"].nunique() - 1
-            subject = f"{label} @ " + " ".join(map(str, key))
-            if df < 2 or (centred.std() == 0).any():
-                checks.append(Check("sham_keeps_sensing", subject, NOT_APPLICABLE,
-                                    f"{len(part)} pairs, no spread to correlate", criterion))
-                continue
-            r = float(np.corrcoef(centred["score_sham"], centred["score_isolated"])[0, 1])
-            half = stats.norm.ppf(0.5 + CONFIDENCE / 2) / math.sqrt(df - 1)
-            low, high = (math.tanh(math.atanh(min(r, 1 - 1e-12)) + sign * half) for sign in (-1, 1))
-            checks.append(Check("sham_keeps_sensing", subject, HOLDS if low > 0 else FAILS,
-                                f"r = {_ci(r, low, high)} over {len(part)} paired episodes; Υ sham "
-                                f"{part['score_sham'].mean():.4f}, isolated {part['score_isolated'].mean():.4f}",
-                                criterion))
+    for subject, config in configs.items():
+        same, unmoved, sham_changed, real_changed = _replayed(config)
+        holds = same and unmoved in (None, MECHANISM_EPISODES) and (sham_changed > 0 or real_changed == 0)
+        kept = "n/a (coordination_threshold > 1)" if unmoved is None else f"{unmoved}/{MECHANISM_EPISODES} episodes"
+        checks.append(Check("sham_mechanism", subject, HOLDS if holds else FAILS,
+                            f"(a) own episode as shadow = real: {'exactly' if same else 'NO'}; (b) listener alike "
+                            f"with the others moved: {kept}; (c) play changed by ⊕↔⊖: {sham_changed}/"
+                            f"{MECHANISM_EPISODES} episodes (real group {real_changed}/{MECHANISM_EPISODES})",
+                            criterion))
     return checks
 
 
@@ -259,14 +311,16 @@ def k_by_motion(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
-SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, sham_keeps_sensing,
+SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, sham_mechanism,
          k_by_motion)
 
 
-def validate(rows: pd.DataFrame, regressed: pd.DataFrame | None = None) -> pd.DataFrame:
+def validate(rows: pd.DataFrame, regressed: pd.DataFrame | None = None, sweeps: list[dict] = ()) -> pd.DataFrame:
     """Every check of the suite on a dataset's rows: one row per (check, subject). `regressed`: the regression's
-    coefficients on every row, where the caller has them (`isolated_group_size`)."""
-    runs = [partial(run, regressed=regressed) if run is isolated_group_size else run for run in SUITE]
+    coefficients on every row, where the caller has them (`isolated_group_size`); `sweeps`: the datasets' sweep.json
+    contents (`sham_mechanism` re-plays their shams)."""
+    runs = [partial(run, regressed=regressed) if run is isolated_group_size
+            else partial(run, sweeps=sweeps) if run is sham_mechanism else run for run in SUITE]
     return pd.DataFrame([vars(check) for run in runs for check in run(rows)], columns=COLUMNS)
 
 
