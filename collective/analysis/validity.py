@@ -3,7 +3,8 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
 
 - isolated_group_size: groups that cannot interact (protocol none, coordination_threshold 1) show no effect
   of group size within grids: G (and density G/N where the design separates it) of `regression` (grid as a
-  factor), not significant after Holm's correction over the suite's G and D tests (Holm 1979).
+  factor), over the group's range of the term not shown beyond ±ISOLATED_MARGIN (a minimum-effect test, Murphy
+  & Myors 1999) after Holm's correction over the suite's G and D tests (Holm 1979).
 - random_zero: the random agent scores 0 in expectation (spec: balance; paper 003 §4): per grid, its 95% CI
   covers 0 or |Υ| < RANDOM_TOLERANCE.
 - oracle_ceiling: the oracle plays about as well as the episode allows: per grid, its accuracy against the
@@ -39,6 +40,9 @@ from collective.analysis.regression import regression
 from collective.environments.motion import MOTION_KINDS
 
 RANDOM_TOLERANCE = 0.01  # |Υ_random| below this is 0 for every purpose (R̄ lies in [-1, 1])
+# Υ: a group-size effect of isolated agents over the design's range of G (or D) below this is 0 for every purpose,
+# as RANDOM_TOLERANCE; the equivalence margin of isolated_group_size's minimum-effect test (issue 46 item 5)
+ISOLATED_MARGIN = 0.01
 ORACLE_ACCURACY = 0.95  # the oracle's accuracy against the ceiling at least this
 CEILING_SLACK = 1e-9  # rounding allowed above the ceiling
 MECHANISM_EPISODES = 8  # episodes each sham is re-played on by sham_mechanism (well under a second each)
@@ -46,8 +50,9 @@ HOLDS, FAILS, REPORT, NOT_APPLICABLE = "holds", "FAILS", "report", "n/a"
 COLUMNS = ["check", "subject", "status", "figure", "criterion"]
 VALIDITY_NOTE = (
     "Each check holds or FAILS with its figure (collective/analysis/validity.py; `collective validate`): "
-    "isolated_group_size, groups that cannot interact show no G or G/N effect within grids (regression with the "
-    "grid as a factor, Holm over the tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
+    "isolated_group_size, groups that cannot interact show no G or G/N effect within grids beyond ±0.01 in Υ over "
+    "the group's range of the term (regression with the grid as a factor; a minimum-effect test, Holm over the "
+    "tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
     "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
     "ceiling; sham_not_above_real, the real protocol is not beaten by its sham (real - sham's CI reaches 0 or "
     "above); sham_mechanism, each sham re-played on the sweep's config: with its own episode as shadow it plays "
@@ -71,8 +76,21 @@ def _ci(estimate: float, low: float, high: float) -> str:
     return f"{estimate:+.4f} [{low:+.4f}, {high:+.4f}]"
 
 
+def _spans(rows: pd.DataFrame, isolated: np.ndarray) -> dict[tuple[str, str], tuple[float, float]]:
+    """Per (group, term), the range (low, high) of G and of density D = G/N over the group's isolated rows."""
+    part = rows.loc[isolated, ["group", "grid", "group_size"]].drop_duplicates()
+    area = part["grid"].astype(str).map(lambda grid: math.prod(map(int, grid.split("x"))))
+    part = part.assign(G=part["group_size"].astype(float), D=part["group_size"].astype(float) / area)
+    return {(str(group), term): (float(values[term].min()), float(values[term].max()))
+            for group, values in part.groupby("group", observed=True) for term in ("G", "D")}
+
+
 def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = None) -> list[Check]:
-    """G and D of the regression (grid as a factor) for each group type that cannot interact. `regressed`: the
+    """G and D of the regression (grid as a factor) for each group type that cannot interact: a minimum-effect test
+    (Murphy & Myors 1999), whether the effect over the group's range of the term, |β| (high - low), exceeds
+    ISOLATED_MARGIN. A point null (β = 0) fails at large n for any effect the regression resolves however small, and
+    for copies of a dataset's episodes (a load test's grown rows, counted as new environments); against the margin,
+    t = (|β| - margin / range) / se on the term's df, one-sided; Holm over the tests (Holm 1979). `regressed`: the
     regression's coefficients on every row (`regression(rows)[0]`), whose fits of groups with every row isolated
     are the ones this check needs (the same rows, so the same fit), taken rather than fitted again."""
     isolated = ((rows["protocol"] == "none")
@@ -80,7 +98,8 @@ def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = Non
     sizes = rows.loc[isolated, ["group", "grid", "group_size"]].groupby(["group", "grid"])["group_size"].nunique() \
         .groupby("group").max()
     isolated = isolated & rows["group"].isin(sizes.index[sizes > 1]).to_numpy()  # marks rows, copies none
-    criterion = "no effect of group size within grids: Holm-corrected p >= 0.05 over the table's G and D tests"
+    criterion = (f"no effect of group size within grids beyond ±{ISOLATED_MARGIN} in Υ over the group's range of G "
+                 "(or of D): Holm-corrected p >= 0.05 over the table's G and D tests of |effect| > the margin")
     if not isolated.any():
         return [Check("isolated_group_size", "(dataset)", NOT_APPLICABLE, "no isolated group with 2+ sizes in a grid",
                       criterion)]
@@ -95,21 +114,28 @@ def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = Non
              if part is not None and len(part)]  # an empty frame's columns are of no type
     terms = pd.concat(parts, ignore_index=True).sort_values("group", kind="stable") if parts else fitted
     terms = terms.query("term in ['G', 'D']").reset_index(drop=True)
+    spans = _spans(rows, isolated)
+    ranges = np.array([np.subtract(*spans[(str(g), t)][::-1]) for g, t in zip(terms["group"], terms["term"])], float)
+    beyond = (terms["estimate"].abs().to_numpy() - ISOLATED_MARGIN / ranges) / terms["std_error"].to_numpy()
+    terms["p_margin"] = stats.t.sf(beyond, terms["df"].to_numpy())
     tested = terms["p_value"].notna()
     terms["holm"] = math.nan
     if tested.any():
-        terms.loc[tested, "holm"] = multipletests(terms.loc[tested, "p_value"], method="holm")[1]
+        terms.loc[tested, "holm"] = multipletests(terms.loc[tested, "p_margin"], method="holm")[1]
     checks = []
-    for record in terms.itertuples(index=False):
+    for record, span in zip(terms.itertuples(index=False), ranges):
         subject = f"{record.group}: {record.term}"
         if math.isnan(record.p_value):
             checks.append(Check("isolated_group_size", subject, NOT_APPLICABLE,
                                 f"{record.term} = {record.estimate:+.4g}, no error left (cells too few)", criterion))
             continue
         unit = "agent" if record.term == "G" else "unit of density G/N"
+        low, high = spans[(str(record.group), record.term)]
         checks.append(Check("isolated_group_size", subject, HOLDS if record.holm >= 1 - CONFIDENCE else FAILS,
                             f"{record.term} = {_ci(record.estimate, record.ci95_low, record.ci95_high)} per {unit}, "
-                            f"p = {record.p_value:.3g}, Holm p = {record.holm:.3g}, t({record.df:.1f})", criterion))
+                            f"over {record.term} {low:.4g}-{high:.4g} {record.estimate * span:+.4f}: p(beyond "
+                            f"±{ISOLATED_MARGIN}) = {record.p_margin:.3g}, Holm p = {record.holm:.3g}; p(≠ 0) = "
+                            f"{record.p_value:.3g}, t({record.df:.1f})", criterion))
     return checks
 
 
