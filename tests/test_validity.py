@@ -1,6 +1,7 @@
 """The validity suite (issue 22): every check holds on a simulated dataset built to pass it and FAILS on a
-known-bad variant of it, and the suite runs through `collective validate` on a tiny real sweep (serial
-executor) of groups that cannot interact over three grids and three group sizes."""
+known-bad variant of it (the sham's mechanism: re-played with the platform's sham and with a leaking, a blindfold
+and a silent one), and the suite runs through `collective validate` on a tiny real sweep (serial executor) of
+groups that cannot interact over three grids and three group sizes, and on the session's sweep with a sham."""
 import json
 import math
 import re
@@ -227,6 +228,8 @@ def test_the_mechanism_needs_the_sweep_to_replay():
     rows = pd.DataFrame({"group": SHAMS, "communication_control": "sham"})
     assert [check.status for check in sham_mechanism(rows)] == ["n/a"]
     assert [check.status for check in sham_mechanism(rows.assign(communication_control="real"), [SHAM_SWEEP])] == ["n/a"]
+    assert [check.figure for check in sham_mechanism(rows.assign(group="other[sham]"), [SHAM_SWEEP])] == [
+        "no sham group of the rows in the sweeps' specs"]
 
 
 def test_the_k_report_shows_a_stationary_versus_moving_step_without_a_slope():

@@ -215,6 +215,8 @@ def _sham_configs(rows: pd.DataFrame, sweeps: list[dict]) -> dict[str, object]:
     labels = set(rows.loc[rows[CONTROL] == "sham", "group"].astype(str))
     configs = {}
     for sweep in sweeps:
+        if "spec" not in sweep:
+            continue
         spec = parse_spec(sweep["spec"])
         for cell in spec.cells:
             for group, config in zip(spec.groups, cell.configs):
@@ -288,8 +290,11 @@ def sham_mechanism(rows: pd.DataFrame, sweeps: list[dict] = ()) -> list[Check]:
 
     try:
         configs = _sham_configs(rows, sweeps)
-    except (SpecError, ImportError, KeyError) as error:
+    except (SpecError, ImportError) as error:
         return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE, f"the sweep's spec cannot be re-played: {error}",
+                      criterion)]
+    if not configs:
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE, "no sham group of the rows in the sweeps' specs",
                       criterion)]
     checks = []
     for subject, config in configs.items():
