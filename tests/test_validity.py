@@ -194,7 +194,8 @@ def test_a_blindfold_sham_fails(monkeypatch):
 
     report = mechanism(monkeypatch, blindfold)
     assert set(report["status"]) == {FAILS}
-    assert all("⊕↔⊖: 0/8 episodes (real group" in figure and "group 0/8" not in figure for figure in report["figure"])
+    assert all("⊕↔⊖: 0/8 episodes (real group" in figure and "group 0/8" not in figure
+               for figure in report["figure"])
 
 
 def test_a_sham_that_silences_the_others_fails(monkeypatch):
@@ -227,7 +228,8 @@ def test_the_mechanism_needs_the_sweep_to_replay():
 
     rows = pd.DataFrame({"group": SHAMS, "communication_control": "sham"})
     assert [check.status for check in sham_mechanism(rows)] == ["n/a"]
-    assert [check.status for check in sham_mechanism(rows.assign(communication_control="real"), [SHAM_SWEEP])] == ["n/a"]
+    real = rows.assign(communication_control="real")
+    assert [check.status for check in sham_mechanism(real, [SHAM_SWEEP])] == ["n/a"]
     assert [check.figure for check in sham_mechanism(rows.assign(group="other[sham]"), [SHAM_SWEEP])] == [
         "no sham group of the rows in the sweeps' specs"]
 
