@@ -3,7 +3,8 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
 
 - isolated_group_size: groups that cannot interact (protocol none, coordination_threshold 1) show no effect
   of group size within grids: G (and density G/N where the design separates it) of `regression` (grid as a
-  factor), not significant after Holm's correction over the suite's G and D tests (Holm 1979).
+  factor), over the group's range of the term not shown beyond ±ISOLATED_MARGIN (a minimum-effect test, Murphy
+  & Myors 1999) after Holm's correction over the suite's G and D tests (Holm 1979).
 - random_zero: the random agent scores 0 in expectation (spec: balance; paper 003 §4): per grid, its 95% CI
   covers 0 or |Υ| < RANDOM_TOLERANCE.
 - oracle_ceiling: the oracle plays about as well as the episode allows: per grid, its accuracy against the
@@ -13,15 +14,11 @@ reviewer accepts them, each reported as holding or not with its figure (`collect
   episode and keeps everything else (its own sensing and its own part in the protocol), so the real protocol
   is not beaten by its sham: the upper end of real - sham's 95% CI is >= 0 (else the messages mislead). The
   sham is shown beside isolated agents: a sham far below them means the protocol's rule trusts the others'
-  reports over the listener's own window (they lead it away), which is the protocol's property; that the sham
-  keeps the listener's sensing is checked by construction in CI (messages nobody reads: real = sham = isolated).
-- sham_keeps_sensing: a sham that keeps the listener's own sensing scores well where the listener's own window
-  does, as isolated agents on the same environments do, so their paired episode scores correlate (within cells);
-  a blindfold sham (acting on another episode's information alone, issue 22 point 2) scores about 0 on every
-  environment and does not: the lower end of r's 95% CI must be above 0. (A group of one would be the other
-  design, sham = real = isolated, but protocols need two members.) It fails too for a protocol whose rule
-  always follows the best reported cell (broadcast, auction with many members): its sham is a blindfold by the
-  protocol's own rule, so its real - sham is not the value of the information; the failure says so.
+  reports over the listener's own window (they lead it away), which is the protocol's property, not a defect.
+- sham_mechanism: that the sham is built so (issue 45 item 4), decided exactly by re-playing a few episodes of each
+  sham on the sweep's own config: with each episode as its own shadow it plays as the real protocol; a listener
+  plays alike when the others start elsewhere in its episode (no leak of the real messages); its play changes
+  when ⊕ and ⊖ trade places in its own episode (no blindfold).
 - k_by_motion (a report, not a check): Υ for stationary, periodic and drifting episodes (the rows' `motion`,
   read off ⊕'s and ⊖'s played paths: `collective.environments.motion`), with the K slope within each kind.
 """
@@ -37,24 +34,30 @@ from scipy import stats
 
 from collective.analysis.base import is_reference, levels, reference_keys
 from collective.analysis.cluster_robust import clustered_ols
-from collective.analysis.communication import CONTROL, group_types, isolated_counterparts, paired_scores, sham_table
+from collective.analysis.communication import CONTROL, sham_table
 from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, mean_ci
 from collective.analysis.regression import regression
 from collective.environments.motion import MOTION_KINDS
 
 RANDOM_TOLERANCE = 0.01  # |Υ_random| below this is 0 for every purpose (R̄ lies in [-1, 1])
+# Υ: a group-size effect of isolated agents over the design's range of G (or D) below this is 0 for every purpose,
+# as RANDOM_TOLERANCE; the equivalence margin of isolated_group_size's minimum-effect test (issue 46 item 5)
+ISOLATED_MARGIN = 0.01
 ORACLE_ACCURACY = 0.95  # the oracle's accuracy against the ceiling at least this
 CEILING_SLACK = 1e-9  # rounding allowed above the ceiling
+MECHANISM_EPISODES = 8  # episodes each sham is re-played on by sham_mechanism (well under a second each)
 HOLDS, FAILS, REPORT, NOT_APPLICABLE = "holds", "FAILS", "report", "n/a"
 COLUMNS = ["check", "subject", "status", "figure", "criterion"]
 VALIDITY_NOTE = (
     "Each check holds or FAILS with its figure (collective/analysis/validity.py; `collective validate`): "
-    "isolated_group_size, groups that cannot interact show no G or G/N effect within grids (regression with the "
-    "grid as a factor, Holm over the tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
+    "isolated_group_size, groups that cannot interact show no G or G/N effect within grids beyond ±0.01 in Υ over "
+    "the group's range of the term (regression with the grid as a factor; a minimum-effect test, Holm over the "
+    "tests); random_zero, random's 95% CI covers 0 (or |Υ| < 0.01); "
     "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
     "ceiling; sham_not_above_real, the real protocol is not beaten by its sham (real - sham's CI reaches 0 or "
-    "above); sham_keeps_sensing, the sham's episode scores correlate with isolated agents' on the same environments "
-    "(r's CI above 0; a blindfold sham has r = 0); k_by_motion "
+    "above); sham_mechanism, each sham re-played on the sweep's config: with its own episode as shadow it plays "
+    "exactly as the real protocol, a listener plays alike when the others start elsewhere, and its play changes when "
+    "⊕ and ⊖ trade places in its own episode; k_by_motion "
     "(a report), Υ and the K slope of stationary, periodic and drifting episodes (the rows' motion column).")
 
 
@@ -73,8 +76,21 @@ def _ci(estimate: float, low: float, high: float) -> str:
     return f"{estimate:+.4f} [{low:+.4f}, {high:+.4f}]"
 
 
+def _spans(rows: pd.DataFrame, isolated: np.ndarray) -> dict[tuple[str, str], tuple[float, float]]:
+    """Per (group, term), the range (low, high) of G and of density D = G/N over the group's isolated rows."""
+    part = rows.loc[isolated, ["group", "grid", "group_size"]].drop_duplicates()
+    area = part["grid"].astype(str).map(lambda grid: math.prod(map(int, grid.split("x"))))
+    part = part.assign(G=part["group_size"].astype(float), D=part["group_size"].astype(float) / area)
+    return {(str(group), term): (float(values[term].min()), float(values[term].max()))
+            for group, values in part.groupby("group", observed=True) for term in ("G", "D")}
+
+
 def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = None) -> list[Check]:
-    """G and D of the regression (grid as a factor) for each group type that cannot interact. `regressed`: the
+    """G and D of the regression (grid as a factor) for each group type that cannot interact: a minimum-effect test
+    (Murphy & Myors 1999), whether the effect over the group's range of the term, |β| (high - low), exceeds
+    ISOLATED_MARGIN. A point null (β = 0) fails at large n for any effect the regression resolves however small, and
+    for copies of a dataset's episodes (a load test's grown rows, counted as new environments); against the margin,
+    t = (|β| - margin / range) / se on the term's df, one-sided; Holm over the tests (Holm 1979). `regressed`: the
     regression's coefficients on every row (`regression(rows)[0]`), whose fits of groups with every row isolated
     are the ones this check needs (the same rows, so the same fit), taken rather than fitted again."""
     isolated = ((rows["protocol"] == "none")
@@ -82,7 +98,8 @@ def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = Non
     sizes = rows.loc[isolated, ["group", "grid", "group_size"]].groupby(["group", "grid"])["group_size"].nunique() \
         .groupby("group").max()
     isolated = isolated & rows["group"].isin(sizes.index[sizes > 1]).to_numpy()  # marks rows, copies none
-    criterion = "no effect of group size within grids: Holm-corrected p >= 0.05 over the table's G and D tests"
+    criterion = (f"no effect of group size within grids beyond ±{ISOLATED_MARGIN} in Υ over the group's range of G "
+                 "(or of D): Holm-corrected p >= 0.05 over the table's G and D tests of |effect| > the margin")
     if not isolated.any():
         return [Check("isolated_group_size", "(dataset)", NOT_APPLICABLE, "no isolated group with 2+ sizes in a grid",
                       criterion)]
@@ -97,21 +114,28 @@ def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = Non
              if part is not None and len(part)]  # an empty frame's columns are of no type
     terms = pd.concat(parts, ignore_index=True).sort_values("group", kind="stable") if parts else fitted
     terms = terms.query("term in ['G', 'D']").reset_index(drop=True)
+    spans = _spans(rows, isolated)
+    ranges = np.array([np.subtract(*spans[(str(g), t)][::-1]) for g, t in zip(terms["group"], terms["term"])], float)
+    beyond = (terms["estimate"].abs().to_numpy() - ISOLATED_MARGIN / ranges) / terms["std_error"].to_numpy()
+    terms["p_margin"] = stats.t.sf(beyond, terms["df"].to_numpy())
     tested = terms["p_value"].notna()
     terms["holm"] = math.nan
     if tested.any():
-        terms.loc[tested, "holm"] = multipletests(terms.loc[tested, "p_value"], method="holm")[1]
+        terms.loc[tested, "holm"] = multipletests(terms.loc[tested, "p_margin"], method="holm")[1]
     checks = []
-    for record in terms.itertuples(index=False):
+    for record, span in zip(terms.itertuples(index=False), ranges):
         subject = f"{record.group}: {record.term}"
         if math.isnan(record.p_value):
             checks.append(Check("isolated_group_size", subject, NOT_APPLICABLE,
                                 f"{record.term} = {record.estimate:+.4g}, no error left (cells too few)", criterion))
             continue
         unit = "agent" if record.term == "G" else "unit of density G/N"
+        low, high = spans[(str(record.group), record.term)]
         checks.append(Check("isolated_group_size", subject, HOLDS if record.holm >= 1 - CONFIDENCE else FAILS,
                             f"{record.term} = {_ci(record.estimate, record.ci95_low, record.ci95_high)} per {unit}, "
-                            f"p = {record.p_value:.3g}, Holm p = {record.holm:.3g}, t({record.df:.1f})", criterion))
+                            f"over {record.term} {low:.4g}-{high:.4g} {record.estimate * span:+.4f}: p(beyond "
+                            f"±{ISOLATED_MARGIN}) = {record.p_margin:.3g}, Holm p = {record.holm:.3g}; p(≠ 0) = "
+                            f"{record.p_value:.3g}, t({record.df:.1f})", criterion))
     return checks
 
 
@@ -183,46 +207,105 @@ def sham_not_above_real(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
-def sham_keeps_sensing(rows: pd.DataFrame) -> list[Check]:
-    """Per sham group and grid, the within-cell correlation of its episode scores with the isolated agents' on the
-    same environments. A sham listener that keeps its own sensing does well where its own window does (a still ⊕
-    near its start), as isolated agents do: r > 0. A blindfold sham, one that acts on another episode's
-    information and discards its own window, scores about 0 on every environment (balance, spec §2), so its scores
-    are uncorrelated with the environment's: r ≈ 0 and the check fails. Pearson r of the scores centred within
-    cells (cell means removed), Fisher z interval on pairs - cells - 1 df (Fisher 1921)."""
-    criterion = ("the lower end of the 95% CI of r(sham, isolated) over paired environments (within cells) > 0: the "
-                 "sham listener still acts on its own window (a blindfold sham has r = 0; so does a protocol whose rule "
-                 "always defers to the others' reports, and then real - sham measures trust in reports, not what "
-                 "they are worth: read the gain over isolated agents instead)")
-    if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
-        return [Check("sham_keeps_sensing", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
-    types = group_types(rows)
-    keys = reference_keys(rows)
-    checks = []
-    for label, sham in types[types[CONTROL] == "sham"].iterrows():
-        isolated = isolated_counterparts(types, sham)
-        if not isolated:
-            checks.append(Check("sham_keeps_sensing", label, NOT_APPLICABLE, "no isolated group to pair with",
-                                criterion))
+def _sham_configs(rows: pd.DataFrame, sweeps: list[dict]) -> dict[str, object]:
+    """The sweeps' sham configs (their sweep.json specs parsed again), the first cell's of each (group, grid, group
+    size) whose group has rows, by subject."""
+    from collective.sweeps.spec import parse_spec
+
+    labels = set(rows.loc[rows[CONTROL] == "sham", "group"].astype(str))
+    configs = {}
+    for sweep in sweeps:
+        if "spec" not in sweep:
             continue
-        paired = paired_scores(rows, {"sham": label, "isolated": isolated[0]})
-        for key, part in paired.groupby(keys, sort=True, dropna=False):
-            key = key if isinstance(key, tuple) else (key,)
-            centred = part[["score_sham", "score_isolated"]] - \
-                part.groupby("cell")[["score_sham", "score_isolated"]].transform("mean")
-            df = len(part) - part["cell"].nunique() - 1
-            subject = f"{label} @ " + " ".join(map(str, key))
-            if df < 2 or (centred.std() == 0).any():
-                checks.append(Check("sham_keeps_sensing", subject, NOT_APPLICABLE,
-                                    f"{len(part)} pairs, no spread to correlate", criterion))
-                continue
-            r = float(np.corrcoef(centred["score_sham"], centred["score_isolated"])[0, 1])
-            half = stats.norm.ppf(0.5 + CONFIDENCE / 2) / math.sqrt(df - 1)
-            low, high = (math.tanh(math.atanh(min(r, 1 - 1e-12)) + sign * half) for sign in (-1, 1))
-            checks.append(Check("sham_keeps_sensing", subject, HOLDS if low > 0 else FAILS,
-                                f"r = {_ci(r, low, high)} over {len(part)} paired episodes; Υ sham "
-                                f"{part['score_sham'].mean():.4f}, isolated {part['score_isolated'].mean():.4f}",
-                                criterion))
+        spec = parse_spec(sweep["spec"])
+        for cell in spec.cells:
+            for group, config in zip(spec.groups, cell.configs):
+                if config is not None and config.sham and group.label in labels:
+                    configs.setdefault(f"{group.label} @ {config.rows}x{config.cols} G={config.group_size}", config)
+    return configs
+
+
+def _replayed(config) -> tuple[bool, int | None, int, int]:
+    """The three identities of `sham_mechanism` on `MECHANISM_EPISODES` episodes of `config`: whether the sham with
+    each episode as its own shadow plays as the real protocol; in how many episodes the kept listener plays alike
+    when the others start elsewhere (None when rewards need co-located agents: coordination_threshold > 1); in how
+    many the sham's, and the real group's, play changes when ⊕ and ⊖ trade places."""
+    from dataclasses import replace
+
+    from collective.evaluation.environments import generate_environments
+    from collective.evaluation.play import play
+    from collective.evaluation.sham import play_sham
+    from collective.evaluation.stepping_group import plugin_group
+
+    n = MECHANISM_EPISODES
+    real_config = config.with_changes(communication_control="real")
+    episodes = generate_environments(config, np.arange(n))
+    real, sham = play(real_config, episodes, record=True), play(config, episodes, record=True)
+    own = play_sham(config, episodes, True, plugin_group(config), shadows=episodes)
+    same = np.array_equal(own.positions, real.positions) and np.array_equal(own.rewards, real.rewards)
+    kept = np.arange(n) % episodes.starts.shape[1]  # the listener kept in place: another one in each episode
+    others = np.ones(episodes.starts.shape, bool)
+    others[np.arange(n), kept] = False
+    moved = replace(episodes, starts=np.where(others, np.roll(episodes.starts, -1, axis=0), episodes.starts))
+    unmoved = None
+    if config.coordination_threshold == 1:
+        positions = play(config, moved, record=True).positions
+        unmoved = sum(np.array_equal(positions[e, :, kept[e]], sham.positions[e, :, kept[e]]) for e in range(n))
+    swapped = replace(episodes, good=episodes.evil, evil=episodes.good)
+
+    def changed(run, settings) -> int:
+        positions = play(settings, swapped, record=True).positions
+        return sum(not np.array_equal(positions[e], run.positions[e]) for e in range(n))
+
+    return same, unmoved, changed(sham, config), changed(real, real_config)
+
+
+def sham_mechanism(rows: pd.DataFrame, sweeps: list[dict] = ()) -> list[Check]:
+    """Whether the sham is built as it says (issue 45 item 4): re-played on the sweep's own config, the three
+    identities that follow from its definition (`collective.evaluation.sham.play_sham`: each listener keeps its
+    own sensing and its own part in the protocol and hears the others as they are in the shadow), each decided
+    exactly, whatever the protocol makes of what it hears:
+    (a) with each episode as its own shadow the others are where they are in the episode, so the sham plays as
+        the real protocol, bit for bit (fails when the sham changes anything but where the others are);
+    (b) a listener hears the others only from the shadow, so its play is the same, bit for bit, when the other
+        members start elsewhere in its own episode (fails when the real episode's messages leak in); members do
+        not block each other (spec: any number may share a cell), so under coordination_threshold 1 nothing else
+        ties them; above 1 a reward needs co-located agents and (b) is not decidable;
+    (c) a listener acts on its own window, so its play changes in some episode when ⊕ and ⊖ trade places in its
+        own episode, the shadows kept (fails for a blindfold, which acts on the shadow's information alone and
+        plays alike); undecided when the real group's play does not change either (no member ever sees a reward).
+    Unlike the correlation of the sham's scores with isolated agents' it replaces, no property of the protocol
+    (a rule that always follows the others' reports) decides it, and no sampling noise."""
+    criterion = (f"re-played on the sweep's own config ({MECHANISM_EPISODES} episodes, the first cell of each group, "
+                 "grid and group size): (a) with each episode as its own shadow the sham plays exactly as the real "
+                 "protocol; (b) a listener plays exactly alike when the others start elsewhere in its episode (it "
+                 "hears them from the shadow only); (c) its play changes when ⊕ and ⊖ trade places in its own "
+                 "episode (it acts on its own window), wherever the real group's does")
+    if CONTROL not in rows or not (rows[CONTROL] == "sham").any():
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE, "no sham groups", criterion)]
+    if not sweeps:
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE,
+                      "no sweep.json (a dataset folder alone): no config to re-play", criterion)]
+    from collective.sweeps.spec import SpecError
+
+    try:
+        configs = _sham_configs(rows, sweeps)
+    except (SpecError, ImportError) as error:
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE, f"the sweep's spec cannot be re-played: {error}",
+                      criterion)]
+    if not configs:
+        return [Check("sham_mechanism", "(dataset)", NOT_APPLICABLE, "no sham group of the rows in the sweeps' specs",
+                      criterion)]
+    checks = []
+    for subject, config in configs.items():
+        same, unmoved, sham_changed, real_changed = _replayed(config)
+        holds = same and unmoved in (None, MECHANISM_EPISODES) and (sham_changed > 0 or real_changed == 0)
+        kept = "n/a (coordination_threshold > 1)" if unmoved is None else f"{unmoved}/{MECHANISM_EPISODES} episodes"
+        checks.append(Check("sham_mechanism", subject, HOLDS if holds else FAILS,
+                            f"(a) own episode as shadow = real: {'exactly' if same else 'NO'}; (b) listener alike "
+                            f"with the others moved: {kept}; (c) play changed by ⊕↔⊖: {sham_changed}/"
+                            f"{MECHANISM_EPISODES} episodes (real group {real_changed}/{MECHANISM_EPISODES})",
+                            criterion))
     return checks
 
 
@@ -259,14 +342,16 @@ def k_by_motion(rows: pd.DataFrame) -> list[Check]:
     return checks
 
 
-SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, sham_keeps_sensing,
+SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_not_above_real, sham_mechanism,
          k_by_motion)
 
 
-def validate(rows: pd.DataFrame, regressed: pd.DataFrame | None = None) -> pd.DataFrame:
+def validate(rows: pd.DataFrame, regressed: pd.DataFrame | None = None, sweeps: list[dict] = ()) -> pd.DataFrame:
     """Every check of the suite on a dataset's rows: one row per (check, subject). `regressed`: the regression's
-    coefficients on every row, where the caller has them (`isolated_group_size`)."""
-    runs = [partial(run, regressed=regressed) if run is isolated_group_size else run for run in SUITE]
+    coefficients on every row, where the caller has them (`isolated_group_size`); `sweeps`: the datasets' sweep.json
+    contents (`sham_mechanism` re-plays their shams)."""
+    runs = [partial(run, regressed=regressed) if run is isolated_group_size
+            else partial(run, sweeps=sweeps) if run is sham_mechanism else run for run in SUITE]
     return pd.DataFrame([vars(check) for run in runs for check in run(rows)], columns=COLUMNS)
 
 

@@ -24,15 +24,18 @@ def shadow_environments(config: EvaluationConfig, environments: EnvironmentBatch
     return config.environment().generate(table, config.group_size)
 
 
-def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: bool, group: Group) -> EpisodeRun:
+def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: bool, group: Group,
+              shadows: EnvironmentBatch | None = None) -> EpisodeRun:
     """The sham-communication control (issue 14 point 4, issue 22 point 2): a second copy of the group plays
     each episode's shadow for real; in the episode, each member keeps its own sensing and its own part in
     the protocol (its report, bid, deposit or write), and hears at every iteration what the protocol tells
     it when every other member is where it is in the shadow (`play_overhearing`). The group keeps the
     protocol's rule, traffic and herding, but no other member tells it about its own episode. Traffic and
-    message entropy are the shadow's (what the others said)."""
-    return stepping_run(play_overhearing(group, plugin_group(config), environments,
-                                         shadow_environments(config, environments), record), environments)
+    message entropy are the shadow's (what the others said). `shadows`: other shadows than the episodes'
+    own (the validity suite's `sham_mechanism` gives each episode itself)."""
+    if shadows is None:
+        shadows = shadow_environments(config, environments)
+    return stepping_run(play_overhearing(group, plugin_group(config), environments, shadows, record), environments)
 
 
 def sham_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, threads: int) -> EpisodeRun:
