@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis_data import collective, sweep
-from collective.analysis.validity import FAILS, HOLDS, REPORT, validate
+from collective.analysis.validity import FAILS, HOLDS, REPORT, random_zero, validate
 
 GRIDS = (5, 8, 10, 16, 20)
 GRID_EFFECTS = (0.42, 0.55, 0.50, 0.30, 0.21)  # not linear in H (issue 22 point 1)
@@ -119,6 +119,25 @@ def test_a_random_agent_above_zero_fails():
     report = validate(rows).set_index(["check", "subject"])
     assert report.loc[("random_zero", "random @ 8x8"), "status"] == FAILS
     assert report.loc[("random_zero", "random @ 5x5"), "status"] == HOLDS
+
+
+def random_rows(rng, episodes: int, bias: dict[str, float] = {}) -> pd.DataFrame:
+    """Random agents alone on four grids, R̄ ~ N(bias, 0.085) per episode (sd as random's on 5x5, T = 50)."""
+    return pd.concat([pd.DataFrame(dict(seed=1, cell=c, episode=np.arange(episodes), grid=grid, behaviour="random",
+                                        protocol="none", mix="", group="random",
+                                        score=rng.normal(bias.get(grid, 0.0), 0.085, episodes)))
+                      for c, grid in enumerate(["5x5", "8x8", "10x10", "20x20"])], ignore_index=True)
+
+
+def test_random_zero_rarely_fails_correct_data_and_fails_an_imbalance():
+    """Known answers (issue 46 item 5): on correct data (mean 0) the suite's random_zero fails a dataset at most at
+    the nominal 5% (the CI-covers-0 rule failed one grid in twenty: ~19% of 4-grid datasets); an imbalance of 0.03
+    fails its grid, and only it."""
+    rng = np.random.default_rng(5)
+    failed = [any(check.status == FAILS for check in random_zero(random_rows(rng, 80))) for _ in range(300)]
+    assert np.mean(failed) <= 0.05
+    checks = {check.subject: check.status for check in random_zero(random_rows(rng, 2000, {"8x8": 0.03}))}
+    assert checks == {"random @ 10x10": HOLDS, "random @ 20x20": HOLDS, "random @ 5x5": HOLDS, "random @ 8x8": FAILS}
 
 
 def test_an_oracle_far_below_its_ceiling_fails():
