@@ -120,6 +120,11 @@ def display_labels(dataset: Dataset, overrides: dict[str, str] | None = None) ->
     return {**labels, **(overrides or {})}
 
 
+def plain(text: str) -> str:
+    """`text` for a matplotlib text drawn as written: each `$` escaped, so that none starts mathtext."""
+    return str(text).replace("$", r"\$")
+
+
 def check_options(dataset: Dataset, options: FigureOptions) -> None:
     """FigureOptionError naming the option when `options` names a group the dataset lacks or an unknown figure,
     or its width is out of range."""
@@ -143,14 +148,14 @@ def series_style(index: int) -> tuple[str, str, object]:
 
 
 def _group_types(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    """One row per group identifier: behaviour, mix, protocol, whether it is a reference, its display label,
-    colour, marker and line style."""
+    """One row per group identifier: behaviour, mix, protocol, whether it is a reference, its display label
+    (matplotlib text, `plain`), colour, marker and line style."""
     types = rows[["group", "behaviour", "mix", "protocol"]].drop_duplicates("group")
     types = types.assign(reference=np.where(is_reference(types, "random"), "random",
                                             np.where(is_reference(types, "oracle"), "oracle", "")))
     order = sorted(types.itertuples(index=False), key=lambda t: (t.reference, t.protocol != "none", t.protocol, t.group))
     types = types.set_index("group").loc[[t.group for t in order]]
-    types["display"] = [labels.get(g, g) for g in types.index]
+    types["display"] = [plain(labels.get(g, g)) for g in types.index]
     series = [label for label in types.index if not types.loc[label, "reference"]]
     styles = {label: series_style(i) for i, label in enumerate(series)}
     types["colour"] = [styles[g][0] if g in styles else "" for g in types.index]
@@ -171,13 +176,15 @@ def _grids(rows: pd.DataFrame) -> list[str]:
 
 
 def _short(protocol: str) -> str:
-    """A protocol's name without its plug-in module path."""
-    return protocol.rsplit(":", 1)[-1] if ":" in protocol else protocol
+    """A protocol's name without its plug-in module path, as matplotlib text (`plain`)."""
+    return plain(protocol.rsplit(":", 1)[-1] if ":" in protocol else protocol)
 
 
 def _wrap(text: str, inches: float, points: float) -> str:
-    """Text wrapped to lines of at most `inches` at `points` size."""
-    return textwrap.fill(text, max(8, int(inches / (points * CHARACTER_WIDTH))), break_long_words=True)
+    """Text wrapped to lines of at most `inches` at `points` size; an escaped `$` is never split."""
+    lines = textwrap.fill(text.replace(r"\$", "\0"), max(8, int(inches / (points * CHARACTER_WIDTH))),
+                          break_long_words=True)
+    return lines.replace("\0", r"\$")
 
 
 def _grid(panels: int, width: float, sharey: bool = True) -> tuple[Figure, list, int]:

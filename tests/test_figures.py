@@ -1,7 +1,10 @@
 """`collective figures`: content of every figure (panels, one per grid; axis labels, series, CI bands,
-references), files written as PDF with embedded fonts and PNG, and graceful output when a factor has one
-level. Paper sizes, labels, selection and the gain figure: test_figures_paper.py."""
+references), files written as PDF with embedded fonts and PNG, graceful output when a factor has one
+level, and labels drawn as written. Paper sizes, labels, selection and the gain figure: test_figures_paper.py."""
+import io
+
 import matplotlib.image
+import matplotlib.pyplot as plt
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.container import ErrorbarContainer
@@ -9,7 +12,7 @@ from matplotlib.image import AxesImage
 
 from analysis_data import GRIDS, collective, sweep
 from collective.analysis.dataset import Dataset, load_dataset
-from collective.dashboards.figures import build_figures
+from collective.dashboards.figures import STYLE, build_figures
 
 SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},
           "wisdom": {"local_search+wisdom"}}
@@ -127,3 +130,17 @@ def test_learning_curve_figure_when_training_experience_varies(tmp_path_factory,
     assert "training experience" in ax.get_xlabel() and ax.get_xscale() == "log"
     curves = {line.get_label(): line for line in labelled_lines(ax)}
     assert REFERENCES <= set(curves) and len(curves["q_learning, $G = 1$"].get_xdata()) == 2
+
+
+def test_labels_are_drawn_as_written(tmp_path_factory):
+    """Issue 46 item 5: a label is text, never mathtext: "$x$" keeps its dollars, and "$\\frac{" (twice in the
+    wisdom collective's label) is no parse error. The SVG of every figure, its text kept as text, shows them."""
+    labelled = sweep(tmp_path_factory.getbasetemp(), "labelled")
+    drawn = ""
+    for spec in build_figures(load_dataset([labelled])):
+        buffer = io.StringIO()
+        with plt.rc_context({**STYLE, "svg.fonttype": "none"}):
+            spec.figure.savefig(buffer, format="svg")
+        plt.close(spec.figure)
+        drawn += buffer.getvalue()
+    assert ">$x$<" in drawn and r">$\frac{, $\frac{ &lt;a href=" in drawn
