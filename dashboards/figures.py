@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import textwrap
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,13 +112,17 @@ class WrittenFigure:
 
 
 def display_labels(dataset: Dataset, overrides: dict[str, str] | None = None) -> dict[str, str]:
-    """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`."""
+    """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`. A label that
+    another group of the rows is shown by too (datasets merged by hand, a --label given twice) is followed by
+    the group's identifier, so that no group hides another."""
     labels = {}
     for source in dataset.sources:
         for group in (source.description or {}).get("groups", []):
             if isinstance(group, dict) and group.get("display"):
                 labels.setdefault(str(group.get("label")), str(group["display"]))
-    return {**labels, **(overrides or {})}
+    labels.update(overrides or {})
+    shown = Counter(labels.get(group, group) for group in map(str, dataset.rows["group"].unique()))
+    return {group: f"{label} ({group})" if shown[label] > 1 else label for group, label in labels.items()}
 
 
 def plain(text: str) -> str:

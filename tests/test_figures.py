@@ -12,7 +12,7 @@ from matplotlib.image import AxesImage
 
 from analysis_data import GRIDS, collective, sweep
 from collective.analysis.dataset import Dataset, load_dataset
-from collective.dashboards.figures import STYLE, build_figures
+from collective.dashboards.figures import STYLE, FigureOptions, build_figures
 
 SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},
           "wisdom": {"local_search+wisdom"}}
@@ -144,3 +144,14 @@ def test_labels_are_drawn_as_written(tmp_path_factory):
         plt.close(spec.figure)
         drawn += buffer.getvalue()
     assert ">$x$<" in drawn and r">$\frac{, $\frac{ &lt;a href=" in drawn
+
+
+def test_groups_shown_by_one_label_are_told_apart(tiny):
+    """Issue 46 item 5: a label two groups share (--label twice, datasets merged by hand) is followed by each
+    group's identifier, so that neither hides the other in the legend."""
+    options = FigureOptions(labels={"local_search": "searchers", "q_learning": "searchers"}, figures=("structures",))
+    figure, = [spec.figure for spec in build_figures(load_dataset([tiny]), options=options)]
+    legend = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert {"searchers (local_search)", "searchers (q_learning)"} <= set(legend)
+    plt.close(figure)
+
