@@ -4,12 +4,17 @@
 local-search protocols at size 3; `trained` plays Q-learning (with random and oracle references) with
 more training passes, so the two together vary training experience; `sham` plays broadcast beside its
 sham-communication control and isolated searchers; `labelled` gives its groups labels with mathtext, HTML and a
-script's end tag.
+script's end tag. `many_groups` copies a sweep's rows into many group types.
 """
 import functools
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 EPISODES, ITERATIONS = 10, 15
 GRIDS = ("4x4", "6x6")
@@ -99,3 +104,22 @@ def sweep(root: Path, name: str) -> Path:
     result = collective("sweep", spec, "--out", root / name, "--executor", "serial")
     assert result.returncode == 0, result.stderr
     return root / name
+
+
+def many_groups(sweep_directory, into, count: int):
+    """A copy of the sweep whose dataset also holds `count` copies of local search's rows, each its own group type
+    (behaviour agent_I): as if many sweeps had been merged by hand."""
+    shutil.copytree(sweep_directory, into)
+    part, *others = sorted((into / "dataset").glob("part-*.parquet"))
+    table = pa.concat_tables([pq.read_table(path) for path in (part, *others)])
+    for path in others:
+        path.unlink()
+    rows = table.filter(pc.equal(table["group"], "local_search"))
+    copies = [table]
+    for i in range(count):
+        copy = rows
+        for name, value in (("group", f"agent_{i}"), ("behaviour", f"agent_{i}"), ("group_key", 10**9 + i)):
+            copy = copy.set_column(copy.column_names.index(name), name, pa.array([value] * len(copy), copy[name].type))
+        copies.append(copy)
+    pq.write_table(pa.concat_tables(copies), part)
+    return into

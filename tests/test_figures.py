@@ -1,7 +1,11 @@
 """`collective figures`: content of every figure (panels, one per grid; axis labels, series, CI bands,
 references), files written as PDF with embedded fonts and PNG, graceful output when a factor has one
-level, and labels drawn as written. Paper sizes, labels, selection and the gain figure: test_figures_paper.py."""
+level, labels drawn as written and thousands of groups. Paper sizes, labels, selection and the gain figure:
+test_figures_paper.py."""
 import io
+import subprocess
+import sys
+import time
 
 import matplotlib.image
 import matplotlib.pyplot as plt
@@ -10,9 +14,9 @@ from matplotlib.collections import PolyCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.image import AxesImage
 
-from analysis_data import GRIDS, collective, sweep
+from analysis_data import GRIDS, collective, many_groups, sweep
 from collective.analysis.dataset import Dataset, load_dataset
-from collective.dashboards.figures import STYLE, FigureOptions, build_figures
+from collective.dashboards.figures import MAX_GROUPS, STYLE, FigureOptions, build_figures
 
 SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},
           "wisdom": {"local_search+wisdom"}}
@@ -155,3 +159,27 @@ def test_groups_shown_by_one_label_are_told_apart(tiny):
     assert {"searchers (local_search)", "searchers (q_learning)"} <= set(legend)
     plt.close(figure)
 
+
+def test_thousands_of_groups_show_the_first_that_a_figure_tells_apart(tiny, tmp_path):
+    """Issue 46 item 5: 2,400 group types (and the 4 of the sweep) are drawn in seconds, the first MAX_GROUPS of
+    them, with a notice saying how to choose others; --groups naming more is refused, and an unknown group's
+    refusal lists a few of the allowed names, not thousands."""
+    many = many_groups(tiny, tmp_path / "many", 2400)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "collective", "figures", str(many), "--out", str(tmp_path / "out"),
+                           "--figures", "structures"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and time.monotonic() - started < 60
+    assert done.stderr.splitlines() == [f"collective figures: notice: the figures show the first {MAX_GROUPS} of "
+                                        "2,404 group types besides random and oracle (the most a figure tells "
+                                        "apart); choose others with collective figures --groups G1,G2"]
+    figure, = [s.figure for s in build_figures(load_dataset([many]), options=FigureOptions(figures=("structures",)))]
+    assert len(figure.legends[0].get_texts()) == MAX_GROUPS + 2  # and random and oracle
+    plt.close(figure)
+    agents = ",".join(f"agent_{i}" for i in range(MAX_GROUPS + 1))
+    done = collective("figures", many, "--out", tmp_path / "out", "--groups", agents)
+    assert done.returncode == 2 and done.stderr == (f"collective figures: error: --groups: {MAX_GROUPS + 1} groups "
+                                                    f"besides random and oracle, more than the {MAX_GROUPS} a figure "
+                                                    "tells apart\n")
+    done = collective("figures", many, "--out", tmp_path / "out", "--groups", "nobody")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and len(done.stderr) < 1000
+    assert "(2,406 in all: collective analyze --tables upsilon)" in done.stderr
