@@ -156,6 +156,26 @@ def _validate(dataset, fmt: str) -> int:
     return 1 if (report["status"] == FAILS).any() else 0
 
 
+def _figures(dataset, args: argparse.Namespace) -> int:
+    """Write the figures (no tables: the figures compute what they show) and print their paths; a notice when
+    they show only some of the groups."""
+    from collective.analysis.factors import add_k_bins, resolve_factors
+    from collective.dashboards.figures import FigureOptions, check_options, limit_groups, write_figures
+    from collective.output_files import write_stdout
+
+    resolve_factors(add_k_bins(dataset.rows, args.k_bin_width), args.by or [], dataset.columns)  # refuses a bad --by
+    options = FigureOptions(width=args.width, title=args.title, labels=dict(args.label),
+                            groups=tuple(args.groups) if args.groups else None,
+                            figures=tuple(args.figures) if args.figures else None)
+    check_options(dataset, options)
+    options, notice = limit_groups(dataset, options)
+    if notice:
+        print(f"collective figures: notice: {notice}", file=sys.stderr)
+    for written in write_figures(dataset, args.out, args.k_bin_width, options):
+        write_stdout(f"{written.pdf}\n{written.png}\n{written.svg}")
+    return 0
+
+
 def _release_freed_memory() -> None:
     """Arrow's jemalloc pool where the installed pyarrow has it: it returns freed pages to the system, where the
     default (mimalloc) kept about the rows' size again after reading a dataset's chunk files (notes/analysis-and-cli.md)."""
@@ -184,12 +204,7 @@ def run_analysis_command(args: argparse.Namespace) -> int:
         if args.command == "validate":
             return _validate(dataset, args.format)
         if args.command == "figures":
-            from collective.dashboards.figures import FigureOptions, check_options, write_figures
-
-            options = FigureOptions(width=args.width, title=args.title, labels=dict(args.label),
-                                    groups=tuple(args.groups) if args.groups else None,
-                                    figures=tuple(args.figures) if args.figures else None)
-            check_options(dataset, options)
+            return _figures(dataset, args)
         analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width)
         if args.command == "analyze":
             if args.tables:
@@ -197,9 +212,6 @@ def run_analysis_command(args: argparse.Namespace) -> int:
                 analysis.skipped = {name: why for name, why in analysis.skipped.items() if name in args.tables}
             width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None  # a file gets it whole
             write_stdout(format_analysis(analysis, args.format, width))
-        elif args.command == "figures":
-            for written in write_figures(dataset, args.out, args.k_bin_width, options):
-                write_stdout(f"{written.pdf}\n{written.png}\n{written.svg}")
         else:
             from collective.dashboards.report import write_report
 

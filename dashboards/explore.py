@@ -233,13 +233,19 @@ def _color(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
+def plotly_text(text: str) -> str:
+    """`text` for a Plotly name, tick or hover label, shown as written: Plotly reads its own HTML (<a href>,
+    <b>, <br>) in them and decodes only a few entities (&amp; &lt; &gt;, not &quot;)."""
+    return html.escape(text, quote=False)
+
+
 def interactive_figure(table: Table, value: str, y_title: str, title: str, protocols: dict[str, str],
                        labels: dict[str, str] | None = None) -> go.Figure:
     """The value with its 95% CI bars, one panel per grid and one colour and marker per series (a group, and the
     table's other varying levels such as a K range): against group size when it varies, else a forest plot (one
-    row per series). Series are named by the groups' display labels (`labels`, from the spec) where given. Hover
-    shows the value, CI and count (customdata: CI low, CI high, count); each trace carries its group identifier,
-    grid and protocol in `meta` for the selection."""
+    row per series). Series are named by the groups' display labels (`labels`, from the spec) where given, as
+    text (`plotly_text`). Hover shows the value, CI and count (customdata: CI low, CI high, count); each trace
+    carries its group identifier, grid and protocol in `meta` for the selection."""
     labels = labels or {}
     frame = table.frame
     low, high = (f"{value}_ci95_low", f"{value}_ci95_high") if f"{value}_ci95_low" in frame else (
@@ -254,7 +260,8 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
                            subplot_titles=[f"grid {g}" for g in grids] if grids != [""] else None)
     series = list(frame.groupby([group, *extra], sort=False))
     for index, (key, part) in enumerate(series):
-        label = labels.get(str(key[0]), str(key[0])) + "".join(f" · {header(c).lower()} {format_number(v, c)}" for c, v in zip(extra, key[1:]))
+        label = plotly_text(labels.get(str(key[0]), str(key[0])) + "".join(
+            f" · {header(c).lower()} {format_number(v, c)}" for c, v in zip(extra, key[1:])))
         shown = False
         for column, grid in enumerate(grids, start=1):
             cut = part[part[GRID_COLUMN] == grid] if grid != "" else part
@@ -273,7 +280,7 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
                 marker=dict(color=_color(index), symbol=SYMBOLS[index // len(PALETTE) % len(SYMBOLS)], size=8),
                 line=dict(color=_color(index), width=1.5),
                 meta=dict(group=str(key[0]), grid=str(grid), protocol=protocols.get(str(key[0]), "")),
-                hovertemplate=(f"<b>{html.escape(label)}</b><br>{where}<br>{y_title}: "
+                hovertemplate=(f"<b>{label}</b><br>{where}<br>{y_title}: "
                                f"%{{{'x' if forest else 'y'}:.3f}}<br>95% CI [%{{customdata[0]:.3f}}, "
                                f"%{{customdata[1]:.3f}}]"
                                + (f"<br>{header(count).lower()}: %{{customdata[2]:,.0f}}" if count else "")

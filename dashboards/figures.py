@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import math
 import textwrap
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import matplotlib
@@ -58,6 +59,8 @@ CHARACTER_WIDTH = 0.62 / 72  # inches per point of font size: DejaVu Serif's wid
 FIGURE_NAMES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures",
                 "gains", "learning_curves", "upsilon_vs_message_entropy", "training_curves")
 FORMATS = ("pdf", "png", "svg")
+MAX_GROUPS = len(OKABE_ITO) * len(LINESTYLES)  # group types a figure tells apart (`series_style`)
+MAX_LISTED = 20  # names an option's refusal lists as allowed
 
 
 class FigureOptionError(DatasetError):
@@ -111,28 +114,59 @@ class WrittenFigure:
 
 
 def display_labels(dataset: Dataset, overrides: dict[str, str] | None = None) -> dict[str, str]:
-    """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`."""
+    """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`. A label that
+    another group of the rows is shown by too (datasets merged by hand, a --label given twice) is followed by
+    the group's identifier, so that no group hides another."""
     labels = {}
     for source in dataset.sources:
         for group in (source.description or {}).get("groups", []):
             if isinstance(group, dict) and group.get("display"):
                 labels.setdefault(str(group.get("label")), str(group["display"]))
-    return {**labels, **(overrides or {})}
+    labels.update(overrides or {})
+    shown = Counter(labels.get(group, group) for group in map(str, dataset.rows["group"].unique()))
+    return {group: f"{label} ({group})" if shown[label] > 1 else label for group, label in labels.items()}
+
+
+def plain(text: str) -> str:
+    """`text` for a matplotlib text drawn as written: each `$` escaped, so that none starts mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def _allowed(names: list[str]) -> str:
+    """The allowed names an option's refusal lists: all, or the first MAX_LISTED and how many there are."""
+    if len(names) <= MAX_LISTED:
+        return ", ".join(names)
+    return f"{', '.join(names[:MAX_LISTED])}, ... ({len(names):,} in all: collective analyze --tables upsilon)"
 
 
 def check_options(dataset: Dataset, options: FigureOptions) -> None:
-    """FigureOptionError naming the option when `options` names a group the dataset lacks or an unknown figure,
-    or its width is out of range."""
+    """FigureOptionError naming the option when `options` names a group the dataset lacks, more than MAX_GROUPS
+    groups or an unknown figure, or its width is out of range."""
     known = sorted(dataset.rows["group"].unique())
     for option, names in (("--groups", options.groups or ()), ("--label", options.labels)):
         unknown = [name for name in names if name not in known]
         if unknown:
-            raise FigureOptionError(f"{option}: unknown group {unknown[0]!r}; allowed: {', '.join(known)}")
+            raise FigureOptionError(f"{option}: unknown group {unknown[0]!r}; allowed: {_allowed(known)}")
+    chosen = _series(dataset.rows[dataset.rows["group"].isin(options.groups or ())])
+    if len(chosen) > MAX_GROUPS:
+        raise FigureOptionError(f"--groups: {len(chosen)} groups besides random and oracle, more than the "
+                                f"{MAX_GROUPS} a figure tells apart")
     unknown = [name for name in options.figures or () if name not in FIGURE_NAMES]
     if unknown:
         raise FigureOptionError(f"--figures: unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURE_NAMES)}")
     if not MIN_WIDTH <= options.width <= MAX_WIDTH:
         raise FigureOptionError(f"--width: must be {MIN_WIDTH:g}..{MAX_WIDTH:g} inches (got {options.width!r})")
+
+
+def limit_groups(dataset: Dataset, options: FigureOptions) -> tuple[FigureOptions, str]:
+    """`options`, choosing the first MAX_GROUPS group types (in the figures' order) when the dataset has more
+    and `options.groups` chooses none, with a notice saying so (else empty)."""
+    series = _series(dataset.rows)
+    if options.groups is not None or len(series) <= MAX_GROUPS:
+        return options, ""
+    return replace(options, groups=tuple(series[:MAX_GROUPS])), (
+        f"the figures show the first {MAX_GROUPS} of {len(series):,} group types besides random and oracle (the "
+        f"most a figure tells apart); choose others with collective figures --groups G1,G2")
 
 
 def series_style(index: int) -> tuple[str, str, object]:
@@ -142,15 +176,21 @@ def series_style(index: int) -> tuple[str, str, object]:
             LINESTYLES[(index // len(OKABE_ITO)) % len(LINESTYLES)])
 
 
+def _series(rows: pd.DataFrame) -> list[str]:
+    """The group types of `rows` that are not random or oracle, in the figures' order."""
+    types = _group_types(rows, {})
+    return list(types.index[types["reference"] == ""])
+
+
 def _group_types(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    """One row per group identifier: behaviour, mix, protocol, whether it is a reference, its display label,
-    colour, marker and line style."""
+    """One row per group identifier: behaviour, mix, protocol, whether it is a reference, its display label
+    (matplotlib text, `plain`), colour, marker and line style."""
     types = rows[["group", "behaviour", "mix", "protocol"]].drop_duplicates("group")
     types = types.assign(reference=np.where(is_reference(types, "random"), "random",
                                             np.where(is_reference(types, "oracle"), "oracle", "")))
     order = sorted(types.itertuples(index=False), key=lambda t: (t.reference, t.protocol != "none", t.protocol, t.group))
     types = types.set_index("group").loc[[t.group for t in order]]
-    types["display"] = [labels.get(g, g) for g in types.index]
+    types["display"] = [plain(labels.get(g, g)) for g in types.index]
     series = [label for label in types.index if not types.loc[label, "reference"]]
     styles = {label: series_style(i) for i, label in enumerate(series)}
     types["colour"] = [styles[g][0] if g in styles else "" for g in types.index]
@@ -171,13 +211,15 @@ def _grids(rows: pd.DataFrame) -> list[str]:
 
 
 def _short(protocol: str) -> str:
-    """A protocol's name without its plug-in module path."""
-    return protocol.rsplit(":", 1)[-1] if ":" in protocol else protocol
+    """A protocol's name without its plug-in module path, as matplotlib text (`plain`)."""
+    return plain(protocol.rsplit(":", 1)[-1] if ":" in protocol else protocol)
 
 
 def _wrap(text: str, inches: float, points: float) -> str:
-    """Text wrapped to lines of at most `inches` at `points` size."""
-    return textwrap.fill(text, max(8, int(inches / (points * CHARACTER_WIDTH))), break_long_words=True)
+    """Text wrapped to lines of at most `inches` at `points` size; an escaped `$` is never split."""
+    lines = textwrap.fill(text.replace(r"\$", "\0"), max(8, int(inches / (points * CHARACTER_WIDTH))),
+                          break_long_words=True)
+    return lines.replace("\0", r"\$")
 
 
 def _grid(panels: int, width: float, sharey: bool = True) -> tuple[Figure, list, int]:
@@ -594,10 +636,12 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
 
 def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions | None = None) -> list[FigureSpec]:
     """The figures of the dataset that `options.figures` asks for (all by default; learning curves only when
-    training experience varies, gains only with collectives, message entropy only when measured).
-    FigureOptionError naming the option when it names a group the dataset lacks."""
+    training experience varies, gains only with collectives, message entropy only when measured), of at most
+    MAX_GROUPS group types (`limit_groups`). FigureOptionError naming the option when it names a group the
+    dataset lacks."""
     options = options or FigureOptions()
     check_options(dataset, options)
+    options, _ = limit_groups(dataset, options)
     rows = add_k_bins(dataset.rows, k_bin_width, midpoints=True)
     if options.groups is not None:
         rows = rows[rows["group"].isin(options.groups) | is_reference(rows, "random") | is_reference(rows, "oracle")]

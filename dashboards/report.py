@@ -21,7 +21,7 @@ from collective.analysis.base import Analysis
 from collective.analysis.dataset import Dataset, provenance
 from collective.dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
     libraries_html, selection_html
-from collective.dashboards.figures import STYLE, build_figures, display_labels
+from collective.dashboards.figures import STYLE, FigureOptions, build_figures, display_labels, limit_groups
 from collective.output_files import replacing
 
 PNG_DPI = 130
@@ -120,7 +120,9 @@ def _figure_html(spec) -> str:
 
 def render_report(dataset: Dataset, analysis: Analysis, k_bin_width: int = 4) -> str:
     """The report as one HTML string."""
-    figures = build_figures(dataset, k_bin_width)
+    options, notice = limit_groups(dataset, FigureOptions())
+    figures = build_figures(dataset, k_bin_width, options)
+    shown = html.escape(f" {notice[:1].upper()}{notice[1:]}.") if notice else ""
     names = sorted({s.description.get("name") or "" for s in dataset.sources if s.description}) or ["sweep"]
     title = f"collective: {', '.join(names)}"
     protocols = group_protocols(dataset.rows)
@@ -147,7 +149,7 @@ and tables; kept in the address as #groups=…&amp;grids=…&amp;protocols=…)<
 a header for its column name in <code>collective analyze</code> output.</p>
 {analysis_tables_html(analysis, protocols)}
 <h2 id="paper-figures">Paper figures</h2>
-<p class="note">The static figures of <code>collective figures</code>.</p>
+<p class="note" id="paper-figures-note">The static figures of <code>collective figures</code>.{shown}</p>
 {"".join(_figure_html(spec) for spec in figures)}
 <h2 id="provenance">Provenance and data</h2>
 {_provenance_html(dataset)}

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis_data import EPISODES, collective, sweep
+from analysis_data import EPISODES, HOSTILE_HTML, HOSTILE_LINK, collective, many_groups, sweep
+from collective.dashboards.figures import MAX_GROUPS
 
 FIGURES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures", "gains",
            "upsilon_vs_message_entropy")
@@ -184,6 +185,33 @@ def test_the_documented_link_to_a_collective_keeps_the_collective(report, tmp_pa
     assert written.startswith("#groups=") and set(written[8:].split(",")) == {"oracle", "local_search+stigmergy"}
     encoded = _chromium(probe.as_uri() + "#groups=oracle,local_search%2Bstigmergy", tmp_path / "p1").stdout
     assert _shown_groups(encoded) == {"oracle", "local_search+stigmergy"}  # what URLSearchParams used to write
+
+
+def test_labels_reach_the_report_as_text(tmp_path_factory, tmp_path):
+    """Issue 46 item 5: the labels' HTML (a link, a script's end tag and a script) is shown as written and never
+    taken as HTML: nowhere unescaped in the file, and in headless Chromium no link made of it (Plotly reads <a
+    href> in a trace's name and a category), no script of it run, and the legends reading as written."""
+    out = tmp_path / "report.html"
+    result = collective("dashboard", sweep(tmp_path_factory.getbasetemp(), "labelled"), "--out", out)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert HOSTILE_HTML not in out.read_text()
+    dom = _chromium(out.as_uri(), tmp_path / "profile").stdout
+    assert _loaded(dom) == ("true", "0") and "<title>collective: labelled</title>" in dom
+    assert not [tag for tag in re.findall(r"<a\b[^>]*>", dom) if HOSTILE_LINK in tag]
+    legends = re.findall(r'<text[^>]*class="legendtext"[^>]*>([^<]*)<', dom)
+    assert html.escape(f"$\\frac{{, $\\frac{{ {HOSTILE_HTML}", quote=False) in legends
+
+
+def test_paper_figures_of_many_groups_show_the_first_with_a_note(tmp_path_factory, tmp_path):
+    """Issue 46 item 5: with more group types than a figure tells apart, the report's paper figures show the first
+    MAX_GROUPS and say so."""
+    many = many_groups(sweep(tmp_path_factory.getbasetemp(), "tiny"), tmp_path / "many", MAX_GROUPS - 3)  # and 4
+    result = collective("dashboard", many, "--out", tmp_path / "report.html")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    note = re.search(r'<p class="note" id="paper-figures-note">(.*?)</p>', (tmp_path / "report.html").read_text())
+    assert note and note[1].endswith(f"The figures show the first {MAX_GROUPS} of {MAX_GROUPS + 1} group types "
+                                     "besides random and oracle (the most a figure tells apart); choose others with "
+                                     "collective figures --groups G1,G2.")
 
 
 def test_every_analysis_table_is_shown_with_readable_headers(report):

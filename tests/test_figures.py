@@ -1,15 +1,21 @@
 """`collective figures`: content of every figure (panels, one per grid; axis labels, series, CI bands,
-references), files written as PDF with embedded fonts and PNG, and graceful output when a factor has one
-level. Paper sizes, labels, selection and the gain figure: test_figures_paper.py."""
+references), files written as PDF with embedded fonts and PNG, graceful output when a factor has one
+level, labels drawn as written and thousands of groups. Paper sizes, labels, selection and the gain figure:
+test_figures_paper.py."""
+import io
+import subprocess
+import sys
+
 import matplotlib.image
+import matplotlib.pyplot as plt
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.image import AxesImage
 
-from analysis_data import GRIDS, collective, sweep
+from analysis_data import GRIDS, collective, many_groups, sweep
 from collective.analysis.dataset import Dataset, load_dataset
-from collective.dashboards.figures import build_figures
+from collective.dashboards.figures import MAX_GROUPS, STYLE, FigureOptions, build_figures
 
 SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},
           "wisdom": {"local_search+wisdom"}}
@@ -127,3 +133,51 @@ def test_learning_curve_figure_when_training_experience_varies(tmp_path_factory,
     assert "training experience" in ax.get_xlabel() and ax.get_xscale() == "log"
     curves = {line.get_label(): line for line in labelled_lines(ax)}
     assert REFERENCES <= set(curves) and len(curves["q_learning, $G = 1$"].get_xdata()) == 2
+
+
+def test_labels_are_drawn_as_written(tmp_path_factory):
+    """Issue 46 item 5: a label is text, never mathtext: "$x$" keeps its dollars, and "$\\frac{" (twice in the
+    wisdom collective's label) is no parse error. The SVG of every figure, its text kept as text, shows them."""
+    labelled = sweep(tmp_path_factory.getbasetemp(), "labelled")
+    drawn = ""
+    for spec in build_figures(load_dataset([labelled])):
+        buffer = io.StringIO()
+        with plt.rc_context({**STYLE, "svg.fonttype": "none"}):
+            spec.figure.savefig(buffer, format="svg")
+        plt.close(spec.figure)
+        drawn += buffer.getvalue()
+    assert ">$x$<" in drawn and r">$\frac{, $\frac{ &lt;a href=" in drawn
+
+
+def test_groups_shown_by_one_label_are_told_apart(tiny):
+    """Issue 46 item 5: a label two groups share (--label twice, datasets merged by hand) is followed by each
+    group's identifier, so that neither hides the other in the legend."""
+    options = FigureOptions(labels={"local_search": "searchers", "q_learning": "searchers"}, figures=("structures",))
+    figure, = [spec.figure for spec in build_figures(load_dataset([tiny]), options=options)]
+    legend = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert {"searchers (local_search)", "searchers (q_learning)"} <= set(legend)
+    plt.close(figure)
+
+
+def test_thousands_of_groups_show_the_first_that_a_figure_tells_apart(tiny, tmp_path):
+    """Issue 46 item 5: 2,400 group types (and the 4 of the sweep) are drawn in seconds, the first MAX_GROUPS of
+    them, with a notice saying how to choose others; --groups naming more is refused, and an unknown group's
+    refusal lists a few of the allowed names, not thousands."""
+    many = many_groups(tiny, tmp_path / "many", 2400)
+    done = subprocess.run([sys.executable, "-m", "collective", "figures", str(many), "--out", str(tmp_path / "out"),
+                           "--figures", "structures"], capture_output=True, text=True, timeout=120)  # main: still running then
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [f"collective figures: notice: the figures show the first {MAX_GROUPS} of "
+                                        "2,404 group types besides random and oracle (the most a figure tells "
+                                        "apart); choose others with collective figures --groups G1,G2"]
+    figure, = [s.figure for s in build_figures(load_dataset([many]), options=FigureOptions(figures=("structures",)))]
+    assert len(figure.legends[0].get_texts()) == MAX_GROUPS + 2  # and random and oracle
+    plt.close(figure)
+    agents = ",".join(f"agent_{i}" for i in range(MAX_GROUPS + 1))
+    done = collective("figures", many, "--out", tmp_path / "out", "--groups", agents)
+    assert done.returncode == 2 and done.stderr == (f"collective figures: error: --groups: {MAX_GROUPS + 1} groups "
+                                                    f"besides random and oracle, more than the {MAX_GROUPS} a figure "
+                                                    "tells apart\n")
+    done = collective("figures", many, "--out", tmp_path / "out", "--groups", "nobody")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and len(done.stderr) < 1000
+    assert "(2,406 in all: collective analyze --tables upsilon)" in done.stderr

@@ -193,6 +193,26 @@ def test_spec_labels_enter_no_key_and_bad_labels_are_refused():
     assert max(len(g.display or g.label) for g in byo.groups) <= 30
 
 
+def test_a_label_two_groups_would_share_is_refused():
+    """Issue 46 item 5: two groups shown alike could not be told apart in a figure; the refusal names the label
+    and both groups, also when a label is another group's identifier."""
+    source = {"seed": 0, "profile": "paper", "episodes": 2, "iterations": 5,
+              "factors": {"grid": ["5x5"], "group_size": [3]},
+              "groups": {"behaviours": [{"name": "local_search", "label": "searchers"},
+                                        {"name": "q_learning", "label": "searchers"}]}}
+    with pytest.raises(SpecError, match=r"^groups.behaviours\[1\].label: groups 'local_search' and 'q_learning' "
+                                        r"would both be shown as 'searchers'; give them distinct labels$"):
+        parse_spec(source)
+    source["groups"] = {"behaviours": [{"name": "q_learning", "label": "local_search"}, "local_search"]}
+    with pytest.raises(SpecError, match=r"^groups.behaviours\[0\].label: groups 'q_learning' and 'local_search' "):
+        parse_spec(source)
+    source["groups"] = {"behaviours": ["local_search"], "protocols": [{"name": "none", "label": "talk"},
+                                                                      {"name": "broadcast", "label": "talk"}]}
+    with pytest.raises(SpecError, match=r"^groups.protocols\[1\].label: groups 'local_search' and "
+                                        r"'local_search\+broadcast' would both be shown as 'local_search, talk'"):
+        parse_spec(source)
+
+
 def test_message_entropy_points_are_named_by_their_cells(datasets):
     figure = next(s.figure for s in build_figures(load_dataset([datasets["twelve"]]))
                   if s.name == "upsilon_vs_message_entropy")

@@ -355,7 +355,7 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
     behaviours = _list(groups["behaviours"], "groups.behaviours", allow_empty="mixes" in groups)
     mixes = _list(groups.get("mixes", []), "groups.mixes", allow_empty=True)
     protocols = _list(groups.get("protocols", [{"name": "none"}]), "groups.protocols")
-    result = []
+    result, label_paths = [], []
     for p, protocol in enumerate(protocols):
         path = f"groups.protocols[{p}]"
         protocol = _table(protocol, path)
@@ -391,12 +391,20 @@ def _group_types(groups: dict) -> tuple[GroupType, ...]:
                         paths=((field, f"{list_path}[{m}]"),) + protocol_paths,
                         display=_display(member_display, protocol_display, control,
                                          f"mix({member})" if is_mix else member, protocol_label), **fields_))
+                    label_paths.append(f"{list_path}[{m}].label" if member_display else f"{path}.label")
     if not result:
         raise SpecError("groups", "no group types: list behaviours or mixes")
     labels = [g.label for g in result]
     for label in labels:
         if labels.count(label) > 1:
             raise SpecError("groups", f"group {label!r} is listed twice")
+    shown = {}  # display label -> the first group shown so, and the spec's label that made it (None: no label)
+    for group, label_path in zip(result, label_paths):
+        name, label_path = group.display or group.label, label_path if group.display else None
+        other, other_path = shown.setdefault(name, (group.label, label_path))
+        if other != group.label:
+            raise SpecError(label_path or other_path, f"groups {other!r} and {group.label!r} would both be shown "
+                                                      f"as {name!r}; give them distinct labels")
     return tuple(result)
 
 
