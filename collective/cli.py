@@ -412,6 +412,9 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
         if value is not None:
             usage(option, "not used by anytime: each environment is one episode whose iterations are the "
                           "test's budget (see --start-budget)")
+    if args.learner_training not in (None, "per_episode"):  # AnytimeConfig resets the tables whatever the profile
+        usage("--learner-training", f"{args.learner_training} is not run by anytime: each environment has its own K "
+                                    "and budget, and its learners train afresh on it (per_episode, the only choice)")
     if not (args.behaviour or args.mix):
         usage("--behaviour", "required (or give --mix)")
     check_group_args(parser, args)
