@@ -2,7 +2,10 @@
 
 Bad input exits with status 2 and one line naming the argument and what is allowed, before any
 work starts; a plug-in that fails while playing exits 2 with one line naming it and its method
-(`--debug` shows the traceback).
+(`--debug` shows the traceback). Every command writes its stdout through `output_files.write_stdout`:
+a write that fails (a full disk behind `> FILE`) exits 2 with one line naming standard output, and a
+reader that left (`| head -1`) ends the command quietly with status 141 (128 + SIGPIPE, as a shell
+reports a command that SIGPIPE ended), nothing on stderr.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
+from collective.output_files import STANDARD_OUTPUT, write_stdout
 from collective.simulation.plugins import PluginError, ctrl_c_received, interrupted_status, on_ctrl_c, on_terminate
 from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
 from collective.sweeps.options import add_sweep_parser, positive_int
@@ -453,7 +457,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
 
     load_compiled(config.evaluation, notify=True)
     if not args.json:
-        print(TRACE_HEADER, flush=True)
+        write_stdout(TRACE_HEADER)
     # with --json nothing is printed until the end: progress on stderr instead, in iterations when
     # the test's end is known
     known_end = not (config.time_based or config.budget_seconds)
@@ -464,7 +468,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
 
     def on_step(step) -> None:
         if not args.json:
-            print(format_step(step), flush=True)
+            write_stdout(format_step(step))
         progress.update(step.budget, f"{step.environment + 1} environments, ξ {step.xi_next:.3g}, Υ {step.upsilon:+.4f}")
 
     previous = signal.signal(signal.SIGINT, on_ctrl_c)  # Ctrl-C stops it, even in the background
@@ -472,7 +476,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
         with progress:
             result = run_anytime(config, on_step=on_step)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: the results are written whole
-        print(strict_json(result.as_record()) if args.json else format_summary(result), flush=True)
+        write_stdout(strict_json(result.as_record()) if args.json else format_summary(result))
         if args.trace_out:
             try:
                 write_trace(result, args.trace_out)
@@ -581,8 +585,14 @@ def _main(argv: list[str] | None) -> int:
         print(f"collective {args.command}: interrupted", file=sys.stderr)
         return interrupted_status()
     except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        _discard_stdout()
         return 128 + signal.SIGPIPE
+    except OSError as error:
+        if args.debug or error.filename != STANDARD_OUTPUT:
+            raise
+        _discard_stdout()
+        print(f"collective {args.command}: error: {STANDARD_OUTPUT}: {error.strerror}", file=sys.stderr)
+        return 2
     except Exception:
         if args.debug or not ctrl_c_received():
             raise
@@ -590,20 +600,26 @@ def _main(argv: list[str] | None) -> int:
         return interrupted_status()
 
 
+def _discard_stdout() -> None:
+    """What stdout still holds goes nowhere: no second error at exit's flush."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "behaviours":
         from collective.behaviours import behaviour_names, get_behaviour
         from collective.config import PROFILES
 
-        for name in behaviour_names():
-            print(f"{name:<14}{get_behaviour(name).description}")
-        print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (docs/tutorial.md: bring your own agent)")
-        print("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
-              f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
+        lines = [f"{name:<14}{get_behaviour(name).description}" for name in behaviour_names()]
+        write_stdout("\n".join([*lines, f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (docs/tutorial.md: "
+                                         "bring your own agent)",
+                                "q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles "
+                                "paper and lambdastar2016); they differ with epsilon > 0 (profile sound: "
+                                f"{PROFILES['sound']['q_epsilon']})"]))
         return 0
     if args.command == "protocols":
-        print(describe_protocols())
-        print(f"{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) (docs/tutorial.md: bring your own agent)")
+        write_stdout(f"{describe_protocols()}\n{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) "
+                     "(docs/tutorial.md: bring your own agent)")
         return 0
     if args.command in ANALYSIS_COMMANDS:
         return run_analysis_command(args)
@@ -633,8 +649,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     records = [evaluate(config, progress=True, threads=args.threads).as_record() for config in configs]
     if args.json:
-        print(strict_json(records[0] if len(records) == 1 else records))
+        write_stdout(strict_json(records[0] if len(records) == 1 else records))
     else:
-        print(format_table(records))
+        write_stdout(format_table(records))
     return 0
 
