@@ -2,7 +2,7 @@
 
 Bad input exits with status 2 and one line naming the argument and what is allowed, before any
 work starts; a plug-in that fails while playing exits 2 with one line naming it and its method
-(`--debug` shows the traceback). Every command writes its stdout through `output_files.write_stdout`:
+(`--debug` shows the traceback). Every command, and the help, writes its stdout through `output_files.write_stdout`:
 a write that fails (a full disk behind `> FILE`) exits 2 with one line naming standard output, and a
 reader that left (`| head -1`) ends the command quietly with status 141 (128 + SIGPIPE, as a shell
 reports a command that SIGPIPE ended), nothing on stderr.
@@ -100,7 +100,13 @@ def did_you_mean(typed: str, candidates) -> str:
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit status 2, naming the closest choice to a
-    mistyped one (a subcommand: `collective analyse` -> analyze)."""
+    mistyped one (a subcommand: `collective analyse` -> analyze), and writes its help through `write_stdout`."""
+
+    def _print_message(self, message: str, file=None) -> None:  # argparse's --help, --version
+        if file is sys.stdout and message:  # argparse would ignore a failed write: error at exit instead
+            write_stdout(message.removesuffix("\n"))
+        else:
+            super()._print_message(message, file)
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
         if choice := re.search(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$", message):
@@ -562,17 +568,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    command, debug = "collective", False  # who reports a failed write of stdout: the command, once parsed
     try:
-        parser = build_parser()
-        if not (sys.argv[1:] if argv is None else argv):  # bare `collective`: what it can do, not an error
-            parser.print_help()
-            return 0
-        args, unknown = parser.parse_known_args(argv)
-        if unknown:
-            reject_unrecognized(parser, args, unknown)
-    except KeyboardInterrupt:  # while plug-ins named on the command line load
-        print("collective: interrupted", file=sys.stderr)
-        return interrupted_status()
+        try:
+            parser = build_parser()
+            if not (sys.argv[1:] if argv is None else argv):  # bare `collective`: what it can do, not an error
+                parser.print_help()
+                return 0
+            args, unknown = parser.parse_known_args(argv)
+            if unknown:
+                reject_unrecognized(parser, args, unknown)
+        except KeyboardInterrupt:  # while plug-ins named on the command line load
+            print("collective: interrupted", file=sys.stderr)
+            return interrupted_status()
+        command, debug = f"collective {args.command}", args.debug
+        return _run_command(parser, args)
+    except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
+        _discard_stdout()
+        return 128 + signal.SIGPIPE
+    except OSError as error:
+        if debug or error.filename != STANDARD_OUTPUT:
+            raise
+        _discard_stdout()
+        print(f"{command}: error: {STANDARD_OUTPUT}: {error.strerror}", file=sys.stderr)
+        return 2
+
+
+def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """`_run`, its plug-in errors and Ctrl-C each one line."""
     try:
         return _run(parser, args)
     except PluginError as error:
@@ -584,15 +607,6 @@ def _main(argv: list[str] | None) -> int:
             raise
         print(f"collective {args.command}: interrupted", file=sys.stderr)
         return interrupted_status()
-    except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
-        _discard_stdout()
-        return 128 + signal.SIGPIPE
-    except OSError as error:
-        if args.debug or error.filename != STANDARD_OUTPUT:
-            raise
-        _discard_stdout()
-        print(f"collective {args.command}: error: {STANDARD_OUTPUT}: {error.strerror}", file=sys.stderr)
-        return 2
     except Exception:
         if args.debug or not ctrl_c_received():
             raise

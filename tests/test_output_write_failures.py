@@ -96,7 +96,7 @@ STDOUT_COMMANDS = {
     "demo": ["demo", *QUICK_GROUP], "anytime": ["anytime", "--behaviour", "random", "--max-environments", "2"],
     "sweep": ["sweep", "spec.toml", "--executor", "serial", "--out", "out"],
     "sweep --dry-run": ["sweep", "spec.toml", "--executor", "serial", "--dry-run"],
-    "behaviours": ["behaviours"], "protocols": ["protocols"],
+    "behaviours": ["behaviours"], "protocols": ["protocols"], "--help": ["--help"], "--version": ["--version"],
 }
 
 
@@ -114,8 +114,8 @@ def test_every_command_says_in_one_line_that_standard_output_is_full(name, tmp_p
     with open("/dev/full", "w") as full:
         run = with_stdout(STDOUT_COMMANDS[name], full.fileno(), tmp_path)
     assert outcome(run.returncode, run.stderr, 2) == "clean", run.stderr[-400:]
-    command = name.split()[0]
-    assert error_lines(run.stderr) == [f"collective {command}: error: standard output: No space left on device"]
+    command = "collective" + ("" if name.startswith("--") else f" {name.split()[0]}")  # argparse's: before the command
+    assert error_lines(run.stderr) == [f"{command}: error: standard output: No space left on device"]
 
 
 @pytest.mark.parametrize("name", STDOUT_COMMANDS)
