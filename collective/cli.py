@@ -2,10 +2,10 @@
 
 Bad input exits with status 2 and one line naming the argument and what is allowed, before any
 work starts; a plug-in that fails while playing exits 2 with one line naming it and its method
-(`--debug` shows the traceback). Every command, and the help, writes its stdout through `output_files.write_stdout`:
-a write that fails (a full disk behind `> FILE`) exits 2 with one line naming standard output, and a
-reader that left (`| head -1`) ends the command quietly with status 141 (128 + SIGPIPE, as a shell
-reports a command that SIGPIPE ended), nothing on stderr.
+(`--debug` shows the traceback). Every command, and the help, writes its stdout through
+`output_files.write_stdout`: a write that fails (a full disk behind `> FILE`) exits 2 with one line
+naming standard output, and a reader that left (`| head -1`) ends the command quietly with status
+141 (128 + SIGPIPE, as a shell reports a command that SIGPIPE ended), nothing on stderr.
 """
 from __future__ import annotations
 
@@ -625,11 +625,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from collective.config import PROFILES
 
         lines = [f"{name:<14}{get_behaviour(name).description}" for name in behaviour_names()]
-        write_stdout("\n".join([*lines, f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (docs/tutorial.md: "
-                                         "bring your own agent)",
-                                "q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles "
-                                "paper and lambdastar2016); they differ with epsilon > 0 (profile sound: "
-                                f"{PROFILES['sound']['q_epsilon']})"]))
+        lines.append(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (docs/tutorial.md: bring your own agent)")
+        lines.append("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
+                     f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
+        write_stdout("\n".join(lines))
         return 0
     if args.command == "protocols":
         write_stdout(f"{describe_protocols()}\n{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) "

@@ -95,6 +95,6 @@ def validate_batch_memory(c, batch: int, bytes_per_episode: int = 0) -> None:
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if fits(middle) else (low, middle)
-    raise ConfigError("episodes", f"{batch:,} episodes of {c.grid}, T={c.iterations}, group of {c.group_size} at "
-                                  f"once need ~{needs(batch) / 2**30:.1f} GiB of memory; at most {low:,} fit in the limit of "
-                                  f"{limit / 2**30:.1f} GiB (half the physical memory)")
+    raise ConfigError("episodes", f"{batch:,} episodes of {c.grid}, T={c.iterations}, group of {c.group_size} "
+                                  f"at once need ~{needs(batch) / 2**30:.1f} GiB of memory; at most {low:,} fit in "
+                                  f"the limit of {limit / 2**30:.1f} GiB (half the physical memory)")
