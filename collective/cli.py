@@ -2,7 +2,10 @@
 
 Bad input exits with status 2 and one line naming the argument and what is allowed, before any
 work starts; a plug-in that fails while playing exits 2 with one line naming it and its method
-(`--debug` shows the traceback).
+(`--debug` shows the traceback). Every command, and the help, writes its stdout through
+`output_files.write_stdout`: a write that fails (a full disk behind `> FILE`) exits 2 with one line
+naming standard output, and a reader that left (`| head -1`) ends the command quietly with status
+141 (128 + SIGPIPE, as a shell reports a command that SIGPIPE ended), nothing on stderr.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
+from collective.output_files import STANDARD_OUTPUT, write_stdout
 from collective.simulation.plugins import PluginError, ctrl_c_received, interrupted_status, on_ctrl_c, on_terminate
 from collective.progress import Progress, add_yes_option, announce_compilation, unconfirmed_work
 from collective.sweeps.options import add_sweep_parser, positive_int
@@ -98,7 +102,13 @@ def did_you_mean(typed: str, candidates) -> str:
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit status 2, naming the closest choice to a
-    mistyped one (a subcommand: `collective analyse` -> analyze)."""
+    mistyped one (a subcommand: `collective analyse` -> analyze), and writes its help through `write_stdout`."""
+
+    def _print_message(self, message: str, file=None) -> None:  # argparse's --help, --version
+        if file is sys.stdout and message:  # argparse would ignore a failed write: error at exit instead
+            write_stdout(message.removesuffix("\n"))
+        else:
+            super()._print_message(message, file)
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
         if choice := re.search(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$", message):
@@ -424,6 +434,9 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
         if value is not None:
             usage(option, "not used by anytime: each environment is one episode whose iterations are the "
                           "test's budget (see --start-budget)")
+    if args.learner_training not in (None, "per_episode"):  # AnytimeConfig resets the tables whatever the profile
+        usage("--learner-training", f"{args.learner_training} is not run by anytime: each environment has its own K "
+                                    "and budget, and its learners train afresh on it (per_episode, the only choice)")
     if not (args.behaviour or args.mix):
         usage("--behaviour", "required (or give --mix)")
     check_group_args(parser, args)
@@ -462,7 +475,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
 
     load_compiled(config.evaluation, notify=True)
     if not args.json:
-        print(TRACE_HEADER, flush=True)
+        write_stdout(TRACE_HEADER)
     # with --json nothing is printed until the end: progress on stderr instead, in iterations when
     # the test's end is known
     known_end = not (config.time_based or config.budget_seconds)
@@ -473,7 +486,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
 
     def on_step(step) -> None:
         if not args.json:
-            print(format_step(step), flush=True)
+            write_stdout(format_step(step))
         progress.update(step.budget, f"{step.environment + 1} environments, ξ {step.xi_next:.3g}, Υ {step.upsilon:+.4f}")
 
     previous = signal.signal(signal.SIGINT, on_ctrl_c)  # Ctrl-C stops it, even in the background
@@ -481,7 +494,7 @@ def run_anytime_command(parser: argparse.ArgumentParser, args: argparse.Namespac
         with progress:
             result = run_anytime(config, on_step=on_step)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: the results are written whole
-        print(strict_json(result.as_record()) if args.json else format_summary(result), flush=True)
+        write_stdout(strict_json(result.as_record()) if args.json else format_summary(result))
         if args.trace_out:
             try:
                 write_trace(result, args.trace_out)
@@ -567,20 +580,37 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    command, debug = "collective", False  # who reports a failed write of stdout: the command, once parsed
     try:
-        parser = build_parser()
-        if not (sys.argv[1:] if argv is None else argv):  # bare `collective`: what it can do, not an error
-            parser.print_help()
-            return 0
-        args, unknown = parser.parse_known_args(argv)
-        if args.command == "sweep":  # KEY=VALUE overrides given after an option: argparse leaves them over
-            args.overrides += [token for token in unknown if "=" in token and not token.startswith("-")]
-            unknown = [token for token in unknown if token not in args.overrides]
-        if unknown:
-            reject_unrecognized(parser, args, unknown)
-    except KeyboardInterrupt:  # while plug-ins named on the command line load
-        print("collective: interrupted", file=sys.stderr)
-        return interrupted_status()
+        try:
+            parser = build_parser()
+            if not (sys.argv[1:] if argv is None else argv):  # bare `collective`: what it can do, not an error
+                parser.print_help()
+                return 0
+            args, unknown = parser.parse_known_args(argv)
+            if args.command == "sweep":  # KEY=VALUE overrides given after an option: argparse leaves them over
+                args.overrides += [token for token in unknown if "=" in token and not token.startswith("-")]
+                unknown = [token for token in unknown if token not in args.overrides]
+            if unknown:
+                reject_unrecognized(parser, args, unknown)
+        except KeyboardInterrupt:  # while plug-ins named on the command line load
+            print("collective: interrupted", file=sys.stderr)
+            return interrupted_status()
+        command, debug = f"collective {args.command}", args.debug
+        return _run_command(parser, args)
+    except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
+        _discard_stdout()
+        return 128 + signal.SIGPIPE
+    except OSError as error:
+        if debug or error.filename != STANDARD_OUTPUT:
+            raise
+        _discard_stdout()
+        print(f"{command}: error: {STANDARD_OUTPUT}: {error.strerror}", file=sys.stderr)
+        return 2
+
+
+def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """`_run`, its plug-in errors and Ctrl-C each one line."""
     try:
         return _run(parser, args)
     except PluginError as error:
@@ -592,9 +622,6 @@ def _main(argv: list[str] | None) -> int:
             raise
         print(f"collective {args.command}: interrupted", file=sys.stderr)
         return interrupted_status()
-    except BrokenPipeError:  # `collective analyze ... | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
-        return 128 + signal.SIGPIPE
     except Exception:
         if args.debug or not ctrl_c_received():
             raise
@@ -604,7 +631,6 @@ def _main(argv: list[str] | None) -> int:
 
 def _run_shipped_command(args: argparse.Namespace) -> int:
     """`collective examples DIR` and `collective docs [PAGE]`: what the package carries (`collective.shipped`)."""
-    from collective.output_files import write_stdout
     from collective.shipped import builtin_specs, copy_examples, doc_pages
 
     if args.command == "examples":
@@ -613,13 +639,13 @@ def _run_shipped_command(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"collective examples: error: {error}", file=sys.stderr)
             return 2
-        print("\n".join(map(str, written)))
+        write_stdout("\n".join(map(str, written)))
         print(f"run one from {args.dir}: collective sweep experiments/quickstart.toml --out runs/quickstart "
               f"(specs: {', '.join(builtin_specs())})", file=sys.stderr)
         return 0
     pages = doc_pages()
     if args.page is None:
-        print("\n".join(pages))
+        write_stdout("\n".join(pages))
         return 0
     name = args.page.removesuffix(".md").removeprefix("docs/")
     if name not in pages:
@@ -630,20 +656,25 @@ def _run_shipped_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _discard_stdout() -> None:
+    """What stdout still holds goes nowhere: no second error at exit's flush."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "behaviours":
         from collective.behaviours import behaviour_names, get_behaviour
         from collective.config import PROFILES
 
-        for name in behaviour_names():
-            print(f"{name:<14}{get_behaviour(name).description}")
-        print(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (collective docs tutorial: bring your own agent)")
-        print("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
-              f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
+        lines = [f"{name:<14}{get_behaviour(name).description}" for name in behaviour_names()]
+        lines.append(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (collective docs tutorial: bring your own agent)")
+        lines.append("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
+                     f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
+        write_stdout("\n".join(lines))
         return 0
     if args.command == "protocols":
-        print(describe_protocols())
-        print(f"{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) (collective docs tutorial: bring your own agent)")
+        write_stdout(f"{describe_protocols()}\n{'MODULE:CLASS':<14}your own: any class with communicate(self, obs) "
+                     "(collective docs tutorial: bring your own agent)")
         return 0
     if args.command in ("examples", "docs"):
         return _run_shipped_command(args)
@@ -675,8 +706,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     records = [evaluate(config, progress=True, threads=args.threads).as_record() for config in configs]
     if args.json:
-        print(strict_json(records[0] if len(records) == 1 else records))
+        write_stdout(strict_json(records[0] if len(records) == 1 else records))
     else:
-        print(format_table(records))
+        write_stdout(format_table(records))
     return 0
 

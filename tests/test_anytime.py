@@ -151,6 +151,8 @@ def test_ctrl_c_prints_a_finite_estimate_and_exits_0():
     (["--trace-out", "/no/such/dir/trace.parquet"], "--trace-out"),
     (["--grid", "5", "--complexity", "40:50"], "--complexity"),
     (["--behaviour", "telepath"], "--behaviour"),
+    (["--learner-training", "online"], "--learner-training"),  # issue 46 point 5: was run per_episode, unsaid
+    (["--learner-training", "pretrained"], "--learner-training"),
 ])
 def test_bad_input_exits_2_with_one_line(args, option, capsys):
     argv = ["anytime"] + ([] if "--behaviour" in args else ["--behaviour", "random"]) + args
@@ -160,6 +162,14 @@ def test_bad_input_exits_2_with_one_line(args, option, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1 and f"argument {option}:" in captured.err
+
+
+def test_learner_training_per_episode_is_what_runs_and_is_recorded(capsys):
+    """Issue 46 point 5: --learner-training reaches the test; per_episode, the one it runs, is accepted and recorded
+    (the sound profile's pretrained gives way to it)."""
+    assert main(["anytime", "--behaviour", "q_learning", "--learner-training", "per_episode",
+                 "--max-environments", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["learner_training"] == "per_episode"
 
 
 def test_config_rejects_a_budget_that_cannot_grow():

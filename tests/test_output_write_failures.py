@@ -1,9 +1,11 @@
-"""Write failures of the analysis commands' output (issue 46 point 2): a full disk (/dev/full) or a file size limit
+"""Write failures of the commands' output (issue 46 point 2): a full disk (/dev/full) or a file size limit
 (RLIMIT_FSIZE, in a subprocess with SIGXFSZ ignored, as a quota or a small file system would refuse) ends
 figures, dashboard, analyze and validate with one line naming the path (or standard output) and status 2, and
-leaves the user's previous file as it was, with no temporary left beside it."""
+leaves the user's previous file as it was, with no temporary left beside it; every command whose standard output
+is a full disk says so in one line (status 2), and one whose reader has left ends quietly (status 141)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dataset_damage import small_sweep
-from test_hostile_inputs import error_lines, outcome, run_cli
+from test_hostile_inputs import SMALL_SPEC, error_lines, outcome, run_cli
 
 # The tiny sweep's regression prints Satterthwaite's division by zero (issue 46 point 4, left to its own fix): not
 # what these tests count
@@ -86,3 +88,43 @@ def test_standard_output_on_a_full_disk_is_one_line(sweep, tmp_path, command):
                              stderr=subprocess.PIPE, text=True, timeout=600, cwd=tmp_path)
     assert outcome(run.returncode, run.stderr, 2) == "clean", run.stderr[-400:]
     assert error_lines(run.stderr) == [f"collective {command}: error: standard output: No space left on device"]
+
+
+QUICK_GROUP = ["--behaviour", "random", "--episodes", "4", "--iterations", "10", "--complexity", "2:10"]
+STDOUT_COMMANDS = {
+    "evaluate": ["evaluate", *QUICK_GROUP, "--json"],
+    "demo": ["demo", *QUICK_GROUP], "anytime": ["anytime", "--behaviour", "random", "--max-environments", "2"],
+    "sweep": ["sweep", "spec.toml", "--executor", "serial", "--out", "out"],
+    "sweep --dry-run": ["sweep", "spec.toml", "--executor", "serial", "--dry-run"],
+    "behaviours": ["behaviours"], "protocols": ["protocols"], "--help": ["--help"], "--version": ["--version"],
+}
+
+
+def with_stdout(args: list[str], stdout: int, cwd: Path) -> subprocess.CompletedProcess:
+    """`collective ARGS` with the given stdout, block-buffered as a user's is (PYTHONUNBUFFERED unset)."""
+    (cwd / "spec.toml").write_text(SMALL_SPEC)
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    return subprocess.run([sys.executable, *QUIET, "-m", "collective", *args], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=600, cwd=cwd, env=environment)
+
+
+@pytest.mark.parametrize("name", STDOUT_COMMANDS)
+def test_every_command_says_in_one_line_that_standard_output_is_full(name, tmp_path):
+    """Was a traceback (or Python's 'Exception ignored' at exit, status 120)."""
+    with open("/dev/full", "w") as full:
+        run = with_stdout(STDOUT_COMMANDS[name], full.fileno(), tmp_path)
+    assert outcome(run.returncode, run.stderr, 2) == "clean", run.stderr[-400:]
+    command = "collective" + ("" if name.startswith("--") else f" {name.split()[0]}")  # argparse's: before the command
+    assert error_lines(run.stderr) == [f"{command}: error: standard output: No space left on device"]
+
+
+@pytest.mark.parametrize("name", STDOUT_COMMANDS)
+def test_every_command_ends_quietly_when_its_reader_has_left(name, tmp_path):
+    """`collective ... | head -1` once head has gone: status 141 (128 + SIGPIPE), nothing on stderr."""
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader left before the first line
+    try:
+        run = with_stdout(STDOUT_COMMANDS[name], writer, tmp_path)
+    finally:
+        os.close(writer)
+    assert run.returncode == 141 and error_lines(run.stderr) == [], run.stderr[-400:]

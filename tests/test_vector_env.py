@@ -232,3 +232,24 @@ def test_bad_actions_and_settings_are_rejected():
             cls(env="maze")
         with pytest.raises(ConfigError, match="behaviour"):
             cls(behaviour="oracle")
+
+
+@pytest.mark.parametrize("cls", [LambdaStarVectorEnv, LambdaStarBatchedParallelEnv])
+def test_a_batch_too_large_for_memory_is_refused_before_anything_is_allocated(cls):
+    """Issue 46 point 5: episodes=10**7 grew to 23 GB at reset. The CLI's memory estimate refuses a batch beyond
+    any machine's memory (10**9 episodes: ~1.6 TB of paths) at construction, in one line naming the argument and
+    the largest batch that fits; one more than that is refused too."""
+    import re
+    import resource
+
+    cls(episodes=1)  # the imports and the K range's probe, before the peak is read
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ConfigError) as refused:
+        cls(episodes=10**9)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - grown < 100_000  # KiB: nothing allocated
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith("episodes: 1,000,000,000 episodes of 10x10, T=200"), message
+    largest = int(re.search(r"at most ([\d,]+) fit", message).group(1).replace(",", ""))
+    assert 1000 < largest < 10**9
+    with pytest.raises(ConfigError, match=f"at most {largest:,} fit"):
+        cls(episodes=largest + 1)

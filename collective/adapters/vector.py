@@ -17,7 +17,8 @@ Observations and rewards are those of `collective evaluate`: the stepping core i
 bit-identical to the fused kernel (tests/test_stepping_core.py), and tests/test_vector_env.py
 replays the kernel's recorded moves and a local searcher through these classes and gets the
 kernel's rewards exactly. The settings are the single-episode adapters'
-(`scenes.environment_config`) plus `episodes`, the batch size.
+(`scenes.environment_config`) plus `episodes`, the batch size: one whose arrays would not fit in memory is
+refused when the environment is made (`config.validate_batch_memory`), before anything is allocated.
 
 Teammates (issue 24 point 3; Melting Pot's focal population among background bots): the
 `group_size` agents the caller drives are the focal population, agents 0..group_size-1 of the
@@ -44,7 +45,7 @@ from gymnasium.vector.utils import batch_space
 
 from collective.adapters.rendering import STATE_CHANNELS, ansi_frame, grid_state, rgb_frame
 from collective.adapters.scenes import environment_config
-from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig
+from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig, validate_batch_memory
 from collective.evaluation.environments import generate_environments
 from collective.evaluation.fused_kernel import kernel_switches
 from collective.evaluation.stepping_group import plugin_group
@@ -106,11 +107,21 @@ class _Batches:
         self.config = environment_config(env, profile, **fields)
         self.group = _teammates_config(self.config, profile, fields, mix, protocol)
         self.render_mode = render_mode
+        validate_batch_memory(self.group or self.config, int(episodes), self._bytes_per_episode())
         self.episodes, self.agents = int(episodes), self.config.group_size  # agents: the focal ones
         self._seeded, self._next = self.group or self.config, 0
         self.core: SteppingCore | None = None
         self.playing: Playing | None = None
         self.indices = np.arange(0)  # (E,) episode indices of the batch being played
+
+    def _bytes_per_episode(self) -> int:
+        """This adapter's own arrays per episode: the state and observation spaces' bounds (float32 low and high,
+        two bool masks: 10 bytes a value) and action space (int64 counts and starts), a `state()` (float32 and
+        its float64 rewards and int64 cells) and the observations (float32)."""
+        c, agents = self.config, self.config.group_size
+        cells, features = c.rows * c.cols, (2 * c.observation_range + 1) ** 2 + (TARGET_FEATURES if self.hears else 0)
+        spaces_bytes = (len(STATE_CHANNELS) * cells + agents * features) * 10 + agents * 16
+        return spaces_bytes + cells * (4 * len(STATE_CHANNELS) + 16) + agents * features * 4
 
     @property
     def hears(self) -> bool:

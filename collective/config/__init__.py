@@ -22,7 +22,7 @@ from collective.config.evaluation_config import EvaluationConfig
 from collective.config.group import mix_counts, parse_mix
 from collective.config.learners import LEARNER_STATES, LEARNER_TRAININGS, LEARNING_PROTOCOLS
 from collective.config.memory import (BATCHES_PREPARED_AHEAD, TARGET_AGENT_STEPS_PER_BATCH, learner_table_bytes,
-                                      memory_needs, physical_memory_limit, training_chunk)
+                                      memory_needs, physical_memory_limit, training_chunk, validate_batch_memory)
 from collective.config.profiles import DEFAULT_PROFILE, PROFILES, RENAMED_FIELDS
 from collective.config.protocol import COMMUNICATION_CONTROLS
 from collective.config.statistics import SEED_MAX
@@ -30,4 +30,4 @@ from collective.config.statistics import SEED_MAX
 __all__ = ["BATCHES_PREPARED_AHEAD", "COMMUNICATION_CONTROLS", "CPP_SWITCHES", "ConfigError", "DEFAULT_PROFILE",
            "ENVIRONMENT_CLASSES", "EvaluationConfig", "LEARNER_STATES", "LEARNER_TRAININGS", "LEARNING_PROTOCOLS",
            "PROFILES", "RENAMED_FIELDS", "SEED_MAX", "TARGET_AGENT_STEPS_PER_BATCH", "learner_table_bytes", "memory_needs",
-           "mix_counts", "parse_mix", "physical_memory_limit", "training_chunk"]
+           "mix_counts", "parse_mix", "physical_memory_limit", "training_chunk", "validate_batch_memory"]

@@ -75,3 +75,26 @@ def validate_memory(c) -> None:
         raise ConfigError(max(needs, key=needs.get), f"a run of {c.grid}, T={c.iterations}, group of {c.group_size} "
                           f"needs ~{total / 2**30:.1f} GiB of memory; the limit is {limit / 2**30:.1f} GiB "
                           "(half the physical memory)")
+
+
+def validate_batch_memory(c, batch: int, bytes_per_episode: int = 0) -> None:
+    """Refuse, before allocating anything, `batch` episodes played at once (an adapter's batch: one set of
+    environments in memory, and the caller's own `bytes_per_episode`) whose arrays would not fit, naming the
+    largest batch that does."""
+    limit = physical_memory_limit()
+
+    def needs(episodes: int) -> int:
+        return sum(memory_needs(c, batch=episodes, batches=1).values()) + episodes * bytes_per_episode
+
+    def fits(episodes: int) -> bool:
+        return needs(episodes) <= limit
+
+    if fits(batch):
+        return
+    low, high = 0, batch  # fits(low), not fits(high): the needs grow with the batch
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    raise ConfigError("episodes", f"{batch:,} episodes of {c.grid}, T={c.iterations}, group of {c.group_size} "
+                                  f"at once need ~{needs(batch) / 2**30:.1f} GiB of memory; at most {low:,} fit in "
+                                  f"the limit of {limit / 2**30:.1f} GiB (half the physical memory)")

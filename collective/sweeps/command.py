@@ -20,6 +20,7 @@ from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_s
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
 from collective.simulation.plugins import CtrlC, PluginError, interrupted_status
 from collective.evaluation.compiled_code import kernel_cached
+from collective.output_files import write_stdout
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, plan, plan_size, time_sample)
 from collective.progress import (AGENT_STEPS_PER_SECOND, PLAYING, Progress, announce_compilation,
@@ -294,12 +295,12 @@ def run_sweep(args: argparse.Namespace) -> int:
         except PluginError as error:
             return _error(str(error))
         compilation_done()
-        print(plan_text(spec, size, workers, executor_name, sample, driver_seconds, import_seconds))
+        write_stdout(plan_text(spec, size, workers, executor_name, sample, driver_seconds, import_seconds))
         if cold:
-            print("  (this dry run compiled the kernels, and the start-up above counts it: the run will load them)")
+            write_stdout("  (this dry run compiled the kernels, and the start-up above counts it: the run will load them)")
         if (load := os.getloadavg()[0]) > 1:
-            print(f"  (load average {load:.1f}: other work shares the CPUs, so the workers will run slower than "
-                  "sampled and the sweep take longer)")
+            write_stdout(f"  (load average {load:.1f}: other work shares the CPUs, so the workers will run slower "
+                         "than sampled and the sweep take longer)")
         return 0
     if message := unconfirmed_work(size.agent_steps, args.yes):
         return _error(message)
@@ -334,7 +335,7 @@ def run_sweep(args: argparse.Namespace) -> int:
                           f"and rerun the same command to resume; finished chunks are kept", status=1)
         return _error(f"{type(error).__name__}: {' '.join(str(error).split())} (--debug shows the traceback)",
                       status=1)
-    print(summary.text())
+    write_stdout(summary.text())
     return 0
 
 
