@@ -76,8 +76,15 @@ def _add_pool_option(parser: argparse.ArgumentParser) -> None:
                              "that differ in training passes, for the learning tables)")
 
 
+def _add_label_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--label", type=_display_label, action="append", default=[], metavar="GROUP=TEXT",
+                        help="show group GROUP (its identifier, as in --format json) as TEXT; repeatable; over the "
+                             "spec's labels (json and csv keep the identifiers, with the labels beside them)")
+
+
 def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
     _add_pool_option(parser)
+    _add_label_option(parser)
     parser.add_argument("--by", type=_comma_list, default=None, metavar="F1,F2",
                         help="factors of the Υ table: any column, or k (K binned), H (entropy_bits), G "
                              "(group_size); default group,grid,group_size; grid is always added (paper 003 "
@@ -118,9 +125,6 @@ def add_analysis_commands(commands) -> None:
                               "or inches; every text is at least 7 pt at this width")
     figures.add_argument("--title", action="store_true", help="draw a title on each figure (default none: a "
                                                               "paper puts it in the caption)")
-    figures.add_argument("--label", type=_display_label, action="append", default=[], metavar="GROUP=TEXT",
-                         help="show group GROUP (its identifier, as in analyze) as TEXT; repeatable; over the "
-                              "spec's labels")
     figures.add_argument("--groups", type=_comma_list, default=None, metavar="G1,G2",
                          help="only these groups (identifiers); random and oracle stay as references")
     figures.add_argument("--figures", type=_figure_list, default=None, metavar="F1,F2",
@@ -134,6 +138,7 @@ def add_analysis_commands(commands) -> None:
                                                "it, a sham that keeps its own sensing; and the K effect of still "
                                                "and moving patterns apart. Exit status 1 when a check fails.")
     _add_pool_option(validate)
+    _add_label_option(validate)
     validate.add_argument("--format", choices=("table", "csv", "json"), default="table",
                           help="output format (default table)")
     dashboard = commands.add_parser("dashboard", help="one self-contained HTML report of a sweep dataset",
@@ -145,13 +150,15 @@ def add_analysis_commands(commands) -> None:
     dashboard.add_argument("--out", required=True, metavar="FILE.html", help="the report to write")
 
 
-def _validate(dataset, fmt: str) -> int:
-    """Print the validity report; 1 when a check fails."""
+def _validate(dataset, fmt: str, labels: dict[str, str]) -> int:
+    """Print the validity report, groups by their display labels (the spec's, then `labels`) in the table; 1 when a
+    check fails."""
+    from collective.analysis.dataset import display_labels
     from collective.analysis.validity import FAILS, format_report, validate
     from collective.output_files import write_stdout
 
     report = validate(dataset.rows, sweeps=[source.description for source in dataset.sources if source.description])
-    write_stdout(format_report(report) if fmt == "table" else report.to_csv(index=False) if fmt == "csv"
+    write_stdout(format_report(report, display_labels(dataset, labels)) if fmt == "table" else report.to_csv(index=False) if fmt == "csv"
                  else report.to_json(orient="records", force_ascii=False, indent=1))
     return 1 if (report["status"] == FAILS).any() else 0
 
@@ -202,10 +209,10 @@ def run_analysis_command(args: argparse.Namespace) -> int:
         for notice in dataset.notices:
             print(f"collective {args.command}: notice: {notice}", file=sys.stderr)
         if args.command == "validate":
-            return _validate(dataset, args.format)
+            return _validate(dataset, args.format, dict(args.label))
         if args.command == "figures":
             return _figures(dataset, args)
-        analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width)
+        analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width, dict(args.label))
         if args.command == "analyze":
             if args.tables:
                 analysis.tables = {name: table for name, table in analysis.tables.items() if name in args.tables}

@@ -22,12 +22,11 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from collective.analysis.base import Analysis, Table
+from collective.analysis.base import GROUP_COLUMNS, Analysis, Table, labelled
 from collective.analysis.validity import FAILS, HOLDS, NOT_APPLICABLE, REPORT
 
 # Columns naming a group type: a row (and a figure's series) belongs to the group in the first present, e.g. a
 # gain's collective, not its isolated baseline; the grid column; readable headers.
-GROUP_COLUMNS = ("group", "collective", "real", "first", "second", "sham", "isolated", "focal", "background")
 GRID_COLUMN = "grid"
 COUNT_COLUMNS = ("episodes", "pairs", "environments", "cells")  # a table's counts: its hover shows the first
 HEADERS = {
@@ -154,10 +153,11 @@ def _row_attributes(record: dict, protocols: dict[str, str]) -> str:
 
 
 def table_html(table_id: str, frame: pd.DataFrame, protocols: dict[str, str], shown: list | None = None,
-               cells: dict | None = None) -> str:
+               cells: dict | None = None, labels: dict[str, str] | None = None) -> str:
     """A DataTables-ready <table> of the `shown` columns (default all): readable headers (raw name in the
-    tooltip), formatted cells sorted by their value, and each row's groups, grid and protocols as data
-    attributes for the selection. `cells` maps a column to (header, function rendering a row's cell)."""
+    tooltip), formatted cells sorted by their value, groups by their display `labels` (the identifier in the
+    tooltip), and each row's groups, grid and protocols as data attributes for the selection. `cells` maps a
+    column to (header, function rendering a row's cell)."""
     if frame.empty:
         return '<p class="note">No rows: the dataset has nothing to compare here.</p>'
     shown, cells = list(frame.columns) if shown is None else shown, cells or {}
@@ -166,12 +166,20 @@ def table_html(table_id: str, frame: pd.DataFrame, protocols: dict[str, str], sh
             "text long" if frame[c].astype(str).str.len().max() > LONG_TEXT else "text" for c in shown}
     head = "".join(f'<th class="{kind[c]}" title="{html.escape(str(c))}">'
                    f'{html.escape(cells[c][0] if c in cells else header(str(c)))}</th>' for c in shown)
+    named = {c for c in shown if labels and (c in GROUP_COLUMNS or c == "subject")}
+
+    def td(record: dict, c) -> str:
+        value = record[c]
+        if c in named and isinstance(value, str) and labelled(value, labels) != value:
+            return (f'<td class="{kind[c]}" title="{html.escape(value)}" data-order="{html.escape(value)}">'
+                    f'{html.escape(labelled(value, labels))}</td>')
+        return (f'<td class="{kind[c]}" data-order="{html.escape(_order_key(value, str(c)))}">'
+                f'{html.escape(cells[c][1](record) if c in cells else format_number(value, str(c), scientific[c]))}'
+                f'</td>')
+
     body = []
     for record in frame.to_dict(orient="records"):
-        tds = "".join(
-            f'<td class="{kind[c]}" data-order="{html.escape(_order_key(record[c], str(c)))}">'
-            f'{html.escape(cells[c][1](record) if c in cells else format_number(record[c], str(c), scientific[c]))}'
-            f'</td>' for c in shown)
+        tds = "".join(td(record, c) for c in shown)
         body.append(f"<tr{_row_attributes(record, protocols)}>{tds}</tr>")
     return (f'<table id="{table_id}" class="data display compact"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(body)}</tbody></table>')
@@ -180,7 +188,8 @@ def table_html(table_id: str, frame: pd.DataFrame, protocols: dict[str, str], sh
 def analysis_tables_html(analysis: Analysis, protocols: dict[str, str]) -> str:
     """Every table of the Analysis, in its order, then the skipped ones with their reason."""
     parts = [f'<section class="table" id="table-{name}"><h3>{html.escape(table.title)}</h3><p class="note">'
-             f'{html.escape(table.note)}</p>{table_html(f"data-{name}", table.frame, protocols)}</section>'
+             f'{html.escape(table.note)}</p>'
+             f'{table_html(f"data-{name}", table.frame, protocols, labels=analysis.labels)}</section>'
              for name, table in analysis.tables.items()]
     parts += [f'<section class="table" id="table-{name}"><h3>Table {name} skipped</h3><p class="note">'
               f'{html.escape(reason)}</p></section>' for name, reason in analysis.skipped.items()]
@@ -208,7 +217,8 @@ def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
                      f'Validity suite: {html.escape(verdict)}' + (f" ({'; '.join(aside)})" if aside else "")
                      + ' <a href="#table-validity">(the checks)</a></p>')
         if len(failing):
-            parts.append(table_html("headline-failing", failing, protocols, ["check", "subject", "figure"]))
+            parts.append(table_html("headline-failing", failing, protocols, ["check", "subject", "figure"],
+                                    labels=analysis.labels))
     for name, value, title, keep in (
             ("accuracy", "accuracy", "Accuracy against the ceiling (95% CI)", ()),
             ("gains", "difference", "Gain over isolated agents, Υ difference (95% CI)",
@@ -225,7 +235,7 @@ def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
         parts.append(f'<h3>{html.escape(title)}</h3>' + table_html(
             f"headline-{name}", frame, protocols, [*ids, *extra, value],
             {value: (f"{header(value)} [95% CI]", lambda record, v=value, lo=low, hi=high,
-                     sci=is_scientific(frame[value]): _with_ci(record, v, lo, hi, sci))}))
+                     sci=is_scientific(frame[value]): _with_ci(record, v, lo, hi, sci))}, analysis.labels))
     return "\n".join(parts) or '<p class="note">No headline: the dataset has no accuracy or gain table.</p>'
 
 

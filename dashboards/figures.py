@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import math
 import textwrap
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from collective.analysis.base import DatasetError, environment_ids, is_reference  # noqa: E402
 from collective.analysis.comparisons import collective_gains  # noqa: E402
-from collective.analysis.dataset import Dataset  # noqa: E402
+from collective.analysis.dataset import Dataset, display_labels  # noqa: E402
 from collective.analysis.factors import K_BIN, K_MID, add_k_bins  # noqa: E402
 from collective.analysis.inference import clustered_mean_ci, mean_ci  # noqa: E402
 from collective.analysis.learning import (EFFICIENCY_REFERENCE, curve_task, held_out_learning,  # noqa: E402
@@ -111,20 +110,6 @@ class WrittenFigure:
     pdf: Path
     png: Path
     svg: Path
-
-
-def display_labels(dataset: Dataset, overrides: dict[str, str] | None = None) -> dict[str, str]:
-    """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`. A label that
-    another group of the rows is shown by too (datasets merged by hand, a --label given twice) is followed by
-    the group's identifier, so that no group hides another."""
-    labels = {}
-    for source in dataset.sources:
-        for group in (source.description or {}).get("groups", []):
-            if isinstance(group, dict) and group.get("display"):
-                labels.setdefault(str(group.get("label")), str(group["display"]))
-    labels.update(overrides or {})
-    shown = Counter(labels.get(group, group) for group in map(str, dataset.rows["group"].unique()))
-    return {group: f"{label} ({group})" if shown[label] > 1 else label for group, label in labels.items()}
 
 
 def plain(text: str) -> str:

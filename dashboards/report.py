@@ -21,7 +21,7 @@ from collective.analysis.base import Analysis
 from collective.analysis.dataset import Dataset, provenance
 from collective.dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
     libraries_html, selection_html
-from collective.dashboards.figures import STYLE, FigureOptions, build_figures, display_labels, limit_groups
+from collective.dashboards.figures import STYLE, FigureOptions, build_figures, limit_groups
 from collective.output_files import replacing
 
 PNG_DPI = 130
@@ -120,13 +120,13 @@ def _figure_html(spec) -> str:
 
 def render_report(dataset: Dataset, analysis: Analysis, k_bin_width: int = 4) -> str:
     """The report as one HTML string."""
-    options, notice = limit_groups(dataset, FigureOptions())
+    options, notice = limit_groups(dataset, FigureOptions(labels=analysis.labels))  # the spec's and --label
     figures = build_figures(dataset, k_bin_width, options)
     shown = html.escape(f" {notice[:1].upper()}{notice[1:]}.") if notice else ""
     names = sorted({s.description.get("name") or "" for s in dataset.sources if s.description}) or ["sweep"]
     title = f"collective: {', '.join(names)}"
     protocols = group_protocols(dataset.rows)
-    labels = display_labels(dataset)
+    labels = analysis.labels
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title><style>{CSS}</style>

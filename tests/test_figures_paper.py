@@ -3,6 +3,8 @@ two-column widths with no matplotlib warning and every text at least 7 pt at tha
 or axis label overlapping another text, styles distinct beyond 8 groups, every panel one grid (paper 003
 Definition 3), display labels from the spec and the command line, the gain-with-CI figure, cells named
 in the message-entropy scatter, and PDF, PNG and SVG files of the chosen width, the same on every run."""
+import html
+import json
 import subprocess
 import sys
 import warnings
@@ -260,7 +262,7 @@ def test_the_dashboard_names_groups_by_the_specs_display_labels(datasets):
     from collective.analysis.factors import DEFAULT_BY
     from collective.analysis.report import analyse
     from collective.dashboards.explore import figures_html, selection_html
-    from collective.dashboards.figures import display_labels
+    from collective.analysis.dataset import display_labels
 
     dataset = load_dataset([datasets["byo_agent"]])
     analysis, labels = analyse(dataset, list(DEFAULT_BY)), display_labels(dataset)
@@ -271,3 +273,27 @@ def test_the_dashboard_names_groups_by_the_specs_display_labels(datasets):
     assert f'"name":"{gossip}' not in figures
     selection = selection_html(analysis, {}, labels)
     assert f'value="{gossip}" checked> memory searcher, gossip</label>' in selection
+
+
+def test_analyze_validate_and_the_dashboards_tables_name_groups_by_their_labels(datasets):
+    """Issue 43 item 3: the byo_agent spec's labels name its groups in analyze's and validate's tables (not the
+    630-character import paths), `--label` over them; --format json keeps the identifiers, with the labels beside
+    them; the dashboard's tables show the label with the identifier as the cell's tooltip."""
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
+    from collective.dashboards.explore import analysis_tables_html
+
+    gossip = "examples.byo_agent.agents:MemorySearcher+examples.byo_agent.talk:Gossip(margin=0.1)"
+    run = str(datasets["byo_agent"])
+    table = collective("analyze", run, "--tables", "upsilon,gains", "--label", "random=coin flips")
+    assert table.returncode == 0, table.stderr
+    assert "memory searcher, gossip" in table.stdout and "coin flips" in table.stdout
+    assert "examples.byo_agent" not in table.stdout
+    printed = json.loads(collective("analyze", run, "--tables", "upsilon", "--format", "json").stdout)
+    assert gossip in {row["group"] for row in printed["upsilon"]["rows"]}
+    assert printed["labels"][gossip] == "memory searcher, gossip"
+    checks = collective("validate", run, "--label", "random=coin flips").stdout
+    assert "coin flips @ " in checks and "random @ " not in checks
+    analysis = analyse(load_dataset([datasets["byo_agent"]]), list(DEFAULT_BY))
+    tables = analysis_tables_html(analysis, {})
+    assert f'title="{html.escape(gossip)}" data-order="{html.escape(gossip)}">memory searcher, gossip</td>' in tables

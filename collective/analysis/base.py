@@ -25,8 +25,23 @@ ENVIRONMENT_CLASS_COLUMNS = ("env", "grid", "iterations", "pattern_generator", "
                              "landscape_motion", "legg_hutter_estimator")
 
 
+# The columns of the analysis tables that hold a group identifier (each names one group of the rows).
+GROUP_COLUMNS = ("group", "collective", "real", "first", "second", "sham", "isolated", "focal", "background")
+
+
 class DatasetError(ValueError):
     """Input that cannot be analysed: not a dataset, or an unknown factor. The message is one line."""
+
+
+def labelled(value: str, labels: dict[str, str]) -> str:
+    """A group identifier as its display label; in a validity subject ("GROUP @ GRID", "GROUP: G"), its group."""
+    if value in labels:
+        return labels[value]
+    for separator in (" @ ", ": "):
+        group, found, rest = value.partition(separator)
+        if found and group in labels:
+            return f"{labels[group]}{separator}{rest}"
+    return value
 
 
 @dataclass
@@ -41,10 +56,12 @@ class Table:
 
 @dataclass
 class Analysis:
-    """Every table of `analyze`, in display order, and why an expected table was skipped (name -> reason)."""
+    """Every table of `analyze`, in display order, why an expected table was skipped (name -> reason), and the
+    groups' display labels (the tables keep identifiers; text output shows the labels: `report.format_analysis`)."""
 
     tables: dict[str, Table] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # group identifier -> its display label (the spec's)
 
     def add(self, table: Table) -> None:
         self.tables[table.name] = table

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import platform
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,20 @@ class Dataset:
     sources: list[SweepSource]
     notices: list[str] = field(default_factory=list)  # what loading found that changes what is counted
     columns: list[str] = field(default_factory=list)
+
+
+def display_labels(dataset: Dataset, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`. A label that
+    another group of the rows is shown by too (datasets merged by hand, a --label given twice) is followed by
+    the group's identifier, so that no group hides another."""
+    labels = {}
+    for source in dataset.sources:
+        for group in (source.description or {}).get("groups", []):
+            if isinstance(group, dict) and group.get("display"):
+                labels.setdefault(str(group.get("label")), str(group["display"]))
+    labels.update(overrides or {})
+    shown = Counter(labels.get(group, group) for group in map(str, dataset.rows["group"].unique()))
+    return {group: f"{label} ({group})" if shown[label] > 1 else label for group, label in labels.items()}
 
 
 def _settings() -> list[str]:

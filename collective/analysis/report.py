@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from collective.analysis.base import Analysis, DatasetError, Table
+from collective.analysis.base import GROUP_COLUMNS, Analysis, DatasetError, Table, labelled
 from collective.analysis.communication import add_communication_tables
 from collective.analysis.comparisons import collective_gains, protocol_comparisons
-from collective.analysis.dataset import Dataset
+from collective.analysis.dataset import Dataset, display_labels
 from collective.analysis.factors import add_k_bins, resolve_factors, strata_of, with_grid
 from collective.analysis.focal import add_focal_table
 from collective.analysis.learning import add_learning_tables
@@ -25,12 +25,13 @@ from collective.analysis.upsilon import (ACCURACY_NOTE, LEGG_HUTTER_NOTE, accura
 from collective.analysis.validity import VALIDITY_NOTE, validate
 
 
-def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4) -> Analysis:
-    """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid."""
+def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[str, str] | None = None) -> Analysis:
+    """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid; groups shown by
+    the spec's display labels, then `labels` (identifier -> text, e.g. --label)."""
     rows = add_k_bins(dataset.rows, k_bin_width)
     by = with_grid(resolve_factors(rows, by, dataset.columns))
     strata = strata_of(by)
-    analysis = Analysis()
+    analysis = Analysis(labels=display_labels(dataset, labels))
     shown = ", ".join(by)
     analysis.add(Table("accuracy", f"Accuracy against the ceiling by {shown}", ACCURACY_NOTE, accuracy_table(rows, by)))
     analysis.add(Table("upsilon", f"Υ by {shown}",
@@ -74,14 +75,18 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _text_cells(frame: pd.DataFrame) -> list[list[str]]:
-    return [[_number(value) for value in row] for row in frame.itertuples(index=False)]
+def _text_cells(frame: pd.DataFrame, labels: dict[str, str]) -> list[list[str]]:
+    """Each cell as text; in the columns that hold a group identifier (GROUP_COLUMNS, a validity subject), its label."""
+    named = [labels and (column in GROUP_COLUMNS or column == "subject") for column in frame.columns]
+    return [[labelled(str(value), labels) if name and isinstance(value, str) else _number(value)
+             for name, value in zip(named, row)] for row in frame.itertuples(index=False)]
 
 
-def column_panels(widths: list[int], width: int | None, leading: int) -> list[list[int]]:
+def column_panels(widths: list[int], width: int | None, leading: int, attached: set[int] = frozenset()) -> list[list[int]]:
     """The columns (by their `widths`) of an aligned table in panels that each fit `width` characters
     (None: one panel), each panel repeating the first column and up to `leading - 1` more (the factors a
-    table is read by) while they take at most half the width."""
+    table is read by) while they take at most half the width. A column in `attached` (a CI bound) stays in the
+    panel of the column before it (its estimate), so Υ is read beside its interval."""
     def span(columns: list[int]) -> int:
         return sum(widths[i] for i in columns) + 2 * (len(columns) - 1)
 
@@ -90,12 +95,18 @@ def column_panels(widths: list[int], width: int | None, leading: int) -> list[li
     keys = [0]
     while len(keys) < min(leading, len(widths) - 1) and span(keys + [len(keys)]) <= width // 2:
         keys.append(len(keys))
-    panels, panel = [], list(keys)
+    units: list[list[int]] = []
     for column in range(len(keys), len(widths)):
-        if len(panel) > len(keys) and span(panel + [column]) > width:
+        if column in attached and units:
+            units[-1].append(column)
+        else:
+            units.append([column])
+    panels, panel = [], list(keys)
+    for unit in units:
+        if len(panel) > len(keys) and span(panel + unit) > width:
             panels.append(panel)
             panel = list(keys)
-        panel.append(column)
+        panel.extend(unit)
     return panels + [panel]
 
 
@@ -103,15 +114,18 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
     """The tables as aligned text, CSV sections ("# name" lines), one JSON object or Markdown; then a line
     per skipped table (in JSON, {"skipped": reason} under its name). Aligned text ("table") wider than
     `width` comes in panels of columns that fit it (`column_panels`); "wide" is never split."""
-    if fmt == "json":
+    labels = {group: label for group, label in analysis.labels.items() if label != group}
+    if fmt == "json":  # identifiers in the tables, their labels beside them
         return json.dumps({**{name: dict(title=table.title, note=table.note,
                                          rows=json.loads(table.frame.to_json(orient="records")))
                               for name, table in analysis.tables.items()},
-                           **{name: dict(skipped=reason) for name, reason in analysis.skipped.items()}},
+                           **{name: dict(skipped=reason) for name, reason in analysis.skipped.items()},
+                           **({"labels": labels} if labels else {})},
                           ensure_ascii=False, indent=1)
     blocks = []
     for name, table in analysis.tables.items():
-        header, cells = [str(c) for c in table.frame.columns], _text_cells(table.frame)
+        header = [str(c) for c in table.frame.columns]
+        cells = _text_cells(table.frame, {} if fmt == "csv" else labels)
         if fmt == "csv":
             blocks.append(f"# {name}: {table.title}\n" + table.frame.to_csv(index=False))
         elif fmt == "markdown":
@@ -124,7 +138,9 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
             lines = [table.title, table.note]
             floats = [pd.api.types.is_float_dtype(dtype) for dtype in table.frame.dtypes]
             leading = floats.index(True) if True in floats else len(floats)  # the factors come first
-            for number, panel in enumerate(column_panels(widths, width if fmt == "table" else None, leading)):
+            attached = {i for i, h in enumerate(header) if h.endswith(("ci95_low", "ci95_high"))}
+            for number, panel in enumerate(column_panels(widths, width if fmt == "table" else None, leading,
+                                                         attached)):
                 lines += [""] if number else []
                 lines += ["  ".join(header[i].rjust(widths[i]) for i in panel),
                           "  ".join("-" * widths[i] for i in panel)]
@@ -132,6 +148,9 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
             if not cells:
                 lines.append("(no rows: the dataset has nothing to compare here)")
             blocks.append("\n".join(lines) + "\n")
+    if fmt == "csv" and labels:
+        blocks.append("# labels: the groups' display labels\n" + pd.DataFrame(
+            {"group": list(labels), "label": list(labels.values())}).to_csv(index=False))
     prefix = "# " if fmt == "csv" else ""
     skipped = [f"{prefix}Table {name} skipped: {reason}" for name, reason in analysis.skipped.items()]
     return "\n".join(blocks + skipped)

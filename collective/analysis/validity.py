@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.base import environment_ids, is_reference, levels, reference_keys
+from collective.analysis.base import environment_ids, is_reference, labelled, levels, reference_keys
 from collective.analysis.cluster_robust import clustered_ols
 from collective.analysis.communication import CONTROL, sham_table
 from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, mean_ci
@@ -370,9 +370,11 @@ def validate(rows: pd.DataFrame, regressed: pd.DataFrame | None = None, sweeps: 
     return pd.DataFrame([vars(check) for run in runs for check in run(rows)], columns=COLUMNS)
 
 
-def format_report(report: pd.DataFrame) -> str:
-    """One line per check: status, check, subject, figure; the criteria once per check below."""
-    lines = [f"{r.status:<7} {r.check:<20} {r.subject:<40} {r.figure}" for r in report.itertuples(index=False)]
+def format_report(report: pd.DataFrame, labels: dict[str, str] | None = None) -> str:
+    """One line per check: status, check, subject (its group by its display label, `labels`), figure; the criteria
+    once per check below."""
+    lines = [f"{r.status:<7} {r.check:<20} {labelled(r.subject, labels or {}):<40} {r.figure}"
+             for r in report.itertuples(index=False)]
     criteria = report.drop_duplicates("check")
     lines += ["", "Criteria:"] + [f"  {r.check}: {r.criterion}" for r in criteria.itertuples(index=False)]
     failed = int((report["status"] == FAILS).sum())
