@@ -250,13 +250,14 @@ def plotly_text(text: str) -> str:
 
 
 def interactive_figure(table: Table, value: str, y_title: str, title: str, protocols: dict[str, str],
-                       labels: dict[str, str] | None = None) -> go.Figure:
+                       labels: dict[str, str] | None = None, colours: dict[str, str] | None = None) -> go.Figure:
     """The value with its 95% CI bars, one panel per grid and one colour and marker per series (a group, and the
     table's other varying levels such as a K range): against group size when it varies, else a forest plot (one
     row per series). Series are named by the groups' display labels (`labels`, from the spec) where given, as
     text (`plotly_text`). Hover shows the value, CI and count (customdata: CI low, CI high, count); each trace
-    carries its group identifier, grid and protocol in `meta` for the selection."""
-    labels = labels or {}
+    carries its group identifier, grid and protocol in `meta` for the selection. A group is drawn in its colour of
+    the paper figures (`colours`, `figures.group_colours`) where given."""
+    labels, colours = labels or {}, colours or {}
     frame = table.frame
     low, high = (f"{value}_ci95_low", f"{value}_ci95_high") if f"{value}_ci95_low" in frame else (
         "ci95_low", "ci95_high")
@@ -272,7 +273,7 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
     for index, (key, part) in enumerate(series):
         label = plotly_text(labels.get(str(key[0]), str(key[0])) + "".join(
             f" · {header(c).lower()} {format_number(v, c)}" for c, v in zip(extra, key[1:])))
-        shown = False
+        shown, colour = False, colours.get(str(key[0])) or _color(index)
         for column, grid in enumerate(grids, start=1):
             cut = part[part[GRID_COLUMN] == grid] if grid != "" else part
             if cut.empty:
@@ -287,8 +288,8 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
                                                         else np.full(len(cut), np.nan)]),
                 name=label, legendgroup=label, showlegend=not shown and not forest,
                 mode="markers" if forest else "lines+markers",
-                marker=dict(color=_color(index), symbol=SYMBOLS[index // len(PALETTE) % len(SYMBOLS)], size=8),
-                line=dict(color=_color(index), width=1.5),
+                marker=dict(color=colour, symbol=SYMBOLS[index // len(PALETTE) % len(SYMBOLS)], size=8),
+                line=dict(color=colour, width=1.5),
                 meta=dict(group=str(key[0]), grid=str(grid), protocol=protocols.get(str(key[0]), "")),
                 hovertemplate=(f"<b>{label}</b><br>{where}<br>{y_title}: "
                                f"%{{{'x' if forest else 'y'}:.3f}}<br>95% CI [%{{customdata[0]:.3f}}, "
@@ -315,9 +316,9 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
 
 
 def figure_html(name: str, table: Table, value: str, y_title: str, title: str, protocols: dict[str, str],
-                labels: dict[str, str] | None = None) -> str:
+                labels: dict[str, str] | None = None, colours: dict[str, str] | None = None) -> str:
     """One interactive figure (`interactive_figure`) with its caption, as HTML without the Plotly library."""
-    figure = interactive_figure(table, value, y_title, title, protocols, labels)
+    figure = interactive_figure(table, value, y_title, title, protocols, labels, colours)
     return (f'<figure class="plot" id="figure-{name}">'
             + figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{name}",
                              config=dict(displaylogo=False, responsive=True))
@@ -326,8 +327,10 @@ def figure_html(name: str, table: Table, value: str, y_title: str, title: str, p
               f'legend entry to hide a group.</figcaption></figure>')
 
 
-def figures_html(analysis: Analysis, protocols: dict[str, str], labels: dict[str, str] | None = None) -> str:
-    """The interactive figures whose table is present with its columns; groups named by `labels` where given."""
+def figures_html(analysis: Analysis, protocols: dict[str, str], labels: dict[str, str] | None = None,
+                 colours: dict[str, str] | None = None) -> str:
+    """The interactive figures whose table is present with its columns; groups named by `labels` and drawn in
+    `colours` where given."""
     parts = []
     for name, value, y_title, title in FIGURES:
         table = analysis.tables.get(name)
@@ -335,7 +338,7 @@ def figures_html(analysis: Analysis, protocols: dict[str, str], labels: dict[str
             continue
         if not any(c in table.frame for c in GROUP_COLUMNS):
             continue
-        parts.append(figure_html(name, table, value, y_title, title, protocols, labels))
+        parts.append(figure_html(name, table, value, y_title, title, protocols, labels, colours))
     return "\n".join(parts)
 
 

@@ -185,6 +185,14 @@ def _group_types(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     return types
 
 
+def group_colours(rows: pd.DataFrame) -> dict[str, str]:
+    """The colour each group type is drawn in (random and oracle in their reference colours): the paper figures'
+    and, through it, the dashboard's, so a group looks the same in both."""
+    types = _group_types(rows, {})
+    return {group: REFERENCE_STYLE[kind]["color"] if kind else colour
+            for group, kind, colour in zip(types.index, types["reference"], types["colour"])}
+
+
 def _style(types: pd.DataFrame, label: str) -> dict:
     return dict(color=types.loc[label, "colour"], marker=types.loc[label, "marker"],
                 linestyle=types.loc[label, "linestyle"])

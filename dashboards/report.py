@@ -21,7 +21,7 @@ from collective.analysis.base import Analysis
 from collective.analysis.dataset import Dataset, provenance
 from collective.dashboards.explore import SCRIPT, analysis_tables_html, figures_html, group_protocols, headline_html, \
     libraries_html, selection_html
-from collective.dashboards.figures import STYLE, FigureOptions, build_figures, limit_groups
+from collective.dashboards.figures import STYLE, FigureOptions, build_figures, group_colours, limit_groups
 from collective.output_files import replacing
 
 PNG_DPI = 130
@@ -143,7 +143,7 @@ and tables; kept in the address as #groups=…&amp;grids=…&amp;protocols=…)<
 <h2 id="headline">Headline</h2>
 <div class="headline">{headline_html(analysis, protocols)}</div>
 <h2 id="figures">Figures</h2>
-{figures_html(analysis, protocols, labels)}
+{figures_html(analysis, protocols, labels, group_colours(dataset.rows))}
 <h2 id="tables">Tables</h2>
 <p class="note">Click a header to sort (shift-click for a second key); type in Filter to keep matching rows. Hover
 a header for its column name in <code>collective analyze</code> output.</p>

@@ -297,3 +297,27 @@ def test_analyze_validate_and_the_dashboards_tables_name_groups_by_their_labels(
     analysis = analyse(load_dataset([datasets["byo_agent"]]), list(DEFAULT_BY))
     tables = analysis_tables_html(analysis, {})
     assert f'title="{html.escape(gossip)}" data-order="{html.escape(gossip)}">memory searcher, gossip</td>' in tables
+
+
+def test_a_group_has_one_colour_in_the_paper_figures_and_the_dashboard(datasets):
+    """Issue 43 item 8: the dashboard coloured series by their order in each table, the paper figures by group."""
+    from matplotlib.colors import to_hex
+
+    from collective.analysis.factors import DEFAULT_BY
+    from collective.analysis.report import analyse
+    from collective.dashboards.explore import interactive_figure
+    from collective.dashboards.figures import build_figures, group_colours
+
+    dataset = load_dataset([datasets["twelve"]])
+    analysis = analyse(dataset, list(DEFAULT_BY))
+    drawn = {}
+    for spec in build_figures(dataset, options=FigureOptions(figures=("upsilon_vs_group_size",))):
+        for line in spec.figure.findobj(lambda artist: hasattr(artist, "get_label") and hasattr(artist, "get_color")):
+            if not str(line.get_label()).startswith("_"):
+                drawn[str(line.get_label())] = to_hex(line.get_color())
+    figure = interactive_figure(analysis.tables["upsilon"], "upsilon", "Υ", "Υ", {}, {},
+                                group_colours(dataset.rows))
+    dashboard = {trace.meta["group"]: to_hex(trace.marker.color) for trace in figure.data}
+    shared = set(drawn) & set(dashboard)
+    assert len(shared) >= 10, (sorted(drawn), sorted(dashboard))
+    assert {group: dashboard[group] for group in shared} == {group: drawn[group] for group in shared}
