@@ -384,8 +384,8 @@ def test_a_module_in_the_working_directory_does_not_shadow_an_installed_package(
 
 def test_a_plugin_that_kills_its_ray_worker_is_named(tmp_path):
     """os._exit in a plug-in's act kills the GroupHost each time Ray restarts it: the sweep ends with a
-    PluginError naming the plug-in and its group, not Ray's ActorDiedError (Ray's own `(raylet)`
-    lines about the restarts still come before it: issue 26 point 9)."""
+    PluginError naming the plug-in and its group, not Ray's ActorDiedError, and that line is the last thing
+    printed: Ray's `(raylet)` lines about the deaths and retries go to OUT/ray.log, which the line names."""
     (tmp_path / "crash.py").write_text("import os\n\nclass Crash:\n    def act(self, obs):\n        os._exit(1)\n")
     (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
         'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["crash:Crash"]'))
@@ -394,3 +394,6 @@ def test_a_plugin_that_kills_its_ray_worker_is_named(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert last.startswith("collective sweep: error: plug-in crash:Crash: the Ray worker playing groups crash:Crash")
+    log = tmp_path.resolve() / "out" / "ray.log"
+    assert f"(Ray's messages: {log})" in last and "(raylet)" in log.read_text()
+    assert "(raylet)" not in result.stderr + result.stdout and not result.stdout.strip()
