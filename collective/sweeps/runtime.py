@@ -22,7 +22,7 @@ Ray is imported), no usage reporting. Ray's messages (its `ray` logger, the `(ra
 worker's death) go to `OUT/ray.log` (`ray_messages_to`), so that a failed sweep's own line is its last.
 An embedded Ray runs in a temporary directory of its own (its `_temp_dir`, and the working directory
 ray.init sees, which Ray puts first on its workers' sys.path), watched by `ray_watchdog.py`, which ends its
-processes when the driver dies; a cluster's workers get an empty directory on their sys.path.
+processes when the driver dies; a cluster's workers get an empty directory, since removed, on their sys.path.
 
 Memory: every actor asks Ray for the memory its work needs (Ray's `memory` resource, from the
 spec's largest work unit and the environments it keeps, `plan.largest_unit_bytes` and
@@ -174,7 +174,7 @@ def ray_messages_to(path: Path):
 def ray_watchdog(temp_dir: str, log):
     """`ray_watchdog.py` watching this process while an embedded Ray runs in `temp_dir`: it ends that Ray's
     processes within seconds if this process dies (kill -9 included), else what ray.shutdown left; then it
-    removes `temp_dir`. Its own output goes to `log`."""
+    removes `temp_dir`. Its own output goes to `log` (None: this process's stdout and stderr)."""
     watchdog = subprocess.Popen([sys.executable, "-I", str(Path(__file__).with_name("ray_watchdog.py")), temp_dir],
                                 stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True)
     try:
@@ -273,9 +273,10 @@ class RayExecutor:
         self.stack = contextlib.ExitStack()  # what __exit__ undoes of entering
 
     @property
-    def log_path(self) -> Path:
-        """The file in the sweep's directory that gets Ray's messages (`ray_messages_to`)."""
-        return self.writer.dataset.parent / RAY_LOG_FILE
+    def log_path(self) -> Path | None:
+        """The file in the sweep's directory that gets Ray's messages (`ray_messages_to`); None for an executor
+        entered without a writer (its rows all come back to the caller), where Ray prints as it does."""
+        return self.writer.dataset.parent / RAY_LOG_FILE if self.writer else None
 
     def __enter__(self) -> "RayExecutor":
         self.report_phase(STARTING_RAY)
@@ -298,11 +299,11 @@ class RayExecutor:
                         runtime_env=plugin_runtime_env(self.spec) or None)
         terminate = signal.getsignal(signal.SIGTERM)
         with contextlib.ExitStack() as stack:
-            log = stack.enter_context(ray_messages_to(self.log_path))
+            log = stack.enter_context(ray_messages_to(self.log_path)) if self.log_path else None
             if self.address:
                 if (Path.home() / ".ray" / "auth_token").exists():
                     os.environ.setdefault("RAY_AUTH_MODE", "token")  # as `ray start` decides for the cluster
-                with contextlib.chdir(stack.enter_context(tempfile.TemporaryDirectory(prefix="collective-ray-"))):
+                with tempfile.TemporaryDirectory(prefix="collective-ray-") as empty, contextlib.chdir(empty):
                     ray.init(address=self.address, **settings)
             else:
                 self.workers = cap_workers(self.requested_workers, os.cpu_count() or 1, "this machine")
@@ -324,7 +325,7 @@ class RayExecutor:
             self.report_phase(LOADING_KERNELS)  # each actor imports the code and loads the kernels
             self.hosts = self.start_hosts(ray.remote(**restartable))
             blind = ray.get([actor.writes.remote() for actor in self.hosts]).count(False)  # every actor warm
-            if blind:
+            if blind and self.writer:
                 self.notices.append(f"{blind} of {self.workers} Ray workers do not see {self.writer.dataset.parent} "
                                     "(no shared filesystem on their node): their rows travel to this process, which "
                                     "writes them")
@@ -398,7 +399,7 @@ class RayExecutor:
         plugins = sorted({plugin.spec for config in configs for plugin in config.plugins})
         held = f"unit {units[0].id}" if len(units) == 1 else f"units {', '.join(unit.id for unit in units)}"
         message = (f"the Ray worker playing groups {labels} ({held}) died {ACTOR_RESTARTS + 1} times, "
-                   f"more than Ray restarts it (Ray's messages: {self.log_path})")
+                   "more than Ray restarts it" + (f" (Ray's messages: {self.log_path})" if self.log_path else ""))
         if plugins:
             return PluginError(", ".join(plugins), "", f"{message}: a plug-in that ends its process (os._exit, "
                                                        "a crash in native code) or exhausts its memory does this")
