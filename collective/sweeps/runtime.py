@@ -175,7 +175,8 @@ def ray_watchdog(temp_dir: str, log):
     """`ray_watchdog.py` watching this process while an embedded Ray runs in `temp_dir`: it ends that Ray's
     processes within seconds if this process dies (kill -9 included), else what ray.shutdown left; then it
     removes `temp_dir`. Its own output goes to `log` (None: this process's stdout and stderr)."""
-    watchdog = subprocess.Popen([sys.executable, "-I", str(Path(__file__).with_name("ray_watchdog.py")), temp_dir],
+    watchdog = subprocess.Popen([sys.executable, "-I", str(Path(__file__).with_name("ray_watchdog.py")), temp_dir,
+                                 str(os.getpid()), str(os.getsid(0))],
                                 stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True)
     try:
         yield
