@@ -4,7 +4,16 @@ The plug-in interface (see `collective.simulation.plugins` and docs/reference/pl
 `Observation`, `Messages`, `Batch`, `Parameter`, the typing Protocols `BehaviourPlugin`
 and `ProtocolPlugin`, and `PluginError`; the conformance suite is `collective.testing`.
 """
-from collective.numba_cache import use_source_keyed_cache
+import os
+import sys
+
+# `python -m collective` puts the working directory first on sys.path and imports this package before
+# `__main__` (sys.argv[0] is "-m" meanwhile): removed first, so that no file there runs in place of a module
+# something imports (a `json.py`, a `cffi.py`); `plugins.import_class` finds plug-in modules there.
+if sys.argv[:1] == ["-m"] and sys.path and sys.path[0] in ("", os.getcwd()):
+    del sys.path[0]
+
+from collective.numba_cache import use_source_keyed_cache  # noqa: E402
 
 use_source_keyed_cache()  # before any module with compiled functions is imported
 

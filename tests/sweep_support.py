@@ -95,6 +95,36 @@ def start_collective(*args: str, env: dict | None = None) -> subprocess.Popen:
                             env={**os.environ, **(env or {})}, preexec_fn=as_at_a_terminal)
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command's name (state, parent, ...; the start time is [19])."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def descendants(pid: int) -> dict[tuple[int, str], str]:
+    """The processes `pid` started, and theirs: (pid, start time), which tells a process from a later one
+    reusing its pid, -> its name."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))):
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = {}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if fields := _stat(child):
+                found[child, fields[19]] = Path(f"/proc/{child}/comm").read_text().strip()
+                todo.append(child)
+    return found
+
+
+def running(processes) -> list[tuple[int, str]]:
+    """Those of `processes` ((pid, start time) pairs) that still run (not ended, not a zombie)."""
+    return [(pid, started) for pid, started in processes
+            if (fields := _stat(pid)) and fields[19] == started and fields[0] != "Z"]
+
+
 def rows(dataset: Path) -> pd.DataFrame:
     """The dataset's rows without timing columns, in (cell, group, episode) order."""
     frame = pd.read_parquet(dataset).drop(columns=list(TIMING_COLUMNS))

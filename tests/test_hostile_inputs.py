@@ -368,24 +368,47 @@ def test_stale_lock_is_taken_by_exactly_one_of_three_sweeps(tmp_path):
 
 
 def test_a_module_in_the_working_directory_does_not_shadow_an_installed_package(tmp_path):
-    """A plug-in named MODULE:CLASS is imported from the working directory, but a `ray.py` (or any file
-    named like an installed package) there is never executed in its place."""
+    """A plug-in named MODULE:CLASS is imported from the working directory, but no file there named like a
+    module that Python, a library or Ray imports (`ray.py`, `numpy.py`, or `cffi.py` and `envwrap.py`, which
+    libraries try to import) ever runs, in the driver (`python -m` puts the directory first on sys.path) or
+    on the Ray workers (Ray puts the driver's working directory first on theirs), nor with built-ins only."""
     (tmp_path / "agents.py").write_text("import numpy as np\n\nclass Stay:\n    def act(self, obs):\n"
                                         "        return np.full(obs.cell.shape, 4)\n")
-    (tmp_path / "ray.py").write_text("open('ray-was-executed', 'w').close()\nraise SystemExit(7)\n")
+    shadows = ("ray", "numpy", "cffi", "envwrap")
+    for name in shadows:
+        (tmp_path / f"{name}.py").write_text(f"open({str(tmp_path / name)!r} + '-was-executed', 'w').close()\n"
+                                             "raise SystemExit(7)\n")
     (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
-        'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["agents:Stay"]'))
-    script = Path(sys.executable).with_name("collective")  # `collective`, as installed (`python -m` alike)
-    result = subprocess.run([str(script), "sweep", "spec.toml", "--out", "out", "--workers", "1", "--executor", "ray"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["agents:Stay", "random"]'))
+    result = subprocess.run([sys.executable, "-m", "collective", "sweep", "spec.toml", "--out", "out", "--workers",
+                             "1", "--executor", "ray"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert not (tmp_path / "ray-was-executed").exists() and "sweep tiny" in result.stdout
+    assert not [name for name in shadows if (tmp_path / f"{name}-was-executed").exists()]
+    assert "sweep tiny" in result.stdout
+
+
+@pytest.mark.parametrize("plugin, file", [("json:Agent", "json.py"), ("plugins/json.py:Agent", "plugins/json.py")])
+def test_a_plugin_module_named_like_an_installed_one_is_refused(tmp_path, plugin, file):
+    """A plug-in file `json.py` would replace the standard library's json on the Ray workers (the shipped
+    plug-ins come first on their sys.path: the sweep hung), and json:CLASS finds the standard library's:
+    refused with one line naming the file, before anything is written."""
+    (tmp_path / file).parent.mkdir(exist_ok=True)
+    (tmp_path / file).write_text("class Agent:\n    def act(self, obs):\n        return obs.cell\n")
+    (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
+        'behaviours = ["random", "local_search", "q_learning"]', f'behaviours = ["{plugin}"]'))
+    result = subprocess.run([sys.executable, "-m", "collective", "sweep", "spec.toml", "--out", "out", "--executor",
+                             "ray"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    lines = error_lines(result.stderr)
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert lines[0].startswith("collective sweep: error: spec.toml: groups.behaviours[0]: plug-in ")
+    assert file in lines[0] and "installed module 'json'" in lines[0] and "rename it" in lines[0]
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_plugin_that_kills_its_ray_worker_is_named(tmp_path):
     """os._exit in a plug-in's act kills the GroupHost each time Ray restarts it: the sweep ends with a
-    PluginError naming the plug-in and its group, not Ray's ActorDiedError (Ray's own `(raylet)`
-    lines about the restarts still come before it: issue 26 point 9)."""
+    PluginError naming the plug-in and its group, not Ray's ActorDiedError, and that line is the last thing
+    printed: Ray's `(raylet)` lines about the deaths and retries go to OUT/ray.log, which the line names."""
     (tmp_path / "crash.py").write_text("import os\n\nclass Crash:\n    def act(self, obs):\n        os._exit(1)\n")
     (tmp_path / "spec.toml").write_text(ONE_CELL_SPEC.replace(
         'behaviours = ["random", "local_search", "q_learning"]', 'behaviours = ["crash:Crash"]'))
@@ -394,3 +417,6 @@ def test_a_plugin_that_kills_its_ray_worker_is_named(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert last.startswith("collective sweep: error: plug-in crash:Crash: the Ray worker playing groups crash:Crash")
+    log = tmp_path.resolve() / "out" / "ray.log"
+    assert f"(Ray's messages: {log})" in last and "(raylet)" in log.read_text()
+    assert "(raylet)" not in result.stderr + result.stdout and not result.stdout.strip()

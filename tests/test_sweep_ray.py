@@ -22,8 +22,8 @@ from collective.sweeps.command import run_spec
 from collective.sweeps.spec import parse_spec
 from collective.sweeps.plan import generate_block, plan, play_unit
 from sweep_support import (BLOCKS_ROWS, BLOCKS_SPEC, CLUSTER_ENV, SLOW_ROWS, SLOW_SPEC, TINY_ROWS, TINY_SPEC,
-                           collective, kill_session, multi_node_cluster, ray_cluster, rows, start_collective,
-                           write_spec)
+                           collective, descendants, kill_session, multi_node_cluster, ray_cluster, rows, running,
+                           start_collective, write_spec)
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +153,9 @@ def test_killed_actor_process_loses_no_row(spec_text, expected_rows, tmp_path):
 
 @pytest.mark.parametrize("cluster", ["embedded", "multi-node"])
 def test_killed_driver_resumes_without_duplicates(slow, tmp_path, cluster):
-    """kill -9 of the driver once chunks are written, then the same command: on an embedded Ray, and on a
-    multi-node cluster whose workers (writing chunks themselves) may outlive the driver for a while."""
+    """kill -9 of the driver once chunks are written, then the same command: on an embedded Ray, whose
+    processes (the raylet, its agents, the workers) all end within 10 s of the driver, and on a multi-node
+    cluster whose workers (writing chunks themselves) may outlive the driver for a while."""
     spec = write_spec(tmp_path, SLOW_SPEC)
     out = tmp_path / "out"
     units = sum(len(block.units) for block in plan(slow))
@@ -165,12 +166,23 @@ def test_killed_driver_resumes_without_duplicates(slow, tmp_path, cluster):
             where = ["--address", address]
         command = ["sweep", str(spec), "--out", str(out), "--workers", "2", "--executor", "ray", *where]
         driver = start_collective(*command, env=CLUSTER_ENV)
+        embedded_ray = {}  # its processes: (pid, start time) -> name
         try:
             wait_for_a_chunk(driver, out)
+            embedded_ray = descendants(driver.pid) if cluster == "embedded" else {}
             os.kill(driver.pid, signal.SIGKILL)
             driver.wait(timeout=30)
+            deadline = time.monotonic() + 10
+            while running(embedded_ray) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            left = [embedded_ray[process] for process in running(embedded_ray)]
         finally:
             kill_session(driver)
+            for pid, _ in running(embedded_ray):
+                os.kill(pid, signal.SIGKILL)
+        if cluster == "embedded":
+            assert {"raylet", "gcs_server"} <= set(embedded_ray.values()), embedded_ray
+            assert not left, f"still running 10 s after the driver's kill -9: {left}"
         finished = len((out / MANIFEST_FILE).read_text().splitlines())
         assert 1 <= finished < units
         assert (out / "sweep.lock").exists()  # left behind by the killed driver: stale

@@ -14,8 +14,11 @@ action order is up-left, up, up-right, left, stay, right, down-left, down, down-
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
+import importlib.machinery
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -264,9 +267,10 @@ def is_import_path(text: str) -> bool:
 
 def import_class(path: str, kind: str) -> type:
     """The class an import path names; PluginError when the module or the class is missing, or
-    when importing it raises anything (SystemExit included). A module path is looked up in the
-    working directory after the installed packages (appended to sys.path): a file there named like
-    an installed package (a `ray.py`) never shadows it."""
+    when importing it raises anything (SystemExit included). A module that sys.path does not
+    hold is looked up in the working directory, which is never put on sys.path: a file there named like a
+    module that something imports (a `cffi.py`) never runs in its place. A plug-in module named like
+    an installed one (a `json.py` given as json:CLASS) is refused: one of the two would shadow the other."""
     module_name, _, class_name = path.rpartition(":")
     if not module_name or not class_name.isidentifier():
         raise PluginError(path, "", f"expected MODULE:CLASS or FILE.py:CLASS for a {kind}")
@@ -274,8 +278,21 @@ def import_class(path: str, kind: str) -> type:
         if module_name.endswith(".py"):
             module = _import_file(Path(module_name))
         else:
-            if "" not in sys.path and str(Path.cwd()) not in sys.path:
-                sys.path.append(str(Path.cwd()))
+            top = module_name.partition(".")[0]
+            local = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()])
+            if local is not None and local.origin is not None:  # a module or package, not a bare folder
+                other = importlib.util.find_spec(top)  # not in the working directory (collective/__init__.py)
+                if other is None:
+                    sys.modules[top] = importlib.util.module_from_spec(local)
+                    try:
+                        local.loader.exec_module(sys.modules[top])
+                    except BaseException:
+                        del sys.modules[top]
+                        raise
+                elif Path(other.origin or "").resolve() != Path(local.origin).resolve() and _installed(top):
+                    found = Path(local.origin).relative_to(os.getcwd()).parts[0]
+                    raise PluginError(path, "", f"{found} in the working directory has the name of the installed "
+                                                f"module {top!r}: rename it")
             module = importlib.import_module(module_name)
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
@@ -283,14 +300,28 @@ def import_class(path: str, kind: str) -> type:
     return cls
 
 
+def _installed(name: str) -> bool:
+    """Whether `name` is a module of the standard library or of an installed distribution."""
+    return name in sys.stdlib_module_names or name in sys.builtin_module_names or name in _installed_modules()
+
+
+@functools.cache
+def _installed_modules() -> frozenset[str]:
+    """The top-level modules of the installed distributions."""
+    return frozenset(importlib.metadata.packages_distributions())
+
+
 def _import_file(path: Path):
-    """A plug-in file as its own module; on a Ray worker without the file, the copy a sweep's
-    runtime environment shipped (see SHIPPED_FILES_VARIABLE)."""
+    """A plug-in file as its own module; on a Ray worker, the copy a sweep's runtime environment shipped
+    (see SHIPPED_FILES_VARIABLE) under the file's name, which therefore must not be an installed module's."""
+    shipped = json.loads(os.environ.get(SHIPPED_FILES_VARIABLE, "{}")).get(str(path))
+    if shipped:
+        return importlib.import_module(shipped)
     if not path.is_file():
-        shipped = json.loads(os.environ.get(SHIPPED_FILES_VARIABLE, "{}")).get(str(path))
-        if shipped:
-            return importlib.import_module(shipped)
         raise PluginError(str(path), "", "no such file")
+    if _installed(path.stem):
+        raise PluginError(str(path), "", f"the file has the name of the installed module {path.stem!r}, which it "
+                                         f"would replace on Ray workers: rename it")
     name = "collective_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]

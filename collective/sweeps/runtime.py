@@ -18,7 +18,11 @@ that have never seen the user's files (a cluster joined by `--address`) run them
 then checks that its copies have the driver's source digests before playing anything. Safe defaults for an embedded
 Ray: no dashboard, a bounded object store, every server on the loopback address (Ray's local-only
 mode, its default on macOS and Windows, chosen through `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` before
-Ray is imported), no usage reporting.
+Ray is imported), no usage reporting. Ray's messages (its `ray` logger, the `(raylet)` lines about a
+worker's death) go to `OUT/ray.log` (`ray_messages_to`), so that a failed sweep's own line is its last.
+An embedded Ray runs in a temporary directory of its own (its `_temp_dir`, and the working directory
+ray.init sees, which Ray puts first on its workers' sys.path), watched by `ray_watchdog.py`, which ends its
+processes when the driver dies; a cluster's workers get an empty directory, since removed, on their sys.path.
 
 Memory: every actor asks Ray for the memory its work needs (Ray's `memory` resource, from the
 spec's largest work unit and the environments it keeps, `plan.largest_unit_bytes` and
@@ -28,13 +32,16 @@ no node is refused (`ResourceError`).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -49,6 +56,7 @@ from collective.sweeps.plan import (CACHED_SPANS, EnvironmentBlock, EnvironmentC
                                     largest_unit_bytes, play_unit, prepare_process)
 from collective.sweeps.store import ChunkRecord, ChunkWriter, StoreError
 
+RAY_LOG_FILE = "ray.log"  # in the sweep's directory: Ray's messages (`ray_messages_to`)
 OBJECT_STORE_BYTES = 256 << 20  # embedded Ray: only rows a host cannot write itself pass through it
 ACTOR_RESTARTS = 5  # per actor: a killed actor comes back this many times ...
 ACTOR_TASK_RETRIES = 5  # ... and its unfinished calls are retried
@@ -146,6 +154,37 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
             "env_vars": {SHIPPED_FILES_VARIABLE: json.dumps(files)}} if shipped else {}
 
 
+@contextlib.contextmanager
+def ray_messages_to(path: Path):
+    """Appends to `path` (yielded, open) what Ray prints in this process while it runs: its `ray` logger's
+    records and the `(raylet)` messages it prints on stdout (a worker's death, each retry), which would
+    otherwise follow a failed sweep's one line. sys.stdout is the file meanwhile: the sweep prints on stderr."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with open(fd, "a", buffering=1) as log, contextlib.redirect_stdout(log):
+        logger = logging.getLogger("ray")
+        handlers, propagate = logger.handlers, logger.propagate
+        logger.handlers, logger.propagate = [logging.StreamHandler(log)], False
+        try:
+            yield log
+        finally:
+            logger.handlers, logger.propagate = handlers, propagate
+
+
+@contextlib.contextmanager
+def ray_watchdog(temp_dir: str, log):
+    """`ray_watchdog.py` watching this process while an embedded Ray runs in `temp_dir`: it ends that Ray's
+    processes within seconds if this process dies (kill -9 included), else what ray.shutdown left; then it
+    removes `temp_dir`. Its own output goes to `log` (None: this process's stdout and stderr)."""
+    watchdog = subprocess.Popen([sys.executable, "-I", str(Path(__file__).with_name("ray_watchdog.py")), temp_dir,
+                                 str(os.getpid()), str(os.getsid(0))],
+                                stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True)
+    try:
+        yield
+    finally:
+        watchdog.stdin.close()
+        watchdog.wait()
+
+
 def _silent(phase: str) -> None:
     """The default `report_phase` of an executor: nobody listens."""
 
@@ -232,6 +271,13 @@ class RayExecutor:
         self.writer: ChunkWriter | None = None  # set by the caller before entering (see SerialExecutor)
         self.report_phase = _silent
         self.notices: list[str] = []  # what entering found that a user should hear of
+        self.stack = contextlib.ExitStack()  # what __exit__ undoes of entering
+
+    @property
+    def log_path(self) -> Path | None:
+        """The file in the sweep's directory that gets Ray's messages (`ray_messages_to`); None for an executor
+        entered without a writer (its rows all come back to the caller), where Ray prints as it does."""
+        return self.writer.dataset.parent / RAY_LOG_FILE if self.writer else None
 
     def __enter__(self) -> "RayExecutor":
         self.report_phase(STARTING_RAY)
@@ -249,20 +295,27 @@ class RayExecutor:
             # cluster on the machine's network address, so set the flag Ray's address lookup reads
             from ray._private import ray_constants
             ray_constants.ENABLE_RAY_CLUSTER = False
+        # ray.init sets the level and format of the `ray` logger's handler, `ray_messages_to`'s by then
         settings = dict(logging_level=logging.ERROR, log_to_driver=False,
                         runtime_env=plugin_runtime_env(self.spec) or None)
         terminate = signal.getsignal(signal.SIGTERM)
-        if self.address:
-            if (Path.home() / ".ray" / "auth_token").exists():
-                os.environ.setdefault("RAY_AUTH_MODE", "token")  # as `ray start` decides for the cluster
-            ray.init(address=self.address, **settings)
-        else:
-            self.workers = cap_workers(self.requested_workers, os.cpu_count() or 1, "this machine")
-            ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
-                     object_store_memory=OBJECT_STORE_BYTES, **settings)
-        if callable(terminate) and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, terminate)  # Ray's core worker installs one that dumps a C stack and dies
-        try:
+        with contextlib.ExitStack() as stack:
+            log = stack.enter_context(ray_messages_to(self.log_path)) if self.log_path else None
+            if self.address:
+                if (Path.home() / ".ray" / "auth_token").exists():
+                    os.environ.setdefault("RAY_AUTH_MODE", "token")  # as `ray start` decides for the cluster
+                with tempfile.TemporaryDirectory(prefix="collective-ray-") as empty, contextlib.chdir(empty):
+                    ray.init(address=self.address, **settings)
+            else:
+                self.workers = cap_workers(self.requested_workers, os.cpu_count() or 1, "this machine")
+                temp_dir = tempfile.mkdtemp(prefix="collective-ray-", dir="/tmp")  # short: Ray's socket paths
+                stack.enter_context(ray_watchdog(temp_dir, log))
+                with contextlib.chdir(temp_dir):
+                    ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
+                             object_store_memory=OBJECT_STORE_BYTES, _temp_dir=temp_dir, **settings)
+            stack.callback(ray.shutdown)
+            if callable(terminate) and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, terminate)  # Ray's core worker installs one that dumps a C stack, dies
             if self.address:
                 self.workers = cap_workers(self.requested_workers, max(1, int(ray.cluster_resources().get("CPU", 1))),
                                            "the Ray cluster")
@@ -279,9 +332,7 @@ class RayExecutor:
                                     "writes them")
             _raise_plugin_errors(lambda: ray.get([host.check_plugins.remote(self.spec.plugin_digests())
                                                   for host in self.hosts]))
-        except BaseException:
-            ray.shutdown()
-            raise
+            self.stack = stack.pop_all()
         return self
 
     def host_memory(self) -> int:
@@ -299,7 +350,7 @@ class RayExecutor:
 
         for actor in self.hosts:
             ray.kill(actor)
-        ray.shutdown()
+        self.stack.close()  # ray.shutdown, the watchdog's clean-up, Ray's messages to the terminal again
 
     def actor_pids(self) -> list[int]:
         """Process ids of the GroupHosts (for fault-injection tests)."""
@@ -349,7 +400,7 @@ class RayExecutor:
         plugins = sorted({plugin.spec for config in configs for plugin in config.plugins})
         held = f"unit {units[0].id}" if len(units) == 1 else f"units {', '.join(unit.id for unit in units)}"
         message = (f"the Ray worker playing groups {labels} ({held}) died {ACTOR_RESTARTS + 1} times, "
-                   "more than Ray restarts it")
+                   "more than Ray restarts it" + (f" (Ray's messages: {self.log_path})" if self.log_path else ""))
         if plugins:
             return PluginError(", ".join(plugins), "", f"{message}: a plug-in that ends its process (os._exit, "
                                                        "a crash in native code) or exhausts its memory does this")
