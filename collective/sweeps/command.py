@@ -129,16 +129,18 @@ class Estimate:
         return self.driver + self.executor + self.work + self.stop
 
 
-def estimate(spec: SweepSpec, workers: int, executor: str, sample: SampleTimes, driver_seconds: float,
-             import_seconds: float) -> Estimate:
+def estimate(spec: SweepSpec, size: PlanSize, workers: int, executor: str, sample: SampleTimes,
+             driver_seconds: float, import_seconds: float) -> Estimate:
     """The sweep's time from the sample's per-episode seconds: every (cell, group)'s kernel time and
-    each cell's generation over all episodes, plus ROW_SECONDS per row, shared by `workers` (each on a
-    CPU of its own); on Ray after RAY_INIT_SECONDS and the warm-up of the GroupHosts (each imports
-    what this process imported and loads the kernels, each on a CPU of its own), before RAY_STOP_SECONDS."""
+    each cell's generation over all episodes, and its kept table's training once per unit playing it
+    (`size.trainings`), plus ROW_SECONDS per row, shared by `workers` (each on a CPU of its own); on
+    Ray after RAY_INIT_SECONDS and the warm-up of the GroupHosts (each imports what this process
+    imported and loads the kernels, each on a CPU of its own), before RAY_STOP_SECONDS."""
     kernel = spec.episodes * sum(sample.kernel.values())
     generation = spec.episodes * sum(sample.generation.values())
+    training = sum(units * sample.training[key] for key, units in size.trainings.items() if key in sample.training)
     rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells) * ROW_SECONDS
-    work = (kernel + generation + rows) / workers
+    work = (kernel + generation + training + rows) / workers
     if executor == "serial":
         return Estimate(driver_seconds, sample.load_seconds, work, 0.0)
     warm_up = import_seconds + sample.load_seconds
@@ -151,7 +153,7 @@ def plan_text(spec: SweepSpec, size: PlanSize, workers: int, executor: str, samp
     with the basis of that estimate (in time independent of the number of episodes)."""
     factors = " | ".join(f"{name} {', '.join(str(v) for v in values)}"
                          for name, values in _factor_values(spec).items())
-    times = estimate(spec, workers, executor, sample, driver_seconds, import_seconds)
+    times = estimate(spec, size, workers, executor, sample, driver_seconds, import_seconds)
     started = (f"to start Ray and warm its {workers} workers" if executor == "ray" else "to load the kernels")
     return "\n".join([
         f"sweep {spec.sweep_id}: {len(spec.cells)} cells x {len(spec.groups)} group types, "
