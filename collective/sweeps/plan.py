@@ -81,10 +81,20 @@ class EnvironmentBlock:
     units: tuple[WorkUnit, ...]
 
 
+# What an agent-step costs beside one of a group without a protocol (1), as measured by
+# `benchmarks/group_costs.py` on experiments/communication.toml (`benchmarks/group_costs.json`, best of 3
+# CPU times on 2 cores): each protocol's (2.6-8.1x) and a sham's, its shadow episode included (57-136x, any
+# protocol). Protocols not measured count as 1.
+PROTOCOL_STEP_COST = {"broadcast": 5, "wisdom": 7, "auction": 3, "hierarchy": 3, "stigmergy": 6}
+SHAM_STEP_COST = 85
+
+
 def episode_cost(config: EvaluationConfig) -> int:
-    """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns, plus
-    the shadow episode of a sham."""
-    return config.iterations * config.group_size * (1 + config.passes_per_episode) * (2 if config.sham else 1)
+    """Estimated cost of one episode in agent-steps of a group without a protocol: scored pass, plus
+    training passes when the group learns, each agent-step weighted by what its protocol or the sham
+    control costs (PROTOCOL_STEP_COST, SHAM_STEP_COST)."""
+    weight = SHAM_STEP_COST if config.sham else PROTOCOL_STEP_COST.get(config.protocol, 1)
+    return config.iterations * config.group_size * (1 + config.passes_per_episode) * weight
 
 
 def training_cost(config: EvaluationConfig) -> int:
