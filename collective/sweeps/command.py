@@ -21,7 +21,7 @@ from collective.sweeps.spec import SpecError, SweepSpec, load_spec
 from collective.simulation.plugins import CtrlC, PluginError, interrupted_status
 from collective.evaluation.compiled_code import kernel_cached
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
-                                    SampleTimes, plan, plan_size, time_sample)
+                                    SampleTimes, episode_agent_steps, plan, plan_size, time_sample)
 from collective.progress import (AGENT_STEPS_PER_SECOND, PLAYING, Progress, announce_compilation,
                                  announce_compiling, compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
@@ -99,7 +99,8 @@ class SweepSummary:
 
 
 def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
-    """sweep.json's content: the full spec, its groups and cells with their seed keys, the plan."""
+    """sweep.json's content: the full spec, its groups and cells with their seed keys, the plan (its agent-steps
+    as played, `plan.episode_agent_steps`, not the cost that sizes its units)."""
     units = [unit for block in blocks for unit in block.units]
     return {
         "name": spec.name, "description": spec.description, "version": VERSION, "spec": spec.source,
@@ -110,7 +111,8 @@ def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
                    "groups": [spec.groups[g].label for g in cell.playing]} for cell in spec.cells],
         "plan": {"cells": len(spec.cells), "group_types": len(spec.groups), "episodes": spec.episodes,
                  "environment_blocks": len(blocks), "units": len(units), "rows": sum(u.rows for u in units),
-                 "agent_steps": sum(u.cost for u in units)},
+                 "agent_steps": sum((u.stop - u.first) * episode_agent_steps(spec.cells[u.cell].configs[g])
+                                    for u in units for g in u.groups)},
         "dataset": DATASET_DIR, "columns": row_schema().names,
     }
 

@@ -89,6 +89,12 @@ PROTOCOL_STEP_COST = {"broadcast": 5, "wisdom": 7, "auction": 3, "hierarchy": 3,
 SHAM_STEP_COST = 85
 
 
+def episode_agent_steps(config: EvaluationConfig) -> int:
+    """Agent-steps of one episode: scored pass, plus training passes when the group learns, plus the shadow
+    episode of a sham."""
+    return config.iterations * config.group_size * (1 + config.passes_per_episode) * (2 if config.sham else 1)
+
+
 def episode_cost(config: EvaluationConfig) -> int:
     """Estimated cost of one episode in agent-steps of a group without a protocol: scored pass, plus
     training passes when the group learns, each agent-step weighted by what its protocol or the sham
