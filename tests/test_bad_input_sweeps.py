@@ -134,9 +134,9 @@ group_size = [2]
 behaviours = ["q_learning"]
 {setting}
 """
-HUGE_TRAININGS = {"training_episodes": HUGE_TRAINING.format(factor="training_episodes = [1_000_000_000_000]", setting=""),
-                  "q_training_passes": HUGE_TRAINING.format(factor="",
-                                                            setting="[settings]\nq_training_passes = 1_000_000_000_000")}
+HUGE_TRAININGS = {
+    "training_episodes": HUGE_TRAINING.format(factor="training_episodes = [1_000_000_000_000]", setting=""),
+    "q_training_passes": HUGE_TRAINING.format(factor="", setting="[settings]\nq_training_passes = 1_000_000_000_000")}
 
 
 @pytest.mark.parametrize("count", HUGE_TRAININGS)

@@ -167,8 +167,8 @@ def test_a_plugin_that_ends_the_serial_sweeps_process_with_status_0_cannot_end_t
     """A plug-in's `os._exit(0)` on its first step ends only the serial executor's worker process: the sweep
     exits 1 with one line saying it ended early and how to resume, never status 0 unfinished."""
     (tmp_path / "flaky.toml").write_text(FLAKY_SPEC)
-    (tmp_path / "flaky_agents.py").write_text(FLAKY.replace("raise ValueError(\"lost my way\")", "os._exit(0)")
-                                              .replace("CONDITION", "True").replace("import numpy", "import os\nimport numpy"))
+    exits = FLAKY.replace('raise ValueError("lost my way")', "os._exit(0)").replace("CONDITION", "True")
+    (tmp_path / "flaky_agents.py").write_text(exits.replace("import numpy", "import os\nimport numpy"))
     ended = sweep(tmp_path / "flaky.toml", tmp_path / "out", "--executor", "serial", cwd=tmp_path)
     assert ended.returncode == 1, ended.stderr
     lines = [line for line in ended.stderr.splitlines() if not line.startswith("collective sweep: progress: ")]

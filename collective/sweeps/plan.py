@@ -190,7 +190,8 @@ def plan_size(spec: SweepSpec) -> PlanSize:
 
     def count(units: tuple[WorkUnit, ...], times: int = 1) -> int:
         for unit in units:
-            trainings.update({(unit.cell, g): times for g in unit.groups if spec.cells[unit.cell].configs[g].keeps_tables})
+            configs = spec.cells[unit.cell].configs
+            trainings.update({(unit.cell, g): times for g in unit.groups if configs[g].keeps_tables})
         return len(units) * times
 
     if blocks <= SUMMARY_BLOCKS:
@@ -314,8 +315,8 @@ def time_sample(spec: SweepSpec) -> SampleTimes:
     loaded = time.perf_counter() - started
     kernel, generation, training = {}, {}, {}
     for c, cell in enumerate(spec.cells):
-        counts = {g: max(1, min(spec.episodes, SAMPLE_EPISODES, SAMPLE_AGENT_STEPS // episode_cost(cell.configs[g])))
-                  for g in cell.playing}
+        counts = {g: max(1, min(spec.episodes, SAMPLE_EPISODES,
+                                SAMPLE_AGENT_STEPS // episode_agent_steps(cell.configs[g]))) for g in cell.playing}
         generating = time.perf_counter()
         environments = generate_environments(cell.configs[cell.playing[0]], np.arange(max(counts.values())),
                                              seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell))
