@@ -225,22 +225,22 @@ class SerialExecutor:
 
 def _play_units(spec: SweepSpec, units: list[WorkUnit], writer: ChunkWriter, connection) -> None:
     """The serial executor's child: play `units` in order, write each chunk and send its record, or the
-    error that stopped it. Ctrl-C and SIGTERM end it at once, silently: the driver, stopping too (or
-    ending it), says what is kept."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job's stays ignored
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    error that stopped it. A Ctrl-C (the command line's handler, inherited, tells it from a plug-in's own
+    KeyboardInterrupt) or the driver's SIGTERM ends it silently: the driver, stopping too, says what is kept."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     cache = EnvironmentCache(spec)
     try:
-        for unit in units:
-            connection.send(writer.write(unit.id, play_unit(spec, unit, cache.environments(unit))))
-    except BrokenPipeError:  # the driver is gone
-        return
-    except Exception as error:  # the driver raises it as it would have been raised here
         try:
-            connection.send(pickle.loads(pickle.dumps(error)))
-        except Exception:  # an error that does not cross processes: its text
-            connection.send(RuntimeError(f"{type(error).__name__}: {error}"))
+            for unit in units:
+                connection.send(writer.write(unit.id, play_unit(spec, unit, cache.environments(unit))))
+        except Exception as error:  # the driver raises it as it would have been raised here
+            try:
+                error = pickle.loads(pickle.dumps(error))
+            except Exception:  # an error that does not cross processes: its text
+                error = RuntimeError(f"{type(error).__name__}: {error}")
+            connection.send(error)
+    except (BrokenPipeError, KeyboardInterrupt):  # the driver is gone, or stops
+        return
 
 
 class _Actor:
