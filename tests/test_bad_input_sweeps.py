@@ -118,6 +118,40 @@ def test_dry_run_of_a_trillion_episodes_is_instant(tmp_path):
     assert "1,000,000,000,000 episodes" in result.stdout and "start-up" in result.stdout
 
 
+# Learners that keep a table (the sound profile's pretrained ones) trained on 10**12 passes: counts that size
+# work as episodes do. Given as the learning-curve factor (training_episodes = q_training_passes = n) or as a setting.
+HUGE_TRAINING = """
+name = "huge-training"
+seed = 5
+profile = "sound"
+episodes = 4
+iterations = 50
+[factors]
+grid = ["6x6"]
+group_size = [2]
+{factor}
+[groups]
+behaviours = ["q_learning"]
+{setting}
+"""
+HUGE_TRAININGS = {
+    "training_episodes": HUGE_TRAINING.format(factor="training_episodes = [1_000_000_000_000]", setting=""),
+    "q_training_passes": HUGE_TRAINING.format(factor="", setting="[settings]\nq_training_passes = 1_000_000_000_000")}
+
+
+@pytest.mark.parametrize("count", HUGE_TRAININGS)
+def test_a_huge_training_count_needs_yes_and_its_dry_run_is_instant(tmp_path, count):
+    spec = write_spec(tmp_path, HUGE_TRAININGS[count])
+    started = time.monotonic()
+    refused = collective("sweep", str(spec), "--out", str(tmp_path / "out"), timeout=60)
+    assert_one_line_error(refused, 2, "argument --yes", "agent-steps")
+    assert not (tmp_path / "out").exists()
+    result = collective("sweep", str(spec), "--dry-run", timeout=60)
+    assert time.monotonic() - started < 30  # a hang check: the dry run samples a few training passes
+    assert result.returncode == 0, result.stderr
+    assert " h " in result.stdout.split("estimated time: ")[1].splitlines()[0]  # hours of training counted
+
+
 def test_dry_run_samples_held_out_learners_with_their_training_episodes(tmp_path):
     """The sample plays the cell as a worker would: a cell's held-out learners need its training
     episodes even when its first group does not learn (the default profile's learners train on them)."""

@@ -186,9 +186,9 @@ def _stale_lock_pid_text(tmp: Path) -> list[str]:
     return ["sweep", _spec(tmp), "--out", "out", "--executor", "serial"]
 
 
-def _sweep_exit_in_act(tmp: Path) -> list[str]:
+def _serial_sweep_with(tmp: Path, plugin: str) -> list[str]:
     spec = ONE_CELL_SPEC.replace('behaviours = ["random", "local_search", "q_learning"]',
-                                 f'behaviours = ["{_plugins(tmp)}:ExitInAct"]')
+                                 f'behaviours = ["{_plugins(tmp)}:{plugin}"]')
     return ["sweep", _spec(tmp, spec), "--out", "out", "--executor", "serial"]
 
 
@@ -204,8 +204,10 @@ CASES = [
                                                          *QUICK], 2, ["InterruptInAct.act", "KeyboardInterrupt"]),
     ("plug-in sys.exit(3) in __init__", lambda tmp, d: ["evaluate", "--behaviour", f"{_plugins(tmp)}:ExitInInit",
                                                         *QUICK], 2, ["ExitInInit.__init__", "SystemExit"]),
-    ("serial sweep, plug-in sys.exit(0) in act", lambda tmp, d: _sweep_exit_in_act(tmp), 2,
+    ("serial sweep, plug-in sys.exit(0) in act", lambda tmp, d: _serial_sweep_with(tmp, "ExitInAct"), 2,
      ["ExitInAct.act", "SystemExit"]),
+    ("serial sweep, plug-in raises KeyboardInterrupt", lambda tmp, d: _serial_sweep_with(tmp, "InterruptInAct"), 2,
+     ["InterruptInAct.act", "KeyboardInterrupt"]),
     ("--protocol-param given twice", lambda tmp, d: ["evaluate", "--behaviour", "local_search", "--group-size", "3",
                                                      "--protocol", "broadcast", "--protocol-param", "memory=true",
                                                      "--protocol-param", "memory=false", *QUICK],

@@ -163,6 +163,20 @@ def test_a_plugin_that_raises_stops_the_sweep_keeps_rows_and_resumes_once_fixed(
     assert set(after.loc[changed, "grid"]) == {"5x5", "6x6"} and (after.loc[changed, "behaviour"] != "random").all()
 
 
+def test_a_plugin_that_ends_the_serial_sweeps_process_with_status_0_cannot_end_the_sweep_as_done(tmp_path):
+    """A plug-in's `os._exit(0)` on its first step ends only the serial executor's worker process: the sweep
+    exits 1 with one line saying it ended early and how to resume, never status 0 unfinished."""
+    (tmp_path / "flaky.toml").write_text(FLAKY_SPEC)
+    exits = FLAKY.replace('raise ValueError("lost my way")', "os._exit(0)").replace("CONDITION", "True")
+    (tmp_path / "flaky_agents.py").write_text(exits.replace("import numpy", "import os\nimport numpy"))
+    ended = sweep(tmp_path / "flaky.toml", tmp_path / "out", "--executor", "serial", cwd=tmp_path)
+    assert ended.returncode == 1, ended.stderr
+    lines = [line for line in ended.stderr.splitlines() if not line.startswith("collective sweep: progress: ")]
+    assert len(lines) == 1 and lines[0].startswith("collective sweep: error: the sweep ended early: "), ended.stderr
+    assert "(exit status 0)" in lines[0] and "flaky_agents:Walker" in lines[0]
+    assert lines[0].endswith("rerun the same command to resume") and ended.stdout == ""
+
+
 def test_a_plugin_raising_on_a_ray_worker_stops_the_sweep_with_its_message(tmp_path):
     (tmp_path / "flaky.toml").write_text(FLAKY_SPEC)
     write_flaky(tmp_path, broken=True)

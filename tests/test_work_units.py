@@ -1,6 +1,8 @@
 """The sweep plan: every row in exactly one unit, and workers that run out of work together."""
 import heapq
 import importlib.util
+import json
+import math
 from collections import deque
 import tomllib
 from pathlib import Path
@@ -8,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from collective.sweeps.spec import SweepSpec, load_spec, parse_spec
-from collective.sweeps.plan import CACHED_SPANS, TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, plan
+from collective.sweeps.plan import CACHED_SPANS, TAIL_UNIT_AGENT_STEPS, TARGET_UNIT_AGENT_STEPS, episode_cost, plan
 from collective.sweeps.runtime import CALLS_PER_HOST, next_host
 from sweep_support import BLOCKS_SPEC, SLOW_SPEC
 
@@ -104,3 +106,24 @@ def test_a_worker_generates_each_episode_of_the_units_it_plays_once(name):
     assert generated == spec.episodes * len(spec.cells)
     if name == "one group":
         assert all(unit.span == (unit.first, unit.stop) for block in blocks for unit in block.units)
+
+
+def test_the_plan_costs_each_group_of_the_communication_sweep_as_measured():
+    """`plan.episode_cost` beside what benchmarks/group_costs.py measured (benchmarks/group_costs.json): within
+    each cell, every group's predicted cost relative to the others' (over their geometric mean) within 2x of its
+    measured one. The sham control once counted twice its protocol's agent-steps; it costs 57-136x a plain group's."""
+    measured = json.loads((ROOT / "benchmarks" / "group_costs.json").read_text())
+    spec = load_spec(ROOT / measured["spec"])
+    labels = [group.label for group in spec.groups]
+    cells = {json.dumps(dict(cell.factors)): cell for cell in spec.cells}
+    by_cell = {}
+    for row in measured["groups"]:
+        cell = cells[json.dumps(row["cell"])]
+        ratio = episode_cost(cell.configs[labels.index(row["group"])]) / row["seconds_per_episode"]
+        by_cell.setdefault(json.dumps(row["cell"]), {})[row["group"]] = ratio
+    assert len(by_cell) == len(spec.cells) and all(set(groups) == {labels[g] for g in cells[key].playing}
+                                                   for key, groups in by_cell.items())  # the data is the spec's
+    for key, ratios in by_cell.items():
+        mean = math.exp(sum(math.log(ratio) for ratio in ratios.values()) / len(ratios))
+        off = {group: round(ratio / mean, 2) for group, ratio in ratios.items() if not 0.5 <= ratio / mean <= 2}
+        assert not off, f"cell {key}: model/measured over the cell's mean {off}"

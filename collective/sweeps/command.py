@@ -22,7 +22,7 @@ from collective.simulation.plugins import CtrlC, PluginError, interrupted_status
 from collective.evaluation.compiled_code import kernel_cached
 from collective.output_files import write_stdout
 from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
-                                    SampleTimes, plan, plan_size, time_sample)
+                                    SampleTimes, episode_agent_steps, plan, plan_size, time_sample)
 from collective.progress import (AGENT_STEPS_PER_SECOND, PLAYING, Progress, announce_compilation,
                                  announce_compiling, compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
@@ -100,7 +100,8 @@ class SweepSummary:
 
 
 def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
-    """sweep.json's content: the full spec, its groups and cells with their seed keys, the plan."""
+    """sweep.json's content: the full spec, its groups and cells with their seed keys, the plan (its agent-steps
+    as played, `plan.episode_agent_steps`, not the cost that sizes its units)."""
     units = [unit for block in blocks for unit in block.units]
     return {
         "name": spec.name, "description": spec.description, "version": VERSION, "spec": spec.source,
@@ -111,7 +112,8 @@ def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
                    "groups": [spec.groups[g].label for g in cell.playing]} for cell in spec.cells],
         "plan": {"cells": len(spec.cells), "group_types": len(spec.groups), "episodes": spec.episodes,
                  "environment_blocks": len(blocks), "units": len(units), "rows": sum(u.rows for u in units),
-                 "agent_steps": sum(u.cost for u in units)},
+                 "agent_steps": sum((u.stop - u.first) * episode_agent_steps(spec.cells[u.cell].configs[g])
+                                    for u in units for g in u.groups)},
         "dataset": DATASET_DIR, "columns": row_schema().names,
     }
 
@@ -130,16 +132,18 @@ class Estimate:
         return self.driver + self.executor + self.work + self.stop
 
 
-def estimate(spec: SweepSpec, workers: int, executor: str, sample: SampleTimes, driver_seconds: float,
-             import_seconds: float) -> Estimate:
+def estimate(spec: SweepSpec, size: PlanSize, workers: int, executor: str, sample: SampleTimes,
+             driver_seconds: float, import_seconds: float) -> Estimate:
     """The sweep's time from the sample's per-episode seconds: every (cell, group)'s kernel time and
-    each cell's generation over all episodes, plus ROW_SECONDS per row, shared by `workers` (each on a
-    CPU of its own); on Ray after RAY_INIT_SECONDS and the warm-up of the GroupHosts (each imports
-    what this process imported and loads the kernels, each on a CPU of its own), before RAY_STOP_SECONDS."""
+    each cell's generation over all episodes, and its kept table's training once per unit playing it
+    (`size.trainings`), plus ROW_SECONDS per row, shared by `workers` (each on a CPU of its own); on
+    Ray after RAY_INIT_SECONDS and the warm-up of the GroupHosts (each imports what this process
+    imported and loads the kernels, each on a CPU of its own), before RAY_STOP_SECONDS."""
     kernel = spec.episodes * sum(sample.kernel.values())
     generation = spec.episodes * sum(sample.generation.values())
+    training = sum(units * sample.training[key] for key, units in size.trainings.items() if key in sample.training)
     rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells) * ROW_SECONDS
-    work = (kernel + generation + rows) / workers
+    work = (kernel + generation + training + rows) / workers
     if executor == "serial":
         return Estimate(driver_seconds, sample.load_seconds, work, 0.0)
     warm_up = import_seconds + sample.load_seconds
@@ -152,7 +156,7 @@ def plan_text(spec: SweepSpec, size: PlanSize, workers: int, executor: str, samp
     with the basis of that estimate (in time independent of the number of episodes)."""
     factors = " | ".join(f"{name} {', '.join(str(v) for v in values)}"
                          for name, values in _factor_values(spec).items())
-    times = estimate(spec, workers, executor, sample, driver_seconds, import_seconds)
+    times = estimate(spec, size, workers, executor, sample, driver_seconds, import_seconds)
     started = (f"to start Ray and warm its {workers} workers" if executor == "ray" else "to load the kernels")
     return "\n".join([
         f"sweep {spec.sweep_id}: {len(spec.cells)} cells x {len(spec.groups)} group types, "

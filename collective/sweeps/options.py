@@ -39,6 +39,6 @@ def add_sweep_parser(commands) -> None:
                        help="at most N agent-group workers (default: every CPU)")
     sweep.add_argument("--executor", choices=EXECUTORS, default="auto",
                        help="auto (default): serial for a small sweep, whose work would not win back Ray's start-up, "
-                            "else ray; ray; or serial: the same code in this process")
+                            "else ray; ray; or serial: the same code in one worker process")
     sweep.add_argument("--dry-run", action="store_true", help="print the plan and an estimated time, then exit")
     add_yes_option(sweep)

@@ -17,8 +17,8 @@ import hashlib
 import json
 import math
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, replace
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ from collective.evaluation.environments import generate_environments, with_ceili
 from collective.evaluation.play import play
 from collective.evaluation.runs import joined_runs
 from collective.evaluation.stepping_group import plugin_group
+from collective.evaluation.tables import trained_tables
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.environments.motion import pattern_motion, row_motion
 from collective.simulation.plugins import PluginError
@@ -80,10 +81,33 @@ class EnvironmentBlock:
     units: tuple[WorkUnit, ...]
 
 
-def episode_cost(config: EvaluationConfig) -> int:
-    """Estimated agent-steps of one episode: scored pass, plus training passes when the group learns, plus
-    the shadow episode of a sham."""
+# What an agent-step costs beside one of a group without a protocol (1), as measured by
+# `benchmarks/group_costs.py` on experiments/communication.toml (`benchmarks/group_costs.json`, best of 3
+# CPU times on 2 cores): each protocol's (2.6-8.1x) and a sham's, its shadow episode included (57-136x, any
+# protocol). Protocols not measured count as 1.
+PROTOCOL_STEP_COST = {"broadcast": 5, "wisdom": 7, "auction": 3, "hierarchy": 3, "stigmergy": 6}
+SHAM_STEP_COST = 85
+
+
+def episode_agent_steps(config: EvaluationConfig) -> int:
+    """Agent-steps of one episode: scored pass, plus training passes when the group learns, plus the shadow
+    episode of a sham."""
     return config.iterations * config.group_size * (1 + config.passes_per_episode) * (2 if config.sham else 1)
+
+
+def episode_cost(config: EvaluationConfig) -> int:
+    """Estimated cost of one episode in agent-steps of a group without a protocol: scored pass, plus
+    training passes when the group learns, each agent-step weighted by what its protocol or the sham
+    control costs (PROTOCOL_STEP_COST, SHAM_STEP_COST)."""
+    weight = SHAM_STEP_COST if config.sham else PROTOCOL_STEP_COST.get(config.protocol, 1)
+    return config.iterations * config.group_size * (1 + config.passes_per_episode) * weight
+
+
+def training_cost(config: EvaluationConfig) -> int:
+    """Agent-steps of a kept table's training (`learner_training` pretrained or online): q_training_passes
+    passes of the whole group (`evaluation.tables.trained_tables`), done again by every unit that plays the
+    group (a process keeps the latest tables only), so counted per unit; 0 for other groups."""
+    return config.iterations * config.group_size * config.q_training_passes if config.keeps_tables else 0
 
 
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
@@ -146,12 +170,15 @@ class PlanSize:
     agent_steps: int
     environments: int  # episodes generated: each cell's, shared by its groups
     environment_cell_steps: int  # Σ over them of cells x T: what generating one and its ceiling scale with
+    trainings: dict[tuple[int, int], int] = field(default_factory=dict)  # (cell, group) -> units training its
+    # kept table (`training_cost`, counted in agent_steps)
 
 
 def plan_size(spec: SweepSpec) -> PlanSize:
-    """The plan's size in time independent of the number of episodes (a dry run of 10**12 episodes
-    stays instant): counted from `plan` up to SUMMARY_BLOCKS blocks, else by arithmetic per cell
-    from one full and one partial block, without `_taper`'s finer tail."""
+    """The plan's size in time independent of the number of episodes and of the training passes (a dry
+    run of 10**12 of either stays instant): counted from `plan` up to SUMMARY_BLOCKS blocks, else by
+    arithmetic per cell from one full and one partial block, without `_taper`'s finer tail. Its
+    agent-steps count every unit's training of a kept table (`training_cost`)."""
     sizes = [block_episodes(spec, c) for c in range(len(spec.cells))]
     blocks = sum(math.ceil(spec.episodes / size) for size in sizes)
     rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells)
@@ -159,15 +186,24 @@ def plan_size(spec: SweepSpec) -> PlanSize:
     environments = spec.episodes * len(spec.cells)
     cell_steps = spec.episodes * sum(config.rows * config.cols * config.iterations
                                      for config in (cell.configs[cell.playing[0]] for cell in spec.cells))
+    trainings: Counter[tuple[int, int]] = Counter()
+
+    def count(units: tuple[WorkUnit, ...], times: int = 1) -> int:
+        for unit in units:
+            configs = spec.cells[unit.cell].configs
+            trainings.update({(unit.cell, g): times for g in unit.groups if configs[g].keeps_tables})
+        return len(units) * times
+
     if blocks <= SUMMARY_BLOCKS:
-        return PlanSize(blocks, sum(len(block.units) for block in plan(spec)), True, rows, steps, environments,
-                        cell_steps)
-    units = 0
-    for c, (cell, size) in enumerate(zip(spec.cells, sizes)):
-        full, rest = divmod(spec.episodes, size)
-        units += full * len(_units(spec, c, 0, 0, size, cell.playing, TARGET_UNIT_AGENT_STEPS))
-        units += len(_units(spec, c, 0, 0, rest, cell.playing, TARGET_UNIT_AGENT_STEPS)) if rest else 0
-    return PlanSize(blocks, units, False, rows, steps, environments, cell_steps)
+        units, exact = sum(count(block.units) for block in plan(spec)), True
+    else:
+        units, exact = 0, False
+        for c, (cell, size) in enumerate(zip(spec.cells, sizes)):
+            full, rest = divmod(spec.episodes, size)
+            units += count(_units(spec, c, 0, 0, size, cell.playing, TARGET_UNIT_AGENT_STEPS), full)
+            units += count(_units(spec, c, 0, 0, rest, cell.playing, TARGET_UNIT_AGENT_STEPS)) if rest else 0
+    steps += sum(n * training_cost(spec.cells[c].configs[g]) for (c, g), n in trainings.items())
+    return PlanSize(blocks, units, exact, rows, steps, environments, cell_steps, dict(trainings))
 
 
 ROW_BYTES = 2 << 10  # a result row while a unit builds its table: ~0.5 KB of Python lists, twice ~0.46 KB of Arrow
@@ -264,26 +300,39 @@ class SampleTimes:
     generation: dict[int, float]  # cell -> seconds to generate one of its episodes
     load_seconds: float  # loading (or compiling) the code, as every worker does first
     seconds: float  # the whole sample
+    training: dict[tuple[int, int], float] = field(default_factory=dict)  # (cell, group) -> seconds of one
+    # training of its kept table (`training_cost`)
 
 
 def time_sample(spec: SweepSpec) -> SampleTimes:
     """Play every (cell, group) of the spec on a few of its cell's own episodes, SAMPLE_AGENT_STEPS
     or SAMPLE_EPISODES of them (at least one), as a worker plays them, and time its kernel and the
-    cell's environment generation: the dry-run's basis, in time independent of the episodes."""
+    cell's environment generation; a kept table's training is timed on SAMPLE_AGENT_STEPS of its passes
+    (at least one) and scaled to all of them: the dry-run's basis, in time independent of the episodes
+    and the training passes."""
     started = time.perf_counter()
     prepare_process(spec)
     loaded = time.perf_counter() - started
-    kernel, generation = {}, {}
+    kernel, generation, training = {}, {}, {}
     for c, cell in enumerate(spec.cells):
-        counts = {g: max(1, min(spec.episodes, SAMPLE_EPISODES, SAMPLE_AGENT_STEPS // episode_cost(cell.configs[g])))
-                  for g in cell.playing}
+        counts = {g: max(1, min(spec.episodes, SAMPLE_EPISODES,
+                                SAMPLE_AGENT_STEPS // episode_agent_steps(cell.configs[g]))) for g in cell.playing}
         generating = time.perf_counter()
         environments = generate_environments(cell.configs[cell.playing[0]], np.arange(max(counts.values())),
                                              seed_prefix=(cell.key,), training=_cell_trains_on_held_out(cell))
         generation[c] = (time.perf_counter() - generating) / max(counts.values())
         for g, count in counts.items():
-            kernel[c, g] = _play_in_order(cell.configs[g], environments.episodes(0, count)).kernel_seconds / count
-    return SampleTimes(kernel, generation, loaded, time.perf_counter() - started)
+            config = cell.configs[g]
+            if training_cost(config):
+                passes = max(1, min(config.q_training_passes,
+                                    SAMPLE_AGENT_STEPS // (config.iterations * config.group_size)))
+                full, config = config, config.with_changes(q_training_passes=passes,
+                                                           training_episodes=min(config.training_episodes, passes))
+                training_started = time.perf_counter()
+                trained_tables(config, environments.seed_prefix)  # kept (cached) for the sample's play
+                training[c, g] = (time.perf_counter() - training_started) * full.q_training_passes / passes
+            kernel[c, g] = _play_in_order(config, environments.episodes(0, count)).kernel_seconds / count
+    return SampleTimes(kernel, generation, loaded, time.perf_counter() - started, training)
 
 
 CACHED_SPANS = 2  # spans a worker keeps (`EnvironmentCache`): the one it plays and the one queued behind it

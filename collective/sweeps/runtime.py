@@ -1,4 +1,4 @@
-"""Executors for a sweep's plan: `SerialExecutor` in this process, `RayExecutor` on Ray.
+"""Executors for a sweep's plan: `SerialExecutor` in a child of this process, `RayExecutor` on Ray.
 
 Both run the same functions of `collective.sweeps.plan` and yield (unit, chunk record) as units
 finish. On Ray, `GroupHost` actors (one per CPU, spread over the nodes) each generate the
@@ -35,7 +35,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -68,6 +70,7 @@ PROBE_SECONDS = 3.0  # TCP connect timeout when checking a --address
 # the loaded kernels: 450-480 MB resident measured), plus what its work needs: its largest work
 # unit and the environments of the spans it keeps.
 ACTOR_BASE_BYTES = 512 << 20
+CHILD_STOP_SECONDS = 10.0  # the serial executor's child, asked to stop, is killed after this
 
 
 class ResourceError(RuntimeError):
@@ -190,7 +193,11 @@ def _silent(phase: str) -> None:
 
 
 class SerialExecutor:
-    """Runs the plan in this process: the same code as on Ray, for debugging and as the baseline.
+    """Runs the plan on one worker: the same code as on Ray, for debugging and as the baseline. The
+    worker is a child process forked from this one once it has loaded the code (so the child loads
+    nothing), playing the units in plan order, writing their chunks and sending each chunk's record (or
+    the error that stopped it) back; a child that ends before reporting every unit (a plug-in's
+    `os._exit`, even with status 0, or a crash in native code) stops the sweep with `WorkerLost`.
     Set by the caller: `report_phase` hears what entering does (`collective.progress` phases),
     `writer` writes the chunks (the results store's)."""
 
@@ -202,6 +209,7 @@ class SerialExecutor:
         self.report_phase = _silent
         self.writer: ChunkWriter | None = None  # set by the caller before running: where chunks go
         self.notices: list[str] = []  # what entering found that a user should hear of (see RayExecutor)
+        self.child: multiprocessing.Process | None = None
 
     def __enter__(self) -> "SerialExecutor":
         self.report_phase(LOADING_KERNELS)
@@ -209,13 +217,69 @@ class SerialExecutor:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        pass
+        self._stop_child()
 
     def run(self, blocks: list[EnvironmentBlock]) -> Iterator[tuple[WorkUnit, ChunkRecord]]:
-        cache = EnvironmentCache(self.spec)
-        for block in blocks:
-            for unit in block.units:
-                yield unit, self.writer.write(unit.id, play_unit(self.spec, unit, cache.environments(unit)))
+        units = [unit for block in blocks for unit in block.units]
+        receiving, sending = multiprocessing.Pipe(duplex=False)
+        self.child = multiprocessing.get_context("fork").Process(
+            target=_play_units, args=(self.spec, units, self.writer, sending), name="collective-serial", daemon=True)
+        sys.stdout.flush()  # else the child, a copy of this process, would print what is buffered again
+        sys.stderr.flush()
+        self.child.start()
+        sending.close()
+        try:
+            for done, unit in enumerate(units):
+                try:
+                    record = receiving.recv()
+                except EOFError:
+                    self.child.join()
+                    raise self._ended_early(len(units) - done, len(units)) from None
+                if isinstance(record, BaseException):
+                    raise record
+                yield unit, record
+        finally:
+            receiving.close()
+            self._stop_child()
+
+    def _ended_early(self, left: int, units: int) -> WorkerLost:
+        code = self.child.exitcode
+        status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        plugins = sorted(self.spec.plugin_digests())
+        cause = "a plug-in that ends its process (os._exit" + (f"; here {', '.join(plugins)}" if plugins else "") + \
+            "), a crash in native code or a kill does this"
+        return WorkerLost(f"the sweep ended early: its serial worker process stopped ({status}) with {left} of "
+                          f"{units} work units unreported; {cause}; rerun the same command to resume")
+
+    def _stop_child(self) -> None:
+        """End the child (Ctrl-C or SIGTERM reached this process, or the caller stopped early) and wait for it."""
+        child, self.child = self.child, None
+        if child is not None and child.is_alive():
+            child.terminate()
+            child.join(CHILD_STOP_SECONDS)
+            if child.is_alive():
+                child.kill()
+                child.join()
+
+
+def _play_units(spec: SweepSpec, units: list[WorkUnit], writer: ChunkWriter, connection) -> None:
+    """The serial executor's child: play `units` in order, write each chunk and send its record, or the
+    error that stopped it. A Ctrl-C (the command line's handler, inherited, tells it from a plug-in's own
+    KeyboardInterrupt) or the driver's SIGTERM ends it silently: the driver, stopping too, says what is kept."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    cache = EnvironmentCache(spec)
+    try:
+        try:
+            for unit in units:
+                connection.send(writer.write(unit.id, play_unit(spec, unit, cache.environments(unit))))
+        except Exception as error:  # the driver raises it as it would have been raised here
+            try:
+                error = pickle.loads(pickle.dumps(error))
+            except Exception:  # an error that does not cross processes: its text
+                error = RuntimeError(f"{type(error).__name__}: {error}")
+            connection.send(error)
+    except (BrokenPipeError, KeyboardInterrupt):  # the driver is gone, or stops
+        return
 
 
 class _Actor:
