@@ -146,3 +146,42 @@ def test_core_imports_without_the_optional_extras():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "collective-intelligence[adapters]" in result.stdout
+
+
+def test_gymnasium_makes_the_registered_environments():
+    """Issue 43 item 7: `gymnasium.make("collective/LambdaStar-v0", ...)` is the single-agent environment (the same
+    episodes as the class, seed for seed) and `make_vec(..., vectorization_mode="vector_entry_point")` the batched
+    one; a batch of groups is refused by make_vec in one line."""
+    import gymnasium
+
+    from collective.adapters import ENV_ID, LambdaStarVectorEnv
+
+    settings = dict(profile="paper", rows=6, cols=6, iterations=25)
+    made, direct = gymnasium.make(ENV_ID, **settings), LambdaStarEnv(**settings)
+    assert isinstance(made.unwrapped, LambdaStarEnv)
+    for env in (made, direct):
+        env.reset(seed=3)
+    trail = [(made.step(4)[1], direct.step(4)[1]) for _ in range(25)]
+    assert all(a == b for a, b in trail) and any(a != 0 for a, _ in trail)
+    batch = gymnasium.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", **settings)
+    assert isinstance(batch, LambdaStarVectorEnv) and batch.num_envs == 3
+    with pytest.raises(ConfigError, match="num_envs: make_vec plays one agent an episode"):
+        gymnasium.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", group_size=2,
+                           **settings)
+
+
+def test_human_render_mode_draws_each_step_on_stdout(capsys):
+    """render_mode "human" (with metadata's render_fps): reset and step draw the episode as text without render()
+    being called, and render() returns None; PettingZoo's render_test passes on the parallel environment."""
+    from pettingzoo.test import render_test
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    env = LambdaStarEnv(profile="paper", rows=6, cols=6, iterations=5, render_mode="human")
+    assert env.metadata["render_fps"] > 0 and "human" in env.metadata["render_modes"]
+    env.reset(seed=1)
+    for _ in range(5):
+        env.step(0)
+    frames = capsys.readouterr().out.split("t=")[1:]
+    assert [frame.split()[0] for frame in frames] == [str(t) for t in range(6)] and env.render() is None
+    render_test(lambda render_mode=None: parallel_to_aec(LambdaStarParallelEnv(
+        profile="paper", rows=6, cols=6, iterations=5, group_size=2, render_mode=render_mode)))

@@ -1,6 +1,10 @@
 """What the adapters show of a batch: the full state as arrays (`grid_state`), and one episode drawn
-as text (`ansi_frame`) or as an RGB image (`rgb_frame`) with the grid, ⊕, ⊖ and the agents."""
+as text (`ansi_frame`, shown on the terminal under render_mode "human": `show_frame`) or as an RGB image
+(`rgb_frame`) with the grid, ⊕, ⊖ and the agents."""
 from __future__ import annotations
+
+import sys
+import time
 
 import numpy as np
 
@@ -12,6 +16,7 @@ CELL_PIXELS = 12  # an rgb frame draws each cell as a CELL_PIXELS x CELL_PIXELS 
 RING = 2  # pixels of the ⊕ / ⊖ ring at a cell's edge
 GOOD_RGB, EVIL_RGB = (0, 170, 0), (200, 0, 0)
 FOCAL_RGB, BACKGROUND_RGB = (0, 90, 220), (240, 150, 0)
+RENDER_FPS = 4  # render_mode "human": frames a second on a terminal (metadata["render_fps"])
 
 
 def grid_state(core: SteppingCore, focal: int) -> np.ndarray:
@@ -62,3 +67,15 @@ def rgb_frame(state: np.ndarray) -> np.ndarray:
         for r, c in np.argwhere(state[channel] > 0):
             blocks[r, :, c][mask] = colour
     return image
+
+
+def show_frame(state: np.ndarray, t: int) -> None:
+    """render_mode "human": one episode's state drawn as text (`ansi_frame`) on stdout; on a terminal over the
+    previous frame, RENDER_FPS frames a second, else one frame after another (a log, a notebook)."""
+    frame = ansi_frame(state, t)
+    if sys.stdout.isatty():
+        sys.stdout.write("\x1b[H\x1b[2J" + frame)
+        sys.stdout.flush()
+        time.sleep(1 / RENDER_FPS)
+    else:
+        sys.stdout.write(frame + "\n")

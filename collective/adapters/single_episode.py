@@ -35,7 +35,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("collective.adapters needs pettingzoo and gymnasium: "
                       "pip install 'collective-intelligence[adapters]'") from error
 
-from collective.adapters.rendering import ansi_frame, rgb_frame
+from collective.adapters.rendering import RENDER_FPS, ansi_frame, rgb_frame, show_frame
 from collective.adapters.scenes import SCENES, EpisodeScene
 from collective.adapters.vector import RENDER_MODES, _Batches, _state_space, _window_space
 from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig
@@ -121,10 +121,13 @@ def _engine(batches: _Batches, owner: str) -> _Episodes | _EpisodesWithTeammates
 
 
 def _frame(render_mode: str | None, episodes: _Episodes | _EpisodesWithTeammates):
-    """The episode now: text under "ansi", an RGB array under "rgb_array" (`rendering`), else None."""
+    """The episode now: text under "ansi", an RGB array under "rgb_array" (`rendering`), drawn on the terminal
+    under "human" (`rendering.show_frame`; then None, as without a render mode)."""
     if render_mode is None:
         return None
     state = episodes.state()
+    if render_mode == "human":
+        return show_frame(state, episodes.t)
     return ansi_frame(state, episodes.t) if render_mode == "ansi" else rgb_frame(state)
 
 
@@ -137,7 +140,8 @@ class LambdaStarParallelEnv(ParallelEnv):
     """The group's test as a PettingZoo parallel environment (all agents act every iteration); with
     `mix=` and/or `protocol=` the agents are the focal population beside background agents."""
 
-    metadata = {"name": "collective_lambda_star_v0", "render_modes": list(RENDER_MODES), "is_parallelizable": True}
+    metadata = {"name": "collective_lambda_star_v0", "render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS,
+                "is_parallelizable": True}
 
     def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, mix: str = "", protocol: str = "none",
                  render_mode: str | None = None, **fields):
@@ -159,6 +163,7 @@ class LambdaStarParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         observations = self._episodes.reset(seed)
         self.agents = list(self.possible_agents)
+        self._human_frame()
         return dict(zip(self.agents, observations)), {a: {"k": self._episodes.k} for a in self.agents}
 
     def step(self, actions: dict):
@@ -169,6 +174,7 @@ class LambdaStarParallelEnv(ParallelEnv):
         over = self._episodes.t >= self.config.iterations
         agents = self.agents
         self.agents = [] if over else agents
+        self._human_frame()
         return (dict(zip(agents, observations)), dict(zip(agents, rewards)), dict.fromkeys(agents, False),
                 dict.fromkeys(agents, over), {a: {} for a in agents})
 
@@ -178,15 +184,20 @@ class LambdaStarParallelEnv(ParallelEnv):
         return self._episodes.state()
 
     def render(self):
-        """The episode now: text ("ansi") or an RGB array ("rgb_array"; `rendering.rgb_frame`)."""
+        """The episode now: text ("ansi") or an RGB array ("rgb_array"; `rendering.rgb_frame`); under "human" it is
+        drawn on the terminal by reset and step (Gymnasium's convention) and by render."""
         return _frame(self.render_mode, self._episodes)
+
+    def _human_frame(self) -> None:
+        if self.render_mode == "human":
+            self.render()
 
 
 class LambdaStarEnv(gymnasium.Env):
     """One agent on the test, as a Gymnasium environment (group size 1): alone, or with `mix=` and/or
     `protocol=` the focal agent beside background agents."""
 
-    metadata = {"render_modes": list(RENDER_MODES)}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
 
     def __init__(self, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, mix: str = "", protocol: str = "none",
                  render_mode: str | None = None, **fields):
@@ -203,10 +214,12 @@ class LambdaStarEnv(gymnasium.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)  # Gymnasium's bookkeeping only; episodes come from the SeedSequence tree
         [observation] = self._episodes.reset(seed)
+        self._human_frame()
         return observation, {"k": self._episodes.k}
 
     def step(self, action):
         [observation], [reward] = self._episodes.step([action])
+        self._human_frame()
         return observation, reward, False, self._episodes.t >= self.config.iterations, {}
 
     def state(self) -> np.ndarray:
@@ -216,3 +229,7 @@ class LambdaStarEnv(gymnasium.Env):
     def render(self):
         """The episode now (`LambdaStarParallelEnv.render`)."""
         return _frame(self.render_mode, self._episodes)
+
+    def _human_frame(self) -> None:
+        if self.render_mode == "human":
+            self.render()

@@ -43,7 +43,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from collective.adapters.rendering import STATE_CHANNELS, ansi_frame, grid_state, rgb_frame
+from collective.adapters.rendering import RENDER_FPS, STATE_CHANNELS, ansi_frame, grid_state, rgb_frame, show_frame
 from collective.adapters.scenes import environment_config
 from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig, validate_batch_memory
 from collective.evaluation.environments import generate_environments
@@ -52,7 +52,7 @@ from collective.evaluation.stepping_group import plugin_group
 from collective.simulation.plugins import PluginError
 from collective.simulation.stepping import SteppingCore, Playing, checked_actions
 
-RENDER_MODES = ("ansi", "rgb_array")
+RENDER_MODES = ("human", "ansi", "rgb_array")
 TARGET_FEATURES = 3  # under a protocol: whether a target was given, and its row and column offsets
 
 
@@ -179,10 +179,13 @@ class _Batches:
         return grid_state(self.core, self.agents)
 
     def render(self):
-        """The batch's first episode now: text under "ansi", an RGB array under "rgb_array", else None."""
+        """The batch's first episode now: text under "ansi", an RGB array under "rgb_array", drawn on the terminal
+        under "human" (`rendering.show_frame`; then None, as without a render mode)."""
         if self.render_mode is None:
             return None
         state = self.state()[0]
+        if self.render_mode == "human":
+            return show_frame(state, self.core.t)
         return ansi_frame(state, self.core.t) if self.render_mode == "ansi" else rgb_frame(state)
 
     def actions(self, actions, owner: str) -> np.ndarray:
@@ -241,7 +244,7 @@ class LambdaStarVectorEnv(VectorEnv):
     length and time ({"r", "l", "t"}), as CleanRL's logging loop reads it.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": list(RENDER_MODES)}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
 
     def __init__(self, episodes: int = 1000, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, mix: str = "",
                  protocol: str = "none", render_mode: str | None = None, **fields):
@@ -311,7 +314,7 @@ class LambdaStarBatchedParallelEnv:
     `observation_space(agent)` and `action_space(agent)` are the batched spaces of these arrays.
     """
 
-    metadata = {"name": "collective_lambda_star_batched_v0", "render_modes": list(RENDER_MODES),
+    metadata = {"name": "collective_lambda_star_batched_v0", "render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS,
                 "is_parallelizable": True}
 
     def __init__(self, episodes: int = 1000, env: str = "lambda_star", profile: str = DEFAULT_PROFILE, mix: str = "",
