@@ -31,13 +31,14 @@ protocols = [{ name = "none" }]
 """
 
 
-def sized(agent_steps: int, rows: int) -> PlanSize:
-    return PlanSize(1, 1, True, rows, agent_steps, environments=0, environment_cell_steps=0)
+def sized(cost: int, rows: int) -> PlanSize:
+    """A plan of `cost` (a local searcher's agent-steps, ~40 M a second) and `rows`."""
+    return PlanSize(1, 1, True, rows, cost, environments=0, environment_cell_steps=0, cost=cost)
 
 
 @pytest.mark.parametrize("size, cpus, address, expected", [
     (sized(25_000_000, 5_100), 2, None, "serial"),  # the issue's 5,100 rows: ~2.5 s serially
-    (sized(6_000_000_000, 5_100), 2, None, "ray"),  # ten minutes of kernel work: two workers save five
+    (sized(6_000_000_000, 5_100), 2, None, "ray"),  # 2.5 minutes of kernel work: two workers save more than a minute
     (sized(6_000_000_000, 5_100), 1, None, "serial"),  # one worker saves nothing
     (sized(25_000_000, 5_100), 2, "127.0.0.1:6379", "ray"),  # a cluster named: the user asked for Ray
 ])
@@ -48,6 +49,7 @@ def test_auto_picks_the_executor_that_finishes_first(size, cpus, address, expect
 
 @pytest.mark.parametrize("spec, expected", [
     ("quickstart", "serial"),  # 6 s serially, 18 s on an embedded Ray (2 cores, load ~4)
+    ("communication", "serial"),  # shams at 85x a searcher's step: 12.5 s of CPU serially (issue 46 item 4)
     ("factors", "ray"),  # ~45 s of kernel and rows serially
     ("large_landscapes", "ray"),  # few agent-steps and rows, but 80x80 fields over T = 1000
 ])

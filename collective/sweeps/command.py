@@ -21,9 +21,9 @@ from collective.sweeps.spec import SpecError, SweepSpec, load_spec
 from collective.simulation.plugins import CtrlC, PluginError, interrupted_status
 from collective.evaluation.compiled_code import kernel_cached
 from collective.output_files import write_stdout
-from collective.sweeps.plan import (SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
+from collective.sweeps.plan import (COST_PER_SECOND, SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
                                     SampleTimes, episode_agent_steps, plan, plan_size, time_sample)
-from collective.progress import (AGENT_STEPS_PER_SECOND, PLAYING, Progress, announce_compilation,
+from collective.progress import (PLAYING, Progress, announce_compilation,
                                  announce_compiling, compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
 
@@ -48,13 +48,13 @@ ENVIRONMENT_CELL_STEP_SECONDS = 0.5e-9
 
 def choose_executor(size: PlanSize, cpus: int, import_seconds: float, address: str | None) -> tuple[str, str]:
     """`--executor auto`: ("ray" or "serial", why, in a few words). Ray when a cluster is named;
-    else serial unless the work (AGENT_STEPS_PER_SECOND, ROW_SECONDS a row, ENVIRONMENT_SECONDS and
+    else serial unless the work (its weighted cost at COST_PER_SECOND, ROW_SECONDS a row, ENVIRONMENT_SECONDS and
     ENVIRONMENT_CELL_STEP_SECONDS an environment) done by `cpus` workers saves more than Ray's start-up
     (RAY_INIT_SECONDS, every actor's imports and kernel loading, RAY_STOP_SECONDS)."""
     if address:
         return "ray", f"the Ray cluster at {address} is named"
     agent_steps, rows = size.agent_steps, size.rows
-    serial = (agent_steps / AGENT_STEPS_PER_SECOND + rows * ROW_SECONDS + size.environments * ENVIRONMENT_SECONDS
+    serial = (size.cost / COST_PER_SECOND + rows * ROW_SECONDS + size.environments * ENVIRONMENT_SECONDS
               + size.environment_cell_steps * ENVIRONMENT_CELL_STEP_SECONDS)
     start_up = RAY_INIT_SECONDS + RAY_STOP_SECONDS + import_seconds + KERNEL_LOAD_SECONDS
     saved = serial - serial / max(cpus, 1)

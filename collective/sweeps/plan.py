@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyarrow as pa
 
-from collective.config import EvaluationConfig, memory_needs
+from collective.config import EvaluationConfig, memory_needs, mix_counts
 from collective.evaluation.batches import batch_episodes
 from collective.evaluation.compiled_code import load_code, load_generator
 from collective.evaluation.environments import generate_environments, with_ceiling
@@ -81,12 +81,21 @@ class EnvironmentBlock:
     units: tuple[WorkUnit, ...]
 
 
-# What an agent-step costs beside one of a group without a protocol (1), as measured by
-# `benchmarks/group_costs.py` on experiments/communication.toml (`benchmarks/group_costs.json`, best of 3
-# CPU times on 2 cores): each protocol's (2.6-8.1x) and a sham's, its shadow episode included (57-136x, any
-# protocol). Protocols not measured count as 1.
-PROTOCOL_STEP_COST = {"broadcast": 5, "wisdom": 7, "auction": 3, "hierarchy": 3, "stigmergy": 6}
+# What an agent-step costs beside a local searcher's without a protocol (1), as measured by
+# `benchmarks/group_costs.py` (`benchmarks/group_costs.json`, experiments/communication.toml; best of 3 CPU times
+# on 2 cores): each protocol's (2.6-8.1x) and a sham's, its shadow episode included (57-136x, any protocol);
+# on experiments/quickstart.toml (5 Dec, load 1.1) a learner's, which grows with the group (q_learning and sarsa
+# 1.5-2.1x alone, 3.4-5.4x in fives, 4.2-7x in tens: LEARNER_STEP_COST + LEARNER_STEP_COST_PER_AGENT x (G - 1)),
+# shared Q 0.6-0.8x a learner's own. Behaviours and protocols not measured count as 1.
+PROTOCOL_STEP_COST = {"broadcast": 5, "wisdom": 7, "auction": 3, "hierarchy": 3, "stigmergy": 6, "shared_q": 0.7}
 SHAM_STEP_COST = 85
+LEARNERS = ("q_learning", "sarsa")
+LEARNER_STEP_COST, LEARNER_STEP_COST_PER_AGENT = 1.5, 0.4
+# A local searcher's agent-steps a second, what `--executor auto` converts a plan's cost with: 67-74 M/s in groups
+# of 5 and 10 at T = 200 (experiments/communication.toml, CPU time, load 0.4); alone at T = 100 an episode's own
+# work dominates (17 M/s). At this rate the communication study's plan is 11.6 s of play (measured 10.8 s),
+# and the quickstart's 1.0 s (measured 1.0 s, load 1.1).
+COST_PER_SECOND = 70e6
 
 
 def episode_agent_steps(config: EvaluationConfig) -> int:
@@ -95,12 +104,20 @@ def episode_agent_steps(config: EvaluationConfig) -> int:
     return config.iterations * config.group_size * (1 + config.passes_per_episode) * (2 if config.sham else 1)
 
 
+def behaviour_weight(config: EvaluationConfig) -> float:
+    """What an agent-step of the group's members costs beside a local searcher's (a mix: its members' mean)."""
+    members = mix_counts(config.mix) if config.mix else ((config.behaviour, config.group_size),)
+    learner = LEARNER_STEP_COST + LEARNER_STEP_COST_PER_AGENT * (config.group_size - 1)
+    return sum(count * (learner if name in LEARNERS else 1.0) for name, count in members) / config.group_size
+
+
 def episode_cost(config: EvaluationConfig) -> int:
-    """Estimated cost of one episode in agent-steps of a group without a protocol: scored pass, plus
-    training passes when the group learns, each agent-step weighted by what its protocol or the sham
-    control costs (PROTOCOL_STEP_COST, SHAM_STEP_COST)."""
+    """Estimated cost of one episode in agent-steps of local searchers without a protocol: scored pass, plus
+    training passes when the group learns, each agent-step weighted by what its members (`behaviour_weight`)
+    and its protocol or the sham control cost (PROTOCOL_STEP_COST, SHAM_STEP_COST)."""
     weight = SHAM_STEP_COST if config.sham else PROTOCOL_STEP_COST.get(config.protocol, 1)
-    return config.iterations * config.group_size * (1 + config.passes_per_episode) * weight
+    steps = config.iterations * config.group_size * (1 + config.passes_per_episode)
+    return max(1, round(steps * weight * behaviour_weight(config)))
 
 
 def training_cost(config: EvaluationConfig) -> int:
@@ -172,17 +189,19 @@ class PlanSize:
     environment_cell_steps: int  # Σ over them of cells x T: what generating one and its ceiling scale with
     trainings: dict[tuple[int, int], int] = field(default_factory=dict)  # (cell, group) -> units training its
     # kept table (`training_cost`, counted in agent_steps)
+    cost: int = 0  # agent_steps weighted by what each costs (`episode_cost`): what the work takes, in a searcher's steps
 
 
 def plan_size(spec: SweepSpec) -> PlanSize:
     """The plan's size in time independent of the number of episodes and of the training passes (a dry
     run of 10**12 of either stays instant): counted from `plan` up to SUMMARY_BLOCKS blocks, else by
     arithmetic per cell from one full and one partial block, without `_taper`'s finer tail. Its
-    agent-steps count every unit's training of a kept table (`training_cost`)."""
+    agent-steps (and their weighted cost) count every unit's training of a kept table (`training_cost`)."""
     sizes = [block_episodes(spec, c) for c in range(len(spec.cells))]
     blocks = sum(math.ceil(spec.episodes / size) for size in sizes)
     rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells)
-    steps = spec.episodes * sum(episode_cost(cell.configs[g]) for cell in spec.cells for g in cell.playing)
+    steps = spec.episodes * sum(episode_agent_steps(cell.configs[g]) for cell in spec.cells for g in cell.playing)
+    cost = spec.episodes * sum(episode_cost(cell.configs[g]) for cell in spec.cells for g in cell.playing)
     environments = spec.episodes * len(spec.cells)
     cell_steps = spec.episodes * sum(config.rows * config.cols * config.iterations
                                      for config in (cell.configs[cell.playing[0]] for cell in spec.cells))
@@ -203,7 +222,9 @@ def plan_size(spec: SweepSpec) -> PlanSize:
             units += count(_units(spec, c, 0, 0, size, cell.playing, TARGET_UNIT_AGENT_STEPS), full)
             units += count(_units(spec, c, 0, 0, rest, cell.playing, TARGET_UNIT_AGENT_STEPS)) if rest else 0
     steps += sum(n * training_cost(spec.cells[c].configs[g]) for (c, g), n in trainings.items())
-    return PlanSize(blocks, units, exact, rows, steps, environments, cell_steps, dict(trainings))
+    cost += sum(round(n * training_cost(spec.cells[c].configs[g]) * behaviour_weight(spec.cells[c].configs[g]))
+                for (c, g), n in trainings.items())
+    return PlanSize(blocks, units, exact, rows, steps, environments, cell_steps, dict(trainings), cost)
 
 
 ROW_BYTES = 2 << 10  # a result row while a unit builds its table: ~0.5 KB of Python lists, twice ~0.46 KB of Arrow
