@@ -41,7 +41,8 @@ def evaluate(behaviour: str | None = None, *, profile: str = DEFAULT_PROFILE, pr
 def sweep(spec: str | Path | dict, out: str | Path, *, executor: str | None = None, address: str | None = None,
           workers: int | None = None, progress: bool = True) -> SweepSummary:
     """Run (or resume) a sweep into `out`, as `collective sweep SPEC --out OUT`. `spec` is a TOML file or
-    the same content as a dict. `executor` "serial" plays in this process; "ray" on an embedded local Ray
+    the same content as a dict. `executor` "serial" plays in one worker process forked from this one; "ray" on an
+    embedded local Ray
     (`workers` of them) or on the cluster at `address` (or $RAY_ADDRESS); default: ray when a cluster is
     named, else serial."""
     parsed: SweepSpec = parse_spec(spec) if isinstance(spec, dict) else load_spec(spec)
@@ -79,4 +80,5 @@ def tables(run_dirs: Paths, names: list[str] | None = None, by: list[str] | None
 
 def validate(run_dirs: Paths, pool: bool = False) -> pd.DataFrame:
     """The validity suite's checks (check, subject, status, figure, criterion), as `collective validate`."""
-    return _validity_suite(load_dataset(_paths(run_dirs), pool=pool).rows)
+    dataset = load_dataset(_paths(run_dirs), pool=pool)
+    return _validity_suite(dataset.rows, sweeps=[source.description for source in dataset.sources if source.description])

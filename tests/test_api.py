@@ -18,7 +18,7 @@ SPEC = {"name": "api", "seed": 3, "profile": "sound", "episodes": 40, "iteration
         "factors": {"grid": ["5x5"], "group_size": [1, 3]},
         "groups": {"behaviours": ["random", "local_search"],
                    "protocols": [{"name": "none"}, {"name": "stigmergy", "behaviours": ["local_search"],
-                                                     "group_sizes": [3]}]}}
+                                                     "group_sizes": [3], "controls": ["real", "sham"]}]}}
 
 
 def test_the_notebook_runs_in_a_kernel():
@@ -48,7 +48,7 @@ def test_evaluate_gives_the_commands_record():
 
 def test_sweep_load_tables_and_validate_give_the_commands_data(tmp_path):
     summary = ci.sweep(SPEC, tmp_path / "api", progress=False)
-    assert summary.rows == 40 * (2 * 2 + 1) and summary.executor == "serial"
+    assert summary.rows == 40 * (2 * 2 + 2) and summary.executor == "serial"
     rows = ci.load(tmp_path / "api")
     assert len(rows) == summary.rows
     tables = ci.tables(tmp_path / "api", names=["upsilon", "gains"])
@@ -57,7 +57,9 @@ def test_sweep_load_tables_and_validate_give_the_commands_data(tmp_path):
     assert tables["upsilon"]["upsilon"].tolist() == pytest.approx([row["upsilon"] for row in printed["upsilon"]["rows"]])
     checks = ci.validate(tmp_path / "api")
     printed = json.loads(_command("validate", str(tmp_path / "api"), "--format", "json"))
-    assert checks["status"].tolist() == [check["status"] for check in printed]
+    assert checks[["check", "subject", "status", "figure"]].to_dict("records") == \
+        [{key: check[key] for key in ("check", "subject", "status", "figure")} for check in printed]
+    assert "holds" in set(checks.loc[checks["check"] == "sham_mechanism", "status"])  # the sweep's spec is read
     again = ci.sweep(SPEC, tmp_path / "api", progress=False)  # a rerun resumes: nothing new
     assert again.chunks_written == 0 and again.rows_resumed == summary.rows
 

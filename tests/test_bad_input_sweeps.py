@@ -245,7 +245,7 @@ def test_workers_are_capped_at_the_cpus_and_progress_prints_lines_off_a_terminal
     assert f"collective sweep: notice: --workers 1000 capped at {cpus}, the CPUs of this machine" in result.stderr
     assert f"with {cpus} worker(s)" in result.stdout
     progress = [line for line in result.stderr.splitlines() if line.startswith("collective sweep: progress: ")]
-    assert progress and "(100%)" in progress[-1] and "agent-steps/s" in progress[-1] and "ETA" in progress[-1]
+    assert progress and "(100%)" in progress[-1] and "searcher-steps/s" in progress[-1] and "ETA" in progress[-1]
 
 
 def test_recomputing_and_removing_chunks_is_announced(tmp_path):

@@ -5,15 +5,18 @@ environment; a plug-in that raises midway, then resumed once fixed; persistent l
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from sweep_support import CLUSTER_ENV, ray_cluster, rows
+from collective.sweeps.store import MANIFEST_FILE
+from sweep_support import CLUSTER_ENV, kill_session, ray_cluster, rows
 
 ROOT = Path(__file__).resolve().parent.parent
 IDENTITY = ["cell", "group_key", "episode"]
@@ -175,6 +178,38 @@ def test_a_plugin_that_ends_the_serial_sweeps_process_with_status_0_cannot_end_t
     assert len(lines) == 1 and lines[0].startswith("collective sweep: error: the sweep ended early: "), ended.stderr
     assert "(exit status 0)" in lines[0] and "flaky_agents:Walker" in lines[0]
     assert lines[0].endswith("rerun the same command to resume") and ended.stdout == ""
+
+
+def test_a_serial_worker_dies_with_its_driver(tmp_path):
+    """kill -9 of a serial sweep's driver while its worker plays a long unit (a plug-in that sleeps in the 7x7 cell)
+    ends the worker too, within 10 s, where it went on to write its chunk beside a rerun."""
+    (tmp_path / "flaky.toml").write_text(FLAKY_SPEC)
+    sleepy = FLAKY.replace('raise ValueError("lost my way")', "time.sleep(120)").replace("CONDITION",
+                                                                                         "self.rows == 7")
+    (tmp_path / "flaky_agents.py").write_text(sleepy.replace("import numpy", "import time\nimport numpy"))
+    out = tmp_path / "out"
+    driver = subprocess.Popen([sys.executable, "-m", "collective", "sweep", str(tmp_path / "flaky.toml"), "--out",
+                               str(out), "--executor", "serial"], cwd=tmp_path, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not ((out / MANIFEST_FILE).exists() and len((out / MANIFEST_FILE).read_text().splitlines()) >= 2):
+            assert driver.poll() is None and time.monotonic() < deadline, "no chunk written"
+            time.sleep(0.2)
+        time.sleep(1)  # the worker is in the 7x7 cell's sleep
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=60)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(driver.pid, 0)  # a process of the driver's session is still there
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the serial worker outlived its killed driver by 10 s")
+    finally:
+        kill_session(driver)
 
 
 def test_a_plugin_raising_on_a_ray_worker_stops_the_sweep_with_its_message(tmp_path):

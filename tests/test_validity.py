@@ -136,7 +136,13 @@ def test_random_zero_rarely_fails_correct_data_and_fails_an_imbalance():
     rng = np.random.default_rng(5)
     failed = [any(check.status == FAILS for check in random_zero(random_rows(rng, 80))) for _ in range(300)]
     assert np.mean(failed) <= 0.05
-    checks = {check.subject: check.status for check in random_zero(random_rows(rng, 2000, {"8x8": 0.03}))}
+    caught = [any(check.status == FAILS for check in random_zero(random_rows(rng, 80, {"8x8": 0.05}))) for _ in range(50)]
+    assert np.mean(caught) >= 0.9  # a clear imbalance fails at the small size too
+    holding = [check for check in random_zero(random_rows(rng, 80)) if check.status == HOLDS]
+    assert holding and all("not shown within it" in check.figure for check in holding)  # a pass the data cannot back
+    large = random_zero(random_rows(rng, 2000, {"8x8": 0.03}))
+    assert not any("not shown within it" in check.figure for check in large if check.status == HOLDS)
+    checks = {check.subject: check.status for check in large}
     assert checks == {"random @ 10x10": HOLDS, "random @ 20x20": HOLDS, "random @ 5x5": HOLDS, "random @ 8x8": FAILS}
 
 

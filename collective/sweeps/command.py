@@ -214,7 +214,9 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False,
         def status() -> str:
             return f"cells {cells_done}/{len(spec.cells)}, rows {rows_done:,}/{rows_total:,}"
 
-        with Progress(total, "agent-steps", "collective sweep", spec.name, initial=initial, enabled=progress,
+        # counted in the plan's cost (`plan.episode_cost`): a local searcher's agent-step is one, a sham's 85, so the
+        # rate is steady and the ETA right whatever the groups cost; not the agent-steps played (the plan's)
+        with Progress(total, "searcher-steps", "collective sweep", spec.name, initial=initial, enabled=progress,
                       bookends=True) as bar:
             bar.update(0, status())
             if todo:

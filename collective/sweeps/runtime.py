@@ -33,6 +33,7 @@ no node is refused (`ResourceError`).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import logging
 import multiprocessing
@@ -223,7 +224,8 @@ class SerialExecutor:
         units = [unit for block in blocks for unit in block.units]
         receiving, sending = multiprocessing.Pipe(duplex=False)
         self.child = multiprocessing.get_context("fork").Process(
-            target=_play_units, args=(self.spec, units, self.writer, sending), name="collective-serial", daemon=True)
+            target=_play_units, args=(self.spec, units, self.writer, sending, os.getpid()), name="collective-serial",
+            daemon=True)
         sys.stdout.flush()  # else the child, a copy of this process, would print what is buffered again
         sys.stderr.flush()
         self.child.start()
@@ -262,10 +264,23 @@ class SerialExecutor:
                 child.join()
 
 
-def _play_units(spec: SweepSpec, units: list[WorkUnit], writer: ChunkWriter, connection) -> None:
+def _die_with(driver: int) -> None:
+    """On Linux the kernel kills this process when the driver dies, a kill -9 of it too (prctl's
+    PR_SET_PDEATHSIG), so no worker goes on writing chunks beside a rerun; elsewhere nothing is set."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != driver:  # it died before the call
+        os._exit(1)
+
+
+def _play_units(spec: SweepSpec, units: list[WorkUnit], writer: ChunkWriter, connection, driver: int) -> None:
     """The serial executor's child: play `units` in order, write each chunk and send its record, or the
     error that stopped it. A Ctrl-C (the command line's handler, inherited, tells it from a plug-in's own
-    KeyboardInterrupt) or the driver's SIGTERM ends it silently: the driver, stopping too, says what is kept."""
+    KeyboardInterrupt) or the driver's SIGTERM ends it silently: the driver, stopping too, says what is kept;
+    the driver's death ends it (`_die_with`)."""
+    _die_with(driver)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     cache = EnvironmentCache(spec)
     try:
