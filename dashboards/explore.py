@@ -171,7 +171,8 @@ def table_html(table_id: str, frame: pd.DataFrame, protocols: dict[str, str], sh
     def td(record: dict, c) -> str:
         value = record[c]
         if c in named and isinstance(value, str) and labelled(value, labels) != value:
-            return (f'<td class="{kind[c]}" title="{html.escape(value)}" data-order="{html.escape(value)}">'
+            return (f'<td class="{kind[c]}" title="{html.escape(value)}" '
+                    f'data-order="{html.escape(labelled(value, labels))}">'
                     f'{html.escape(labelled(value, labels))}</td>')
         return (f'<td class="{kind[c]}" data-order="{html.escape(_order_key(value, str(c)))}">'
                 f'{html.escape(cells[c][1](record) if c in cells else format_number(value, str(c), scientific[c]))}'
@@ -291,7 +292,8 @@ def interactive_figure(table: Table, value: str, y_title: str, title: str, proto
                 marker=dict(color=colour, symbol=SYMBOLS[index // len(PALETTE) % len(SYMBOLS)], size=8),
                 line=dict(color=colour, width=1.5),
                 meta=dict(group=str(key[0]), grid=str(grid), protocol=protocols.get(str(key[0]), "")),
-                hovertemplate=(f"<b>{label}</b><br>{where}<br>{y_title}: "
+                hovertemplate=("<b>%{fullData.name}</b>"  # the name, not the label in the template: no %{...} of
+                               f"<br>{where}<br>{y_title}: "  # a label is read as a placeholder
                                f"%{{{'x' if forest else 'y'}:.3f}}<br>95% CI [%{{customdata[0]:.3f}}, "
                                f"%{{customdata[1]:.3f}}]"
                                + (f"<br>{header(count).lower()}: %{{customdata[2]:,.0f}}" if count else "")

@@ -296,7 +296,7 @@ def test_analyze_validate_and_the_dashboards_tables_name_groups_by_their_labels(
     assert "coin flips @ " in checks and "random @ " not in checks
     analysis = analyse(load_dataset([datasets["byo_agent"]]), list(DEFAULT_BY))
     tables = analysis_tables_html(analysis, {})
-    assert f'title="{html.escape(gossip)}" data-order="{html.escape(gossip)}">memory searcher, gossip</td>' in tables
+    assert f'title="{html.escape(gossip)}" data-order="memory searcher, gossip">memory searcher, gossip</td>' in tables
 
 
 def test_a_group_has_one_colour_in_the_paper_figures_and_the_dashboard(datasets):
@@ -321,3 +321,17 @@ def test_a_group_has_one_colour_in_the_paper_figures_and_the_dashboard(datasets)
     shared = set(drawn) & set(dashboard)
     assert len(shared) >= 10, (sorted(drawn), sorted(dashboard))
     assert {group: dashboard[group] for group in shared} == {group: drawn[group] for group in shared}
+
+
+def test_a_label_is_not_read_as_a_hover_placeholder():
+    """A label holding %{y} stays as written in the hover (the template names the trace, not the label's text)."""
+    import pandas as pd
+
+    from collective.analysis.base import Table
+    from collective.dashboards.explore import interactive_figure
+
+    frame = pd.DataFrame({"group": ["a"], "grid": ["5x5"], "group_size": [1], "episodes": [10], "upsilon": [0.5],
+                          "ci95_low": [0.4], "ci95_high": [0.6]})
+    figure = interactive_figure(Table("upsilon", "Υ", "", frame), "upsilon", "Υ", "Υ", {}, {"a": "odd %{y} name"})
+    trace, = figure.data
+    assert trace.name == "odd %{y} name" and "odd" not in trace.hovertemplate
