@@ -25,7 +25,7 @@ def _listed() -> tuple[set[str], dict[str, str]]:
 def test_every_package_folder_is_listed_and_the_top_level_folders_are_namespaced():
     packages, folders = _listed()
     found = {".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "collective").rglob("__init__.py")}
-    found |= set(NAMESPACED.values()) | {"collective.examples.byo_agent"}
+    found |= set(NAMESPACED.values()) | {"collective.examples.byo_agent", "collective.docs.reference"}
     assert packages == found, "pyproject's [tool.setuptools] packages must list every package folder"
     assert folders == {name: folder for folder, name in NAMESPACED.items()}
 
