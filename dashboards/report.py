@@ -120,7 +120,9 @@ def _figure_html(spec) -> str:
 
 def render_report(dataset: Dataset, analysis: Analysis, k_bin_width: int = 4) -> str:
     """The report as one HTML string."""
-    options, notice = limit_groups(dataset, FigureOptions(labels=analysis.labels))  # the spec's and --label
+    present = set(map(str, dataset.rows["group"].unique()))  # a spec's labels may name groups the rows lack
+    options, notice = limit_groups(dataset, FigureOptions(labels={group: label for group, label in
+                                                                  analysis.labels.items() if group in present}))
     figures = build_figures(dataset, k_bin_width, options)
     shown = html.escape(f" {notice[:1].upper()}{notice[1:]}.") if notice else ""
     names = sorted({s.description.get("name") or "" for s in dataset.sources if s.description}) or ["sweep"]

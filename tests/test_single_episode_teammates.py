@@ -132,7 +132,7 @@ def test_state_before_reset_and_steps_after_the_end_are_refused():
 
 
 @pytest.mark.parametrize("make", [LambdaStarEnv, LambdaStarParallelEnv])
-@pytest.mark.parametrize("settings, field", [(dict(render_mode="human"), "render_mode"),
+@pytest.mark.parametrize("settings, field", [(dict(render_mode="window"), "render_mode"),
                                              (dict(mix="q_learning:1"), "mix"),
                                              (dict(protocol="shouting"), "protocol"),
                                              (dict(protocol="broadcast"), "protocol"),  # one member: nobody to hear

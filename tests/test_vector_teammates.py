@@ -89,7 +89,7 @@ def test_batched_parallel_env_with_teammates_and_the_cleanrl_loop():
     assert logged == 8
 
 
-@pytest.mark.parametrize("settings, field", [(dict(render_mode="human"), "render_mode"),
+@pytest.mark.parametrize("settings, field", [(dict(render_mode="window"), "render_mode"),
                                              (dict(mix="q_learning:1"), "mix"),
                                              (dict(protocol="shouting"), "protocol")])
 def test_bad_teammates_and_render_modes_are_refused_naming_the_field(settings, field):
