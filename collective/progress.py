@@ -13,7 +13,8 @@ import time
 
 
 PROGRESS_SECONDS = 10.0  # plain progress lines (stderr not a terminal) come at most this often
-COMPILE_NOTICE = "collective: compiling kernels (once per code version; about 30 s on 2 idle cores) ..."
+# the install's warm-up compiles everything in 54 s on 2 idle cores (88 s in one process; notes/compile-time.md)
+COMPILE_NOTICE = "collective: compiling kernels (once per code version; up to about a minute on 2 idle cores) ..."
 CONFIRM_AGENT_STEPS = 10**12  # a larger evaluate, demo, anytime or sweep needs --yes
 AGENT_STEPS_PER_SECOND = 10e6  # the kernel's rough speed, for the time a large run would take
 STARTING_RAY, LOADING_KERNELS, PLAYING = "starting Ray", "loading kernels", "playing"  # a sweep's phases

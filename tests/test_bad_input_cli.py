@@ -205,7 +205,7 @@ def test_first_run_announces_compiling_and_keeps_it_out_of_wall_seconds(tmp_path
     cold = collective(*args, env=env)
     assert cold.returncode == 0, cold.stderr
     lines = cold.stderr.splitlines()
-    assert lines[0] == "collective: compiling kernels (once per code version; about 30 s on 2 idle cores) ..."
+    assert lines[0] == COMPILE_NOTICE
     assert re.fullmatch(r"collective: \.\.\. done in \d+ s", lines[1]) and len(lines) == 2
     record = json.loads(cold.stdout)
     assert record["compile_seconds"] > 5 * record["wall_seconds"]
