@@ -28,7 +28,7 @@ def warm_up_record(scratch: Path) -> dict[str, int]:
     if not path.exists():
         subprocess.run([sys.executable, "-m", "collective.warm_up", "--processes", "1"], check=True,
                        env={**os.environ, "NUMBA_CACHE_DIR": str(scratch)}, capture_output=True, timeout=1800)
-        path = scratch / RECORD
+        path, = scratch.glob(f"numba-*/{RECORD}")  # the cache directory is keyed by the sources' digest
     signatures = json.loads(path.read_text())
     return {name: len(found) for name, found in sorted(signatures.items()) if name.startswith(OURS)}
 
