@@ -81,4 +81,4 @@ def tables(run_dirs: Paths, names: list[str] | None = None, by: list[str] | None
 def validate(run_dirs: Paths, pool: bool = False) -> pd.DataFrame:
     """The validity suite's checks (check, subject, status, figure, criterion), as `collective validate`."""
     dataset = load_dataset(_paths(run_dirs), pool=pool)
-    return _validity_suite(dataset.rows, sweeps=[source.description for source in dataset.sources if source.description])
+    return _validity_suite(dataset.rows, sweeps=dataset.descriptions)

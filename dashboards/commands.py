@@ -157,7 +157,7 @@ def _validate(dataset, fmt: str, labels: dict[str, str]) -> int:
     from collective.analysis.validity import FAILS, format_report, validate
     from collective.output_files import write_stdout
 
-    report = validate(dataset.rows, sweeps=[source.description for source in dataset.sources if source.description])
+    report = validate(dataset.rows, sweeps=dataset.descriptions)
     write_stdout(format_report(report, display_labels(dataset, labels)) if fmt == "table" else report.to_csv(index=False) if fmt == "csv"
                  else report.to_json(orient="records", force_ascii=False, indent=1))
     return 1 if (report["status"] == FAILS).any() else 0

@@ -12,6 +12,7 @@ environment; with it, the cells of a grid that differ only in group size share t
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,11 @@ GROUP_COLUMNS = ("group", "collective", "real", "first", "second", "sham", "isol
 
 class DatasetError(ValueError):
     """Input that cannot be analysed: not a dataset, or an unknown factor. The message is one line."""
+
+
+def grid_area(grids: pd.Series) -> np.ndarray:
+    """(rows,) cells N of each row's grid ("RxC")."""
+    return grids.map({name: math.prod(map(int, name.split("x"))) for name in grids.unique()}).to_numpy(float)
 
 
 def labelled(value: str, labels: dict[str, str]) -> str:

@@ -69,6 +69,11 @@ class Dataset:
     notices: list[str] = field(default_factory=list)  # what loading found that changes what is counted
     columns: list[str] = field(default_factory=list)
 
+    @property
+    def descriptions(self) -> list[dict]:
+        """The sweep.json contents of the sources that have one (what `validity.sham_mechanism` re-plays)."""
+        return [source.description for source in self.sources if source.description]
+
 
 def display_labels(dataset: Dataset, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """Display label by group identifier: the spec's (sweep.json's `display`), then `overrides`. A label that

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.base import Analysis, Table, cell_ids, environment_ids, learns, levels
+from collective.analysis.base import Analysis, Table, cell_ids, environment_ids, grid_area, learns, levels
 from collective.analysis.cluster_robust import ClusteredFit, clustered_ols
 from collective.analysis.inference import CONFIDENCE
 
@@ -101,16 +101,11 @@ def _identifiable(columns: dict[str, np.ndarray], candidates: dict[str, np.ndarr
     return kept, dropped
 
 
-def _area(grids: pd.Series) -> np.ndarray:
-    """(rows,) cells N of each row's grid ("RxC")."""
-    return grids.map({name: math.prod(map(int, name.split("x"))) for name in grids.unique()}).to_numpy(float)
-
-
 def density_separated(part: pd.DataFrame) -> bool:
     """Whether the design separates density from group size: cells of two different grids share a density
     G/N, and cells of two different grids share a group size."""
     cells = part.drop_duplicates(["grid", "group_size"])
-    density = (cells["group_size"] / _area(cells["grid"])).round(12)
+    density = (cells["group_size"] / grid_area(cells["grid"])).round(12)
     shared = lambda values: (cells.groupby(values)["grid"].nunique() > 1).any()  # noqa: E731
     return bool(shared(density) and shared(cells["group_size"]))
 
@@ -118,7 +113,7 @@ def density_separated(part: pd.DataFrame) -> bool:
 def _candidates(part: pd.DataFrame) -> tuple[dict[str, np.ndarray], list[str]]:
     """The model's terms in order of precedence (K, grid contrasts, G, D, K x G), centred where continuous,
     and the terms not identified by the design."""
-    area = _area(part["grid"])
+    area = grid_area(part["grid"])
     k = part["k_raw"].to_numpy(float)
     g = part["group_size"].to_numpy(float)
     grids = sorted(part["grid"].unique(), key=lambda name: (math.prod(map(int, name.split("x"))), name))

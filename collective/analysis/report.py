@@ -64,8 +64,7 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
     analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
     add_learning_tables(analysis, rows)
     analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
-                       validate(rows, analysis.tables["regression"].frame,
-                                [source.description for source in dataset.sources if source.description])))
+                       validate(rows, analysis.tables["regression"].frame, dataset.descriptions)))
     return analysis
 
 

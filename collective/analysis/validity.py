@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.base import environment_ids, is_reference, labelled, levels, reference_keys
+from collective.analysis.base import environment_ids, grid_area, is_reference, labelled, levels, reference_keys
 from collective.analysis.cluster_robust import clustered_ols
 from collective.analysis.communication import CONTROL, sham_table
 from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, mean_ci
@@ -79,8 +79,8 @@ def _ci(estimate: float, low: float, high: float) -> str:
 def _spans(rows: pd.DataFrame, isolated: np.ndarray) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (group, term), the range (low, high) of G and of density D = G/N over the group's isolated rows."""
     part = rows.loc[isolated, ["group", "grid", "group_size"]].drop_duplicates()
-    area = part["grid"].astype(str).map(lambda grid: math.prod(map(int, grid.split("x"))))
-    part = part.assign(G=part["group_size"].astype(float), D=part["group_size"].astype(float) / area)
+    part = part.assign(G=part["group_size"].astype(float),
+                       D=part["group_size"].astype(float) / grid_area(part["grid"].astype(str)))
     return {(str(group), term): (float(values[term].min()), float(values[term].max()))
             for group, values in part.groupby("group", observed=True) for term in ("G", "D")}
 
