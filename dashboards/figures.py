@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402 - after choosing the backend
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 
 from collective.analysis.base import DatasetError, environment_ids, is_reference  # noqa: E402
 from collective.analysis.comparisons import collective_gains  # noqa: E402
@@ -47,13 +48,19 @@ STYLE = {
     "xtick.labelsize": MIN_FONT_POINTS, "ytick.labelsize": MIN_FONT_POINTS, "figure.titlesize": 9,
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
     "grid.alpha": 0.25, "grid.linewidth": 0.5, "lines.linewidth": 1.2, "lines.markersize": 3.5,
-    "pdf.fonttype": 42, "ps.fonttype": 42, "svg.hashsalt": "collective", "savefig.bbox": "standard",
+    "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "collective", "savefig.bbox": "standard",
     "savefig.dpi": 300, "figure.constrained_layout.h_pad": 0.03, "figure.constrained_layout.w_pad": 0.03,
 }
 UPSILON = r"$\Upsilon$ (mean reward $\bar{R}$)"
 WIDTHS = {"single": 3.5, "double": 7.16}  # inches: one and two columns of a two-column paper (IEEE, ACM)
 MIN_WIDTH, MAX_WIDTH = 2.5, 20.0
 PANEL_MIN_WIDTH, PANEL_HEIGHT = 1.7, 1.75  # inches
+# The heat maps fit a page: at most a two-column paper's text height (ACM's 9 in), in panels narrowed to 1.3 in
+# (a few group sizes each) when the usual ones would not fit, each at least its title's lines and 0.95 in (K rows,
+# the x axis) tall.
+PAGE_HEIGHT, HEAT_PANEL_MIN_WIDTH, HEAT_PANEL_BODY = 9.0, 1.3, 0.95
+TITLE_LINE = STYLE["axes.titlesize"] * 1.25 / 72  # inches
+HEAT_TITLE_MARGIN = 0.45  # inches of a heat map's width its title leaves to the K labels beside it
 CHARACTER_WIDTH = 0.62 / 72  # inches per point of font size: DejaVu Serif's widest common advances
 FIGURE_NAMES = ("upsilon_vs_k", "upsilon_vs_entropy", "upsilon_vs_group_size", "heatmap_k_group_size", "structures",
                 "gains", "learning_curves", "upsilon_vs_message_entropy", "training_curves")
@@ -210,17 +217,20 @@ def _short(protocol: str) -> str:
 
 def _wrap(text: str, inches: float, points: float) -> str:
     """Text wrapped to lines of at most `inches` at `points` size; an escaped `$` is never split."""
-    lines = textwrap.fill(text.replace(r"\$", "\0"), max(8, int(inches / (points * CHARACTER_WIDTH))),
-                          break_long_words=True)
-    return lines.replace("\0", r"\$")
+    breakable = text.replace(r"\$", "\0").replace("+", "+\1 ")  # a group's name may break after its "+"
+    lines = textwrap.fill(breakable, max(8, int(inches / (points * CHARACTER_WIDTH))), break_long_words=True)
+    return lines.replace("\1 ", "").replace("\1", "").replace("\0", r"\$")
 
 
-def _grid(panels: int, width: float, sharey: bool = True) -> tuple[Figure, list, int]:
-    """A figure `width` inches wide with as many panels of at least PANEL_MIN_WIDTH per line as fit;
-    the figure, its visible axes and the number of columns."""
-    columns = max(1, min(panels, int(width // PANEL_MIN_WIDTH)))
+def _grid(panels: int, width: float, sharey: bool = True, panel_width: float = PANEL_MIN_WIDTH,
+          height: float | None = None, least: float = PANEL_HEIGHT) -> tuple[Figure, list, int]:
+    """A figure `width` inches wide with as many panels of at least `panel_width` per line as fit, PANEL_HEIGHT
+    tall, or (`height`) sharing that many inches, each at least `least` tall; the figure, its visible axes and
+    the number of columns."""
+    columns = max(1, min(panels, int(width // panel_width)))
     lines = math.ceil(panels / columns)
-    figure, axes = plt.subplots(lines, columns, figsize=(width, PANEL_HEIGHT * lines + 0.1), squeeze=False,
+    panel_height = PANEL_HEIGHT if height is None else min(PANEL_HEIGHT, max(least, height / lines))
+    figure, axes = plt.subplots(lines, columns, figsize=(width, panel_height * lines + 0.1), squeeze=False,
                                 sharey=sharey, layout="constrained")
     flat = list(axes.flat)
     for unused in flat[panels:]:
@@ -228,8 +238,10 @@ def _grid(panels: int, width: float, sharey: bool = True) -> tuple[Figure, list,
     return figure, flat[:panels], columns
 
 
-def _panel_title(ax, text: str, columns: int) -> None:
-    ax.set_title(_wrap(text, ax.figure.get_figwidth() / columns - 0.3, STYLE["axes.titlesize"]))
+def _panel_title(ax, text: str, columns: int, beside: float = 0.0, margin: float = 0.3) -> None:
+    """The panel's title wrapped to its share of the figure's width less `beside` inches (a colour bar's), less
+    `margin` (its axis' labels)."""
+    ax.set_title(_wrap(text, (ax.figure.get_figwidth() - beside) / columns - margin, STYLE["axes.titlesize"]))
 
 
 def _pooled_ci(rows: pd.DataFrame) -> tuple[int, float, float, float]:
@@ -312,6 +324,7 @@ def _series_figure(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
               if grid is None or not series.index[series["protocol"] == protocol].empty
               or protocol == "none"]
     figure, axes, columns = _grid(len(panels), options.width)
+    levels = set()
     for ax, (grid, protocol) in zip(axes, panels):
         local = rows if grid is None else rows[rows["grid"] == grid]
         present = set(local["group"].unique())  # once (a comprehension's condition runs per element), distinct first
@@ -327,10 +340,14 @@ def _series_figure(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
         ax.set_xlabel(xlabel)
         if log_x:
             ax.set_xscale("log")
-        if ticks is not None:
-            levels = sorted(local.loc[local["cell"].isin(cells), x].unique())
-            ax.set_xticks(levels, [ticks.get(level, f"{level:g}") for level in levels])
-            ax.minorticks_off()
+        levels.update(local.loc[local["cell"].isin(cells), x].unique())
+    shown = sorted(levels)
+    for ax in axes if ticks is not None else ():
+        ax.set_xticks(shown, [ticks.get(level, f"{level:g}") for level in shown])
+        ax.minorticks_off()
+    span = min(ax.get_xlim()[0] for ax in axes), max(ax.get_xlim()[1] for ax in axes)
+    for ax in axes:  # one x range for every panel, so that panels read against each other
+        ax.set_xlim(*span)
     _finish(figure, axes, columns, title, options)
     return FigureSpec(name, title, caption, figure)
 
@@ -360,16 +377,27 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
                                        & (rows["grid"] == grid)]).empty}
     levels = values + list(references.values())
     low, high = (min(levels), max(levels)) if levels else (0.0, 1.0)
-    figure, axes, columns = _grid(len(panels), options.width - 0.6, sharey=False)
+    page = PAGE_HEIGHT - 0.1 - 0.25 * options.title
+    wide = math.ceil(len(panels) / max(1, int((options.width - 0.6) // PANEL_MIN_WIDTH))) * PANEL_HEIGHT <= page
+    panel_width = PANEL_MIN_WIDTH if wide else HEAT_PANEL_MIN_WIDTH
+    titles = [_wrap(f"{grid}: {types.loc[label, 'display']}", (options.width - 0.6) / max(
+        1, min(len(panels), int((options.width - 0.6) // panel_width))) - HEAT_TITLE_MARGIN, STYLE["axes.titlesize"])
+        for grid, label in panels]
+    title_lines = max((title.count("\n") + 1 for title in titles), default=1)
+    figure, axes, columns = _grid(len(panels), options.width - 0.6, sharey=False, panel_width=panel_width,
+                                  height=page, least=HEAT_PANEL_BODY + title_lines * TITLE_LINE)
     figure.set_figwidth(options.width)
-    image, texts = None, set()
-    for ax, panel in zip(axes, panels):
+    # every panel on the same K rows (named in the first column only) and with the same cell text, which the
+    # panel with the most group sizes decides
+    present = {k for table in summary.values() for k in table.index.get_level_values(0)}
+    k_levels = [k for k in rows[K_BIN].cat.categories if k in present]
+    most_sizes = max((table.index.get_level_values(1).nunique() for table in summary.values()), default=1)
+    inner = (options.width - 0.6) / columns - 0.55, figure.get_figheight() / math.ceil(len(panels) / columns) - 0.6
+    text = _cell_text(inner[0] / most_sizes, inner[1] / max(len(k_levels), 1))
+    image = None
+    for number, (ax, panel) in enumerate(zip(axes, panels)):
         table = summary[panel]
-        k_levels = [k for k in rows[K_BIN].cat.categories if k in table.index.get_level_values(0)]
         sizes = sorted(table.index.get_level_values(1).unique())
-        inner = (options.width - 0.6) / columns - 0.55, PANEL_HEIGHT - 0.6
-        text = _cell_text(inner[0] / len(sizes), inner[1] / len(k_levels))
-        texts.add(text)
         grid = np.full((len(k_levels), len(sizes)), np.nan)
         for (k, size), (n, mean, lo, hi) in table.items():
             i, j = k_levels.index(k), sizes.index(size)
@@ -380,12 +408,13 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
                         color="white" if mean < low + 0.45 * (high - low) else "black")
         image = ax.imshow(grid, origin="lower", aspect="auto", cmap="cividis", vmin=low, vmax=high)
         ax.set_xticks(range(len(sizes)), [str(s) for s in sizes])
-        ax.set_yticks(range(len(k_levels)), k_levels)
+        ax.set_yticks(range(len(k_levels)), k_levels if number % columns == 0 else [])
         ax.grid(False)
-        _panel_title(ax, f"{panel[0]}: {types.loc[panel[1], 'display']}", columns)
+        _panel_title(ax, f"{panel[0]}: {types.loc[panel[1], 'display']}", columns, beside=0.6, margin=HEAT_TITLE_MARGIN)
         ax.set_xlabel("group size $G$")
+    short = figure.get_figheight() / math.ceil(len(panels) / columns) < PANEL_HEIGHT  # the unit is in the caption
     for ax in axes[::columns]:
-        ax.set_ylabel(r"$K(\mu)$ (LZ76 phrases)")
+        ax.set_ylabel(r"$K(\mu)$" if short else r"$K(\mu)$ (LZ76 phrases)")
     if image is not None:
         bar = figure.colorbar(image, ax=axes, shrink=0.9, label=r"$\Upsilon$")
         for reference in REFERENCE_STYLE:
@@ -400,38 +429,57 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
     if options.title:
         figure.set_figheight(figure.get_figheight() + 0.25)
         figure.suptitle(_wrap(title, options.width - 0.2, STYLE["figure.titlesize"]))
-    shown = ("Υ ± 95% CI half-width" if "mean±ci" in texts else "Υ") if texts - {""} else ""
+    shown = {"mean±ci": "Υ ± 95% CI half-width", "mean": "Υ", "": ""}[text]
     return FigureSpec("heatmap_k_group_size", title,
-                      "Υ per K bin and group size for each grid and group type"
+                      "Υ per K bin (K(μ) in LZ76 phrases) and group size for each grid and group type"
                       + (f" (cell text: {shown})" if shown else "")
                       + "; the colour bar marks Υ of each grid's random and oracle groups.", figure)
 
 
 def _structures(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec:
-    """Every group type side by side (a marker per type, named in the legend), one panel per grid and group
-    size (collective sizes when there are any)."""
+    """Every group type side by side (a marker per type, named in the legend), the types of a protocol together
+    above its name on the x axis, one panel per grid and group size (collective sizes when there are any)."""
     sizes = sorted(rows["group_size"].unique())
     sizes = [s for s in sizes if s > 1] or sizes
     panels = [(grid, size) for grid in _grids(rows) for size in sizes
               if ((rows["grid"] == grid) & (rows["group_size"] == size)).any()]
+    series = [g for g in types.index if types.loc[g, "reference"] == "" and g in set(rows["group"].unique())]
+    protocols = list(dict.fromkeys(types.loc[series, "protocol"])) or ["none"]
     figure, axes, columns = _grid(len(panels), options.width)
     for ax, (grid, size) in zip(axes, panels):
         part = rows[(rows["grid"] == grid) & (rows["group_size"] == size)]
         present = set(part["group"].unique())
-        labels = [g for g in types.index if types.loc[g, "reference"] == "" and g in present]
-        for position, label in enumerate(labels):
-            n, mean, low, high = mean_ci(part.loc[part["group"] == label, "score"].to_numpy())
-            error = [[mean - low], [high - mean]] if n > 1 else None
-            ax.errorbar([position], [mean], yerr=error, fmt=types.loc[label, "marker"], capsize=2,
-                        color=types.loc[label, "colour"], label=types.loc[label, "display"])
+        for p, protocol in enumerate(protocols):
+            members = [g for g in series if types.loc[g, "protocol"] == protocol and g in present]
+            for m, label in enumerate(members):
+                n, mean, low, high = mean_ci(part.loc[part["group"] == label, "score"].to_numpy())
+                error = [[mean - low], [high - mean]] if n > 1 else None
+                ax.errorbar([_dodged(p, m, len(members))], [mean], yerr=error, fmt=types.loc[label, "marker"],
+                            capsize=2, color=types.loc[label, "colour"], label=types.loc[label, "display"])
         _references(ax, part, types, set(part["cell"].unique()), None)
-        ax.set_xticks([])
-        ax.set_xlim(-0.6, max(len(labels), 1) - 0.4)
+        _category_ticks(ax, ["isolated" if p == "none" else _short(p) for p in protocols], columns)
         _panel_title(ax, f"{grid}: $G = {size}$", columns)
     title = "Organisational structures side by side"
     _finish(figure, axes, columns, title, options)
     return FigureSpec("structures", title, "Υ with 95% CI of every group type (isolated agents and protocols) "
-                      "per grid and group size, on the same cells; random and oracle levels with their CIs.", figure)
+                      "per grid and group size, on the same cells, the group types of a protocol side by side "
+                      "above its name; random and oracle levels with their CIs.", figure)
+
+
+def _dodged(category: int, member: int, members: int) -> float:
+    """The x of the member-th of `members` points that share the category-th place on a categorical axis."""
+    return category + (member - (members - 1) / 2) * min(0.7 / max(members, 1), 0.2)
+
+
+def _category_ticks(ax, names: list[str], columns: int) -> None:
+    """Category names under a panel's places 0..n-1, slanted when they would run together at its width, upright
+    when even slanted they would."""
+    room = ax.figure.get_figwidth() / columns - 0.5
+    length = sum(len(name) + 2 for name in names) * MIN_FONT_POINTS * CHARACTER_WIDTH
+    rotation = 0 if length <= room else 30 if length * math.cos(math.radians(30)) <= room else 90
+    ax.set_xticks(range(len(names)), names, rotation=rotation, ha="right" if rotation else "center",
+                  rotation_mode="anchor", va="center" if rotation == 90 else "top")
+    ax.set_xlim(-0.6, len(names) - 0.4)
 
 
 def _gains(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
@@ -452,18 +500,13 @@ def _gains(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> F
             members = [label for label in collectives if types.loc[label, "protocol"] == protocol and label in shown]
             for m, label in enumerate(members):
                 row = part[part["collective"] == label].iloc[0]
-                x = p + (m - (len(members) - 1) / 2) * min(0.7 / max(len(members), 1), 0.2)
+                x = _dodged(p, m, len(members))
                 below, above = (row["difference"] - row["ci95_low"], row["ci95_high"] - row["difference"])
                 error = None if math.isnan(below) or math.isnan(above) else [[below], [above]]
                 ax.errorbar([x], [row["difference"]], yerr=error, fmt=types.loc[label, "marker"], capsize=2,
                             color=types.loc[label, "colour"], label=types.loc[label, "display"])
         ax.axhline(0.0, color=REFERENCE_STYLE["random"]["color"], linewidth=0.8)
-        names = [_short(p) for p in protocols]
-        crowded = sum(len(name) + 2 for name in names) * MIN_FONT_POINTS * CHARACTER_WIDTH \
-            > figure.get_figwidth() / columns - 0.5
-        ax.set_xticks(range(len(protocols)), names, rotation=30 if crowded else 0, ha="right" if crowded else "center",
-                      rotation_mode="anchor")
-        ax.set_xlim(-0.6, len(protocols) - 0.4)
+        _category_ticks(ax, [_short(p) for p in protocols], columns)
         _panel_title(ax, grid, columns)
     title = "Gain of collectives over isolated agents"
     _finish(figure, axes, columns, title, options, ylabel=r"$\Delta\Upsilon$ (collective $-$ isolated)", clamp=False)
@@ -558,14 +601,18 @@ def _cell_tags(rows: pd.DataFrame) -> dict[int, str]:
     return {cell: ", ".join(tags[i] for tags in parts.values()) for i, cell in enumerate(cells.index)}
 
 
-def _tag_points(figure: Figure, tags: list[tuple]) -> None:
+def _tag_points(figure: Figure, tags: list[tuple], bars: list[tuple]) -> None:
     """Name each point (ax, x, y, text, colour) beside it, at the first of a few offsets where the name stays
-    inside its panel and overlaps no name placed before (when none is free, the first inside the panel)."""
+    inside its panel and covers neither a name placed before nor a point with its error bar (`bars`: ax, x,
+    low, high); when none is free, the offset that covers the fewest."""
     if not tags:
         return
     figure.draw_without_rendering()  # the final layout, so that names are placed where they will be drawn
     renderer = figure.canvas.get_renderer()
-    right = ((3, 2), (3, -8), (3, 9), (3, -15))
+    pad = STYLE["lines.markersize"] * figure.dpi / 72  # a marker's radius and a little more, in pixels
+    marks = [Bbox.from_extents(*(ax.transData.transform((x, low)) - pad), *(ax.transData.transform((x, high)) + pad))
+             for ax, x, low, high in bars]
+    right = ((4, 2), (4, -8), (4, 9), (4, -15), (4, 16))
     left = tuple((-dx, dy) for dx, dy in right)
     placed = []
     for ax, x, y, text, colour in tags:
@@ -579,10 +626,14 @@ def _tag_points(figure: Figure, tags: list[tuple]) -> None:
             box = note.get_window_extent(renderer)
             note.remove()
             within = ax.bbox.contains(box.x0, box.y0) and ax.bbox.contains(box.x1, box.y1)
-            candidates.append((not within, any(box.overlaps(other) for other in placed), dx, dy, box))
+            covered = sum(box.overlaps(other) for other in placed) + sum(box.overlaps(mark) for mark in marks)
+            candidates.append((not within, covered, dx, dy, box))
         _, _, dx, dy, box = min(candidates, key=lambda c: c[:2])  # stable: the first of the best
+        leader = dict(arrowprops=dict(arrowstyle="-", linewidth=0.4, color=colour, shrinkA=0, shrinkB=2)) \
+            if abs(dy) > 9 else {}  # a name set off from its point is tied to it by a thin line
         note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", color=colour,
-                           fontsize=MIN_FONT_POINTS, ha="left" if dx > 0 else "right", annotation_clip=False)
+                           fontsize=MIN_FONT_POINTS, ha="left" if dx > 0 else "right", annotation_clip=False,
+                           **leader)
         note.set_in_layout(False)
         placed.append(box)
 
@@ -600,7 +651,7 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
     measured_grids = set(measured["grid"].unique())
     grids = [grid for grid in _grids(rows) if grid in measured_grids]
     figure, axes, columns = _grid(len(grids), options.width)
-    tags = []
+    tags, bars = [], []
     for ax, grid in zip(axes, grids):
         local = measured[measured["grid"] == grid]
         cell_names = _cell_tags(local)
@@ -616,11 +667,12 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
             ax.errorbar(x, y, yerr=[below, above], fmt=types.loc[label, "marker"], capsize=2, color=colour,
                         markerfacecolor="none" if label in sham else colour, label=types.loc[label, "display"])
             tags += [(ax, px, py, name, colour) for px, py, name in zip(x, y, names) if name]
+            bars += [(ax, px, py - b, py + a) for px, py, b, a in zip(x, y, below, above)]
         _panel_title(ax, grid, columns)
         ax.set_xlabel("message entropy (bits/message)")
     title = r"$\Upsilon$ against message entropy"
     _finish(figure, axes, columns, title, options)
-    _tag_points(figure, tags)
+    _tag_points(figure, tags, bars)
     return FigureSpec("upsilon_vs_message_entropy", title, "Υ with 95% CI of each collective in each cell (named by "
                       "its factors) against the cell's mean message entropy (empirical entropy of the messages' "
                       "symbols per episode, Miller-Madow corrected; protocols/__init__.py), one panel per grid; "

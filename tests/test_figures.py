@@ -15,7 +15,7 @@ from matplotlib.image import AxesImage
 
 from analysis_data import GRIDS, collective, many_groups, sweep
 from collective.analysis.dataset import Dataset, load_dataset
-from collective.dashboards.figures import MAX_GROUPS, STYLE, FigureOptions, build_figures
+from collective.dashboards.figures import MAX_GROUPS, PAGE_HEIGHT, STYLE, FigureOptions, build_figures
 
 SERIES = {"none": {"local_search", "q_learning"}, "stigmergy": {"local_search+stigmergy"},
           "wisdom": {"local_search+wisdom"}}
@@ -60,6 +60,15 @@ def test_series_figures_have_one_panel_per_grid_and_protocol_with_ci_bands_and_r
         assert len(bands) == len(lines)  # a CI band per curve, references included
 
 
+def test_panels_of_a_figure_share_one_x_range(figures):
+    """Issue 43 point 8: isolated agents at G 1 and 3 beside collectives at G 3 only drew the collectives' panels
+    over another x range, so a row of panels did not read across."""
+    for name in ("upsilon_vs_k", "upsilon_vs_group_size"):
+        axes = visible_axes(figures[name])
+        assert len({ax.get_xlim() for ax in axes}) == 1, name
+        assert len({tuple(ax.get_xticks()) for ax in axes}) == 1, name
+
+
 def test_entropy_figure_has_a_point_per_grid(figures):
     for ax in visible_axes(figures["upsilon_vs_entropy"]):
         for line in labelled_lines(ax):
@@ -70,8 +79,8 @@ def test_entropy_figure_has_a_point_per_grid(figures):
 def test_heat_map_per_group_type_with_references_on_the_colour_bar(figures):
     figure = figures["heatmap_k_group_size"]
     panels = [ax for ax in visible_axes(figure) if any(isinstance(i, AxesImage) for i in ax.get_images())]
-    assert sorted(ax.get_title() for ax in panels) == sorted(f"{grid}: {label}" for grid in GRIDS
-                                                              for label in set().union(*SERIES.values()))
+    unwrapped = sorted(ax.get_title().replace("\n", "").replace(" ", "") for ax in panels)
+    assert unwrapped == sorted(f"{grid}:{label}" for grid in GRIDS for label in set().union(*SERIES.values()))
     assert all("group size" in ax.get_xlabel() for ax in panels)
     colour_bar = [ax for ax in figure.axes if ax.get_label() == "<colorbar>"]
     assert len(colour_bar) == 1 and {t.get_text() for t in colour_bar[0].texts} == REFERENCES
@@ -82,6 +91,12 @@ def test_heat_map_per_group_type_with_references_on_the_colour_bar(figures):
 def test_structures_side_by_side_with_error_bars(figures):
     axes = visible_axes(figures["structures"])
     assert [ax.get_title() for ax in axes] == [f"{grid}: $G = 3$" for grid in GRIDS]  # the collective group size
+    for ax in axes:  # the x axis names where each protocol's group types stand (issue 43 point 8: it was bare)
+        assert [label.get_text() for label in ax.get_xticklabels()] == ["isolated", "stigmergy", "wisdom"]
+        for bar in (c for c in ax.containers if isinstance(c, ErrorbarContainer)):
+            protocol = bar.get_label().partition("+")[2] or "isolated"
+            x, = bar.lines[0].get_xdata()
+            assert round(x) == ["isolated", "stigmergy", "wisdom"].index(protocol), bar.get_label()
     for ax in axes:
         bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
         assert sorted(bar.get_label() for bar in bars) == sorted(set().union(*SERIES.values()))
@@ -109,6 +124,26 @@ def test_one_level_factors_degrade_to_single_points(tiny):
     for ax in visible_axes(specs["upsilon_vs_entropy"]):
         assert all(len(line.get_xdata()) == 1 for line in labelled_lines(ax))
         assert len([c for c in ax.containers if isinstance(c, ErrorbarContainer)]) == len(labelled_lines(ax))
+
+
+def test_heat_maps_of_many_groups_fit_a_page(tiny, tmp_path):
+    """Issue 43 point 8: a panel per grid and group type, 1.75 in each, three to a line, made the quickstart's heat
+    map 12.35 in tall; it now fits a two-column paper's text height, every panel on the same K rows."""
+    many = many_groups(tiny, tmp_path / "many", 8)  # 12 group types on 2 grids: 24 panels, the quickstart's 21
+    figure, = [s.figure for s in build_figures(load_dataset([many]),
+                                               options=FigureOptions(figures=("heatmap_k_group_size",)))]
+    panels = [ax for ax in visible_axes(figure) if ax.get_images()]
+    assert len(panels) == 24 and figure.get_figheight() <= PAGE_HEIGHT
+    assert len({tuple(ax.get_yticks()) for ax in panels}) == 1
+    plt.close(figure)
+
+
+def test_svg_text_stays_text(tiny, tmp_path):
+    """Issue 43 point 8: the SVG drew every letter as a path, so no text could be searched or edited."""
+    result = collective("figures", tiny, "--out", tmp_path / "figures", "--figures", "structures")
+    assert result.returncode == 0, result.stderr
+    svg = (tmp_path / "figures" / "structures.svg").read_text()
+    assert ">isolated</text>" in svg and ">stigmergy</text>" in svg
 
 
 def test_cli_writes_pdf_with_embedded_fonts_and_png(tiny, tmp_path):

@@ -16,12 +16,13 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.container import ErrorbarContainer
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from analysis_data import collective, sweep
 from collective.analysis.dataset import load_dataset
 from collective.sweeps.spec import SpecError, load_spec, parse_spec
-from collective.dashboards.figures import (FIGURE_NAMES, MIN_FONT_POINTS, OKABE_ITO, WIDTHS, FigureOptionError, FigureOptions,
-                                build_figures, series_style)
+from collective.dashboards.figures import (FIGURE_NAMES, MIN_FONT_POINTS, OKABE_ITO, STYLE, WIDTHS,
+                                          FigureOptionError, FigureOptions, _tag_points, build_figures, series_style)
 
 ROOT = Path(__file__).resolve().parent.parent
 TWELVE = """
@@ -223,6 +224,27 @@ def test_message_entropy_points_are_named_by_their_cells(datasets):
         names = [t.get_text() for t in ax.texts]
         assert len(names) == sum(len(bar.lines[0].get_xdata()) for bar in bars)  # a name per point
         assert set(names) == {"K 2-8", "K 9-16"}  # the factor that varies among the grid's cells
+
+
+def test_point_names_cover_no_other_point():
+    """Issue 43 point 8: a point's name was kept clear of other names only, so in the quickstart's 10x10 panel
+    wisdom's "G 10" and "G 5" sat on each other's markers. Two collectives two cells each, as there: every name
+    clear of every marker and error bar."""
+    figure, ax = plt.subplots(figsize=(2.4, 1.75), layout="constrained")
+    points = [(2.68, 0.52, "G 5"), (2.82, 0.527, "G 10"), (5.87, 0.545, "G 10"), (6.05, 0.539, "G 5")]
+    for x, y, _ in points:
+        ax.errorbar([x], [y], yerr=[[0.01], [0.01]], fmt="o", capsize=2)
+    ax.set_xlim(2.5, 6.2)
+    ax.set_ylim(0.2, 0.56)
+    _tag_points(figure, [(ax, x, y, name, "k") for x, y, name in points], [(ax, x, y - 0.01, y + 0.01)
+                                                                           for x, y, _ in points])
+    renderer = figure.canvas.get_renderer()
+    radius = STYLE["lines.markersize"] / 2 * figure.dpi / 72
+    marks = [Bbox.from_extents(*(ax.transData.transform((x, y - 0.01)) - radius),
+                               *(ax.transData.transform((x, y + 0.01)) + radius)) for x, y, _ in points]
+    names = [Text.get_window_extent(text, renderer) for text in ax.texts]  # the name, not its leader line
+    assert len(names) == 4
+    assert not [(i, j) for i, name in enumerate(names) for j, mark in enumerate(marks) if name.overlaps(mark)]
 
 
 def test_cli_writes_pdf_png_svg_of_the_chosen_width_the_same_every_time(datasets, tmp_path):
