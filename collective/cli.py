@@ -176,7 +176,7 @@ def parse_param(text: str) -> tuple[str, str]:
 
 def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, episodes: int = 1000) -> None:
     """The group and environment options; `group_size` and `episodes` are the command's defaults."""
-    env = parser.add_argument_group("environment (spec §1-2)")
+    env = parser.add_argument_group("environment (paper 003 §4.1-4.2)")
     env.add_argument("--grid", type=parse_grid, default=(10, 10), metavar="MxN",
                      help="toroidal grid size; '10' means 10x10 (default 10x10)")
     env.add_argument("--iterations", type=whole, default=200, metavar="T", help="iterations per episode (default 200)")
@@ -199,7 +199,7 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                      help="Evil pairing: index_shift or independent (own pattern, same K); "
                           f"{PROFILE_DEFAULTS['evil_pairing']}")
     env.add_argument("--env", default=None, metavar="CLASS",
-                     help="environment class: lambda_star (default) or landscape (fitness landscape, spec §7)")
+                     help="environment class: lambda_star (default) or landscape (fitness landscape, paper 003 §6.2)")
     land = parser.add_argument_group("fitness landscapes (--env landscape; paper 003 §6.2)")
     land.add_argument("--peaks", type=whole, default=None, help="local optima, one of them global (default 8)")
     land.add_argument("--peak-width", type=whole, default=None,
@@ -212,7 +212,7 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
     land.add_argument("--ruggedness", default=None, help=argparse.SUPPRESS)  # renamed: refused with a message
     land.add_argument("--motion", default=None, metavar="pattern|static",
                       help="pattern: the field moves along a movement pattern of complexity K (default); static")
-    group = parser.add_argument_group("agents (spec §5)")
+    group = parser.add_argument_group("agents (paper 003 §5.2)")
     group.add_argument("--behaviour", default=None, metavar="NAME",
                        help="a built-in (`collective behaviours` lists them), or your own class by import path, "
                             "MODULE:CLASS or FILE.py:CLASS (collective docs tutorial)")
@@ -289,10 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_threads_option(demo)
     add_yes_option(demo)
     commands.add_parser("behaviours", help="list the behaviours and what each does",
-                        description="The built-in agent behaviours (spec §5), one line each, and how to name "
+                        description="The built-in agent behaviours (paper 003 §5.2), one line each, and how to name "
                                     "your own class instead.")
     commands.add_parser("protocols", help="list the protocols, their members and parameters",
-                        description="The built-in communication protocols (spec §6): what each does, which "
+                        description="The built-in communication protocols (paper 003 §5.2): what each does, which "
                                     "behaviours take part (a protocol needs at least 2 of them: give "
                                     "--group-size), and the parameters --protocol-param sets.")
     examples = commands.add_parser("examples", help="copy the example specs and plug-ins into a folder, to edit",
@@ -412,7 +412,7 @@ def _add_anytime_parser(commands) -> None:
                       help="iterations of the first environment (default: 1 with the ceiling rule, else 10)")
     test.add_argument("--budget-rounding", default=None, metavar="ceiling|floor",
                       help="n <- ceil(n + n/2) (Definition 19's; profile sound) or n <- n + floor(n/2) "
-                           "(spec §8's; profiles paper, lambdastar2016)")
+                           "(the interaction-count reading of Definitions 18-19; profiles paper, lambdastar2016)")
     test.add_argument("--time-based", action="store_true",
                       help="Definition 18: a time slot per environment, converted to iterations at the group's "
                            "speed on this machine (machine-dependent: not for comparisons)")

@@ -7,10 +7,10 @@
 
 Each check plays small batches through `collective.evaluation.play.play` (the fused kernel for built-ins,
 the stepping core for plug-ins) and raises AssertionError saying what failed: shapes, legal moves
-(king moves on the torus, spec §1), R̄ as the mean reward (paper 003 Definition 2), determinism
+(king moves on the torus, paper 003 §4.1), R̄ as the mean reward (paper 003 Definition 2), determinism
 under a seed, independence of the batch size (episode e plays the same whichever batch holds it),
 no state leaking from one batch of a fresh-start plug-in to the next, real rewards untouched by
-any protocol (each reward is R of the agent's cell from ⊕/⊖, spec §1, §6), and traffic counted.
+any protocol (each reward is R of the agent's cell from ⊕/⊖, paper 003 §4.1, §5.2), and traffic counted.
 A plug-in that declares `persistent = True` keeps state across batches by design; the checks of
 batch-size independence and leaking are then skipped.
 
@@ -77,7 +77,7 @@ def _check_decentralised(config: EvaluationConfig, behaviour: str, say: Callable
         say(f"ok   {label}: declares centralised = True (not checked for decentralisation; rows record it)")
         return
     if plugin.builtin and getattr(plugin.cls, "learns", False):
-        say(f"skip {label}: decentralised by construction (a kernel learner: one table per agent, spec §5)")
+        say(f"skip {label}: decentralised by construction (a kernel learner: one table per agent, paper 003 §5.2)")
         return
     environments = generate_environments(config, np.arange(config.episodes))
 
@@ -147,14 +147,14 @@ def _check_group(config: EvaluationConfig, protocol: str = "none", say: Callable
     _expect(np.array_equal(run.positions[:, 0], environments.starts), label, "agents did not start on their start cells")
     rows, cols = np.divmod(run.positions, config.cols)
     for moved, size in ((np.abs(np.diff(rows, axis=1)), config.rows), (np.abs(np.diff(cols, axis=1)), config.cols)):
-        _expect(np.all(np.minimum(moved, size - moved) <= 1), label, "a move that is not a king move (spec §1)")
-    say(f"ok   {label}: start cells, king moves on the torus (spec §1)")
+        _expect(np.all(np.minimum(moved, size - moved) <= 1), label, "a move that is not a king move (paper 003 §4.1)")
+    say(f"ok   {label}: start cells, king moves on the torus (paper 003 §4.1)")
     _expect(np.allclose(run.mean_rewards, run.rewards.mean(axis=(1, 2)), rtol=0, atol=1e-12), label,
             "R̄ is not the mean reward per agent and iteration (paper 003 Definition 2)")
     say(f"ok   {label}: R̄ is the mean reward (paper 003 Definition 2)")
-    if config.coordination_threshold == 1:  # rewards are R of the agent's cell, whatever was said (spec §1, §6)
+    if config.coordination_threshold == 1:  # rewards are R of the agent's cell, whatever was said (paper 003 §4.1, §5.2)
         _check_real_rewards(config, environments, run, label)
-        say(f"ok   {label}: every reward is R of the agent's cell, whatever was said (spec §1, §6)")
+        say(f"ok   {label}: every reward is R of the agent's cell, whatever was said (paper 003 §4.1, §5.2)")
     again = play(config, generate_environments(config, np.arange(episodes)), record=True)
     _expect(np.array_equal(run.positions, again.positions) and np.array_equal(run.rewards, again.rewards), label,
             "not deterministic under a seed")
@@ -187,7 +187,7 @@ def _check_real_rewards(config, environments, run, label) -> None:
             pays = world.payoffs(good, evil, t + 1)
             expected = [pays(int(cell)) for cell in run.positions[e, t + 1]]
             _expect(np.array_equal(run.rewards[e, t], expected), label,
-                    f"episode {e}, iteration {t}: rewards are not R of the agents' cells (spec §1)")
+                    f"episode {e}, iteration {t}: rewards are not R of the agents' cells (paper 003 §4.1)")
 
 
 def _expect(condition: bool, label: str, message: str) -> None:

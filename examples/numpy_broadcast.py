@@ -1,4 +1,4 @@
-"""Broadcast (spec §6) as a NumPy plug-in: the built-in `broadcast`, written against the public
+"""Broadcast (paper 003 §5.2) as a NumPy plug-in: the built-in `broadcast`, written against the public
 plug-in interface (`collective.simulation.plugins`).
 
 Every member sends its whole window to every other member; each member then heads for the best

@@ -4,7 +4,7 @@ the public plug-in interface (`collective.simulation.plugins`).
 Each agent steps toward the best cell of its window plus any protocol field (one step per axis),
 breaking ties uniformly among equal cells in row-major order with one draw from its own stream;
 an agent its protocol gives a target steps toward that cell instead, the shorter way round each
-axis, exactly half-way going forward (spec §5). It draws from `batch.streams`, the streams the
+axis, exactly half-way going forward (paper 003 §5.2). It draws from `batch.streams`, the streams the
 compiled built-in draws from, so it reproduces `local_search` move for move (tested).
 """
 import numpy as np

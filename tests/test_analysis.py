@@ -2,6 +2,7 @@
 from a fresh tiny sweep, and one-line errors with status 2 for bad input."""
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -162,6 +163,19 @@ def test_cli_formats(tiny):
         assert title in as_text.stdout
     markdown = collective("analyze", tiny, "--format", "markdown", "--tables", "pgi").stdout
     assert "### PGI index" in markdown and "| group | group_size |" in markdown
+
+
+def test_table_notes_are_wrapped_and_cite_what_a_user_can_read(tiny):
+    """Issue 43 point 8: each table opened with a 300-900-character line, some citing "spec §N" or an issue of
+    this project's tracker; notes now come in lines of at most 100 characters (a file's tables stay whole)."""
+    text = collective("analyze", tiny).stdout
+    titles = [line for line in text.splitlines() if line.startswith(("Accuracy against", "Υ by", "Gain of"))]
+    assert len(titles) == 3
+    lines = text.splitlines()
+    for title in titles:
+        note = lines[lines.index(title) + 1:lines.index(title) + 3]
+        assert len(note[0]) <= 100 and len(note[1]) <= 100 and note[1] and not note[1].startswith(" ")
+    assert not re.search(r"spec §|\bissue \d+", text)
 
 
 def test_a_reader_that_leaves_early_ends_analyze_quietly(tiny):

@@ -1,5 +1,6 @@
 """The `collective evaluate` contract: JSON keys, readable table, one-line errors with status 2."""
 import json
+import re
 import subprocess
 import sys
 
@@ -156,6 +157,19 @@ def test_help_loads_no_heavy_module():
                            text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.split() == []
+
+
+CITATIONS_A_USER_CANNOT_READ = re.compile(r"spec §|\bissue \d+")
+
+
+def test_help_cites_only_what_a_user_can_read():
+    """Issue 43 point 8: help cited "spec §N", a document that is not in the repository or the wheel; it cites the
+    papers (docs/concepts.md lists them). Every subcommand's help and the behaviours and protocols lists."""
+    from collective.cli import EXAMPLES
+
+    for argv in [["--help"], ["behaviours"], ["protocols"]] + [[name, "--help"] for name in EXAMPLES]:
+        shown = collective(*argv).stdout
+        assert shown and not CITATIONS_A_USER_CANNOT_READ.search(shown), (argv, CITATIONS_A_USER_CANNOT_READ.findall(shown))
 
 
 def test_every_help_example_parses():

@@ -48,7 +48,7 @@ KILOBIT = 1000.0
 COMMUNICATION_NOTE = (
     "gain = Υ(collective) - Υ(isolated: same behaviour or mix, protocol none), paired by (cell, episode), "
     "stratified by cell (mean of per-cell mean differences, SE = sqrt(Σ SE²)/cells, t on pairs - cells df). "
-    "Traffic per scored iteration under the rows' communication_accounting (protocols/__init__.py; spec §6); "
+    "Traffic per scored iteration under the rows' communication_accounting (protocols/__init__.py); "
     "message_entropy_bits = empirical entropy of the messages' symbols per episode (plug-in + Miller-Madow), "
     "information = entropy x messages of reads_and_writes (Chmait et al., AGI 2015, measure communication by "
     "its entropy), which counts every copy of a message (one map read by ten searchers: ten messages); "

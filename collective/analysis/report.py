@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -68,6 +69,9 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
     return analysis
 
 
+NOTE_WIDTH = 100  # characters of a table's note per line in aligned text
+
+
 def _number(value: object) -> str:
     if isinstance(value, (float, np.floating)):
         return "" if math.isnan(value) else f"{value:.4g}" if abs(value) < 1e-3 or abs(value) >= 1e5 else f"{value:.4f}"
@@ -112,7 +116,8 @@ def column_panels(widths: list[int], width: int | None, leading: int, attached: 
 def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> str:
     """The tables as aligned text, CSV sections ("# name" lines), one JSON object or Markdown; then a line
     per skipped table (in JSON, {"skipped": reason} under its name). Aligned text ("table") wider than
-    `width` comes in panels of columns that fit it (`column_panels`); "wide" is never split."""
+    `width` comes in panels of columns that fit it (`column_panels`); "wide" is never split. A table's note is
+    wrapped to `width`, at most NOTE_WIDTH, in both."""
     labels = {group: label for group, label in analysis.labels.items() if label != group}
     if fmt == "json":  # identifiers in the tables, their labels beside them
         return json.dumps({**{name: dict(title=table.title, note=table.note,
@@ -134,7 +139,8 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
             blocks.append("\n".join(lines) + "\n")
         else:
             widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
-            lines = [table.title, table.note]
+            lines = [table.title, textwrap.fill(table.note, min(width or NOTE_WIDTH, NOTE_WIDTH),
+                                                break_long_words=False, break_on_hyphens=False)]
             floats = [pd.api.types.is_float_dtype(dtype) for dtype in table.frame.dtypes]
             leading = floats.index(True) if True in floats else len(floats)  # the factors come first
             attached = {i for i, h in enumerate(header) if h.endswith(("ci95_low", "ci95_high"))}

@@ -111,8 +111,8 @@ def legg_hutter_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 ACCURACY_NOTE = (
-    "accuracy = (Υ - Υ_random) / (Υ_best - Υ_random): 0 for the random agent, 1 at the ceiling (issue 22 point 4; "
-    "paper 004 Step 1 with the ceiling in place of the oracle). Υ_best = the mean ceiling of R̄ of the level's "
+    "accuracy = (Υ - Υ_random) / (Υ_best - Υ_random): 0 for the random agent, 1 at the ceiling (paper 004 "
+    "Step 1 with the ceiling in place of the oracle). Υ_best = the mean ceiling of R̄ of the level's "
     "episodes (upsilon_best: the best each agent could earn from its start, by dynamic programming over the known "
     "⊕/⊖ paths; an upper bound when coordination_threshold > 1); Υ_random = the random group's Υ on the same "
     "grid (and environment class), over all its group sizes (its expectation does not depend on G). Always per "

@@ -104,7 +104,7 @@ def validate_environment_fields(c: EnvironmentSection) -> None:
     require_bool(c, "lazy_segment_shuffle")
     if c.k_on_played_paths and not PATTERN_GENERATORS[c.pattern_generator].k_on_positions:
         raise ConfigError("k_on_played_paths", f"the {c.pattern_generator} generator measures K on its base walk, "
-                          "not on the positions it plays (spec §2); use the cyclic generator or false")
+                          "not on the positions it plays (paper 003 §4.2); use the cyclic generator or false")
     require_int(c, "pattern_pool", 0)
     if c.pattern_pool > MAX_PATTERN_POOL:  # every batch generates whole blocks: a block is not a run
         raise ConfigError("pattern_pool", f"must be at most {MAX_PATTERN_POOL} episodes (got {c.pattern_pool})")

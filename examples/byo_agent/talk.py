@@ -1,5 +1,5 @@
 """Gossip: each member hears one other member, drawn at random each iteration, and heads for the
-best cell that member sees when it beats what the listener sees by `margin` (spec §6's broadcast
+best cell that member sees when it beats what the listener sees by `margin` (paper 003 §5.2's broadcast
 with one message per member instead of m(m-1))."""
 import math
 
