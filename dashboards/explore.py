@@ -40,8 +40,8 @@ HEADERS = {
     "first": "First", "second": "Second", "winner": "Winner", "check": "Check", "subject": "Subject",
     "status": "Verdict", "figure": "Figure", "criterion": "Criterion", "entropy_bits": "H (bits)",
     "k": "K (LZ76 phrases)", "protocol": "Protocol", "behaviour": "Behaviour", "real": "Protocol (real)",
-    "sham": "Sham control", "real_over_sham": "Υ(real) − Υ(sham)", "gain_real": "Gain of real over isolated",
-    "gain_sham": "Gain of sham over isolated",
+    "sham": "Sham control", "information_value": "Information value: Υ(real) − Υ(sham)",
+    "gain_over_isolated": "Gain over isolated: Υ(real) − Υ(isolated)", "reliance": "Reliance: Υ(isolated) − Υ(sham)",
 }
 UNIT_SUFFIXES = (("_bits", "bits"), ("_seconds", "s"), ("_steps", "agent-steps"), ("_episodes", "episodes"))
 FLOAT_DECIMALS = 3  # non-integer numbers: 3 decimals (a column of tiny numbers: 3 significant digits); p-values
@@ -55,7 +55,7 @@ FIGURES = (
     ("accuracy", "accuracy", "accuracy against the ceiling", "Accuracy against the ceiling (random 0, ceiling 1)"),
     ("upsilon", "upsilon", "Υ (mean episode score)", "Υ by group size"),
     ("gains", "difference", "Υ(collective) − Υ(isolated)", "Gain of collectives over isolated agents"),
-    ("sham", "real_over_sham", "Υ(real) − Υ(sham)", "Gain over the sham control"),
+    ("sham", "information_value", "Υ(real) − Υ(sham)", "Information value of the messages (real − sham)"),
 )
 
 
@@ -225,7 +225,7 @@ def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
             ("accuracy", "accuracy", "Accuracy against the ceiling (95% CI)", ()),
             ("gains", "difference", "Gain over isolated agents, Υ difference (95% CI)",
              ("collective", "isolated", "p_holm")),
-            ("sham", "real_over_sham", "Gain over the sham control, Υ difference (95% CI)", ("p_holm",))):
+            ("sham", "information_value", "Information value (real − sham), Υ difference (95% CI)", ("p_holm",))):
         table = tables.get(name)
         if table is None or table.frame.empty or value not in table.frame:
             continue

@@ -111,7 +111,10 @@ def test_entropy_that_only_follows_k_has_no_slope_within_cells_and_k():
     assert -0.015 < row["within_k_ci95_low"] and row["within_k_ci95_high"] < 0.015
 
 
-def test_sham_table_sets_the_real_gain_beside_the_sham_gain():
+def test_sham_table_names_each_reading_for_what_it_measures():
+    """Issue 45 item 4: the gain over isolated agents (real 0.2 above them), the information value (real - sham,
+    0.3) and the reliance (isolated - sham, 0.1: what following uninformative reports costs), each its own
+    column."""
     groups = {"alone": ("none", "real", noise(0.05)),
               "talk": ("broadcast", "real", lambda c, rng, n: 0.2 + rng.normal(0, 0.05, n)),
               "talk[sham]": ("broadcast", "sham", lambda c, rng, n: -0.1 + rng.normal(0, 0.05, n))}
@@ -122,9 +125,10 @@ def test_sham_table_sets_the_real_gain_beside_the_sham_gain():
     assert len(table) == 1
     row = table.iloc[0]
     assert (row["real"], row["sham"], row["isolated"], row["pairs"]) == ("talk", "talk[sham]", "alone", 117)
-    assert row["gain_real_ci95_low"] < 0.2 < row["gain_real_ci95_high"]
-    assert row["gain_sham_ci95_low"] < -0.1 < row["gain_sham_ci95_high"]
-    assert row["real_over_sham_ci95_low"] < 0.3 < row["real_over_sham_ci95_high"]
+    assert row["gain_over_isolated_ci95_low"] < 0.2 < row["gain_over_isolated_ci95_high"]
+    assert row["information_value_ci95_low"] < 0.3 < row["information_value_ci95_high"]
+    assert row["reliance_ci95_low"] < 0.1 < row["reliance_ci95_high"]
+    assert row["information_value"] == pytest.approx(row["gain_over_isolated"] + row["reliance"])
     assert row["p_holm"] < 1e-6
     assert row["bits_per_iteration_real"] == row["bits_per_iteration_sham"] == 500
 

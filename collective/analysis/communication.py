@@ -1,5 +1,6 @@
 """Communication in the analysis (spec §6; issue 14 points 3-4): what a collective gains per bit it sends,
-how Υ goes with the entropy of its messages, and how much of its gain its sham control keeps.
+how Υ goes with the entropy of its messages, and what its sham control tells: the information value of its
+messages and the members' reliance on them.
 
 - `communication`: each collective (a group with a protocol) against the isolated agents of the same
   behaviour or mix, paired by (cell, episode): the gain in Υ, its traffic (the rows' accounting), its
@@ -72,11 +73,12 @@ SHAM_NOTE = (
     "same cell for real; each sham member keeps its own sensing and its own part in the protocol (report, bid, "
     "deposit, write) and hears, each iteration, what the protocol tells it with every other member as it was "
     "in the shadow: the protocol's rule and traffic (messages, bits, entropy: compare the columns), nothing "
-    "from the others about the scored episode. A protocol whose messages are ignored scores as isolated "
-    "agents, real and sham alike; one whose members follow the best report is led away by the shadow's "
-    "(gain_sham < 0). gain_real, gain_sham over the isolated agents; real_over_sham = Υ(real) - Υ(sham), the "
-    "gain that needs the others' messages to be about the episode. Paired by "
-    "(cell, episode), stratified by cell, t on pairs - cells df; p_holm over the table.")
+    "from the others about the scored episode. Three readings, each paired by (cell, episode), stratified by "
+    "cell, t on pairs - cells df: gain_over_isolated = Υ(real) - Υ(isolated agents of the same members), what "
+    "communicating buys; information_value = Υ(real) - Υ(sham), what the others' messages being about the "
+    "episode is worth (p_holm over the table); reliance = Υ(isolated) - Υ(sham), what acting on uninformative "
+    "messages costs (0: the members ignore what they hear; large: they follow any report, and the information "
+    "value then counts that trust as well as the information).")
 
 
 def group_types(rows: pd.DataFrame) -> pd.DataFrame:
@@ -213,6 +215,9 @@ def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
                                           "within_k_ci95_low", "within_k_ci95_high", "within_k_p"])
 
 
+READINGS = ("gain_over_isolated", "information_value", "reliance")  # the sham table's readings (SHAM_NOTE)
+
+
 def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     """The `sham` table (SHAM_NOTE): one row per sham group (and level of `strata`) whose real group played."""
     types = group_types(rows)
@@ -230,21 +235,21 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
                               **{f"upsilon_{name}": _stratified_mean(cells, part[f"score_{name}"].to_numpy())
                                  for name in labels})
                 if isolated:
-                    record.update(_gain(part, "real", "isolated", "gain_real"))
-                    record.update(_gain(part, "sham", "isolated", "gain_sham"))
-                record.update(_gain(part, "real", "sham", "real_over_sham"))
+                    record.update(_gain(part, "real", "isolated", "gain_over_isolated"))
+                record.update(_gain(part, "real", "sham", "information_value"))
+                if isolated:
+                    record.update(_gain(part, "isolated", "sham", "reliance"))
                 for column in TRAFFIC:
                     for name in ("real", "sham"):
                         values = part[f"{column}_{name}"].to_numpy(float) if f"{column}_{name}" in part else \
                             np.full(len(part), math.nan)
                         record[f"{column}_{name}"] = _stratified_mean(cells, values)
                 records.append(record)
-    gains = [f"{name}{suffix}" for name in ("gain_real", "gain_sham", "real_over_sham")
-             for suffix in ("", "_ci95_low", "_ci95_high")]
+    gains = [f"{name}{suffix}" for name in READINGS for suffix in ("", "_ci95_low", "_ci95_high")]
     columns = ["real", "sham", "isolated", *strata, "cells", "pairs", "upsilon_real", "upsilon_sham",
-               "upsilon_isolated", *gains, "real_over_sham_p",
+               "upsilon_isolated", *gains, "information_value_p",
                *[f"{column}_{name}" for column in TRAFFIC for name in ("real", "sham")]]
-    frame = pd.DataFrame(records).reindex(columns=columns).rename(columns={"real_over_sham_p": "p_t"})
+    frame = pd.DataFrame(records).reindex(columns=columns).rename(columns={"information_value_p": "p_t"})
     return holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
 
 
@@ -264,5 +269,6 @@ def add_communication_tables(analysis: Analysis, rows: pd.DataFrame, strata: lis
                            communication_entropy_table(rows)))
     if (types[CONTROL] == "sham").any():
         in_strata = f" within {', '.join(strata)}" if strata else ""
-        analysis.add(Table("sham", f"Gain over the sham control, beside the gain over isolated agents{in_strata}",
+        analysis.add(Table("sham", f"Communication readings: gain over isolated agents, information value and "
+                                   f"reliance (sham control){in_strata}",
                            SHAM_NOTE, sham_table(rows, strata)))

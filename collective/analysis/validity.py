@@ -215,9 +215,10 @@ def sham_not_above_real(rows: pd.DataFrame) -> list[Check]:
     for record in sham_table(rows, keys).to_dict("records"):
         key = tuple(record[c] for c in keys)
         subject = f"{record['sham']} @ " + " ".join(map(str, key))
-        gain = _ci(record["real_over_sham"], record["real_over_sham_ci95_low"], record["real_over_sham_ci95_high"])
+        gain = _ci(record["information_value"], record["information_value_ci95_low"],
+                   record["information_value_ci95_high"])
         isolated = f", isolated {record['upsilon_isolated']:.4f}" if record["isolated"] else ""
-        status = HOLDS if record["real_over_sham_ci95_high"] >= 0 else FAILS
+        status = HOLDS if record["information_value_ci95_high"] >= 0 else FAILS
         checks.append(Check("sham_not_above_real", subject, status,
                             f"Υ real {record['upsilon_real']:.4f}, sham {record['upsilon_sham']:.4f}{isolated}; "
                             f"real - sham = {gain}", criterion))
