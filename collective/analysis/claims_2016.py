@@ -124,8 +124,12 @@ def _ranking_rows(rows: pd.DataFrame) -> list[dict]:
     cell (`inference.stratified_difference`), Holm over the pairs; the headline is the weakest pair."""
     structures = {protocol: label for label, protocol in STRUCTURES.items()}
     organised = rows[rows["group_size"] >= 2]
-    scores = {protocol: organised[organised["type"] == label].set_index(["seed", "cell", "episode"])["score"]
-              for protocol, label in structures.items()}
+    cells = organised.groupby(["seed", "cell"], observed=True, sort=False).ngroup().to_numpy()
+    span = int(organised["episode"].max()) + 1 if len(organised) else 1
+    keys = pd.Series(cells * span + organised["episode"].to_numpy(np.int64), index=organised.index)  # (cell, episode)
+    scores = {protocol: pd.Series(organised["score"].to_numpy(float)[mask], index=keys.to_numpy()[mask])
+              for protocol, mask in ((protocol, (organised["type"] == label).to_numpy())
+                                     for protocol, label in structures.items())}
     test = "paired difference, stratified by cell"
     pairs = []
     for i, higher in enumerate(CLAIMED_RANKING):
@@ -133,7 +137,7 @@ def _ranking_rows(rows: pd.DataFrame) -> list[dict]:
             both = pd.concat([scores[higher].rename("a"), scores[lower].rename("b")], axis=1, join="inner")
             statistics = dict(difference=math.nan, ci95_low=math.nan, ci95_high=math.nan, p_t=math.nan)
             if len(both) > 2:
-                statistics = stratified_difference(both.index.droplevel("episode").map(str).to_numpy(),
+                statistics = stratified_difference(both.index.to_numpy() // span,
                                                    both["a"].to_numpy(float), both["b"].to_numpy(float))
             pairs.append(dict(scope=f"{higher} > {lower}", estimate=statistics["difference"],
                               ci95_low=statistics["ci95_low"], ci95_high=statistics["ci95_high"],
