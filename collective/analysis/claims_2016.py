@@ -47,8 +47,7 @@ RANKING = "ranking of organisational structures"
 STRUCTURES = {"WOC local search": "wisdom", "FR local search": "stigmergy", "Bidding LS": "auction",
               "LS binary tree": "hierarchy", "Dictator LS": "dictatorship"}
 _FIRST = dict(zip(CPP_GROUP_TYPES, AUTHOR_RESULTS[(5, 10, 50, 20)]))  # the author's first configuration
-CLAIMED_RANKING = tuple(sorted(STRUCTURES.values(), key=lambda protocol: -_FIRST[next(
-    label for label, name in STRUCTURES.items() if name == protocol)]))
+CLAIMED_RANKING = tuple(STRUCTURES[label] for label in sorted(STRUCTURES, key=lambda label: -_FIRST[label]))
 SOURCES = {WISDOM: "Chmait et al. 2016 [9]; paper 003 §6.3", GRID: "Chmait et al. 2016 [9]; paper 003 §4.3, §5.1",
            RANKING: "Chmait et al. 2016 [9]; paper 003 §5.4; csvResults.csv (5 agents, 10x10, T=50)"}
 COLUMNS = ["claim", "scope", "test", "estimate", "ci95_low", "ci95_high", "p", "p_holm", "verdict", "source"]
@@ -126,8 +125,8 @@ def _ranking_rows(rows: pd.DataFrame) -> list[dict]:
     organised = rows[rows["group_size"] >= 2]
     cells = organised.groupby(["seed", "cell"], observed=True, sort=False).ngroup().to_numpy()
     span = int(organised["episode"].max()) + 1 if len(organised) else 1
-    keys = pd.Series(cells * span + organised["episode"].to_numpy(np.int64), index=organised.index)  # (cell, episode)
-    scores = {protocol: pd.Series(organised["score"].to_numpy(float)[mask], index=keys.to_numpy()[mask])
+    keys = cells * span + organised["episode"].to_numpy(np.int64)  # (cell, episode) as one integer
+    scores = {protocol: pd.Series(organised["score"].to_numpy(float)[mask], index=keys[mask])
               for protocol, mask in ((protocol, (organised["type"] == label).to_numpy())
                                      for protocol, label in structures.items())}
     test = "paired difference, stratified by cell"
