@@ -13,7 +13,7 @@ COMMANDS = ("analyze", "figures", "dashboard", "validate")
 FORMATS = ("table", "wide", "csv", "json", "markdown")
 MAX_K_BIN_WIDTH = 10**6  # K is at most T + 1 phrases; wider bins are one bin
 TABLES = ("accuracy", "upsilon", "legg_hutter", "gains", "protocols", "communication", "communication_entropy", "sham", "focal",
-          "regression", "regression_fit", "pgi", "learning", "replay_learning",
+          "regression", "regression_fit", "claims_2016", "pgi", "learning", "replay_learning",
           "learning_curves", "sample_efficiency", "sharing", "validity")
 
 

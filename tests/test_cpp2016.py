@@ -226,6 +226,44 @@ def test_cpp_oracle_approaches_the_next_cell_instead_of_intercepting():
     assert all(int(p) == cell(3, 1) for p in cpp.positions[:, 1, 0])
 
 
+# ---- 8. approachPosition's half-way tie ----
+
+def test_cpp_approach_position_goes_the_way_that_does_not_wrap_at_half_way():
+    """src/General.cpp, approachPosition(target, source, columns): rows and columns from 1
+    (findCoordinates: x = ⌈cell/columns⌉, y = cell − columns·(x − 1)), midDistance = ⌊columns/2⌋; per
+    axis, source < target moves +1 (down, right) when |source − target| <= midDistance and −1 otherwise,
+    source > target moves −1 (up, left) when |source − target| <= midDistance and +1 otherwise; the two
+    axis moves combine into one king move. On 10x10 from (7,7) toward (2,2) (the C++'s cells 78 and 23)
+    both axes are 5 = midDistance apart with source > target: action 1, up-left, onto (6,6). Spec §5
+    steps forward at half-way: down-right onto (8,8). From (2,2) toward (7,7) both go down-right."""
+    from collective.environments.torus import axis_step_toward
+    assert [axis_step_toward(7, 2, 10, direct) for direct in (0, 1)] == [1, -1]
+    assert [axis_step_toward(2, 7, 10, direct) for direct in (0, 1)] == [1, 1]
+    assert [axis_step_toward(7, 1, 10, direct) for direct in (0, 1)] == [1, 1]  # 6 > 5 apart: round, both
+    assert [axis_step_toward(3, 1, 5, direct) for direct in (0, 1)] == [-1, -1]  # odd side: no tie
+    for direct in (False, True):  # the reference's step agrees
+        world = ReferenceWorld(10, 10, 1, direct_ties=direct)
+        assert world.step_toward(cell(7, 7, 10), cell(2, 2, 10)) == (cell(6, 6, 10) if direct else cell(8, 8, 10))
+    path = [cell(2, 2, 10)] * 2
+    spec = scenario("oracle", [cell(7, 7, 10)], path, cell(0, 5, 10), rows=10, cols=10, cpp_oracle=True)
+    assert all(int(p) == cell(8, 8, 10) for p in spec.positions[:, 1, 0])
+    cpp = scenario("oracle", [cell(7, 7, 10)], path, cell(0, 5, 10), rows=10, cols=10, cpp_oracle=True,
+                   cpp_approach_position=True)
+    assert all(int(p) == cell(6, 6, 10) for p in cpp.positions[:, 1, 0])
+
+
+def test_cpp_approach_position_steers_the_followers_of_a_dictator():
+    """A dictator at (0,0) picks ⊕'s cell (1,1) next to it; its follower at (6,6) of 10x10 is 5 rows and
+    5 columns from (1,1): DictatorshipLocalSearchAgent::performAction is approachPosition(onlyTarget, ...),
+    so it moves up-left onto (5,5); spec §5 moves it down-right onto (7,7) (round the torus)."""
+    starts, good, evil = [cell(0, 0, 10), cell(6, 6, 10)], cell(1, 1, 10), cell(9, 5, 10)
+    spec = scenario("local_search", starts, good, evil, rows=10, cols=10, protocol="dictatorship")
+    assert all(int(p) == cell(7, 7, 10) for p in spec.positions[:, 1, 1])
+    cpp = scenario("local_search", starts, good, evil, rows=10, cols=10, protocol="dictatorship",
+                   cpp_approach_position=True)
+    assert all(int(p) == cell(5, 5, 10) for p in cpp.positions[:, 1, 1])
+
+
 # ---- 6. the binary tree is plain local search ----
 
 def test_cpp_binary_tree_is_plain_local_search():
@@ -279,3 +317,30 @@ def test_switch_refusals():
     with pytest.raises(ConfigError, match="cpp_auction: .* sticky=true"):
         EvaluationConfig.from_profile("paper", behaviour="local_search", group_size=2, protocol="auction",
                                       cpp_auction=True)
+
+
+def test_rows_record_cpp_approach_position(tmp_path):
+    """A sweep's rows (Parquet) carry every switch, this one on under the profile and off where the ablation turns
+    it off alone."""
+    from sweep_support import collective, rows, write_spec
+    spec = write_spec(tmp_path, """
+name = "approach"
+seed = 1
+profile = "lambdastar2016"
+episodes = 3
+iterations = 6
+
+[factors]
+grid = ["6x6"]
+group_size = [2]
+cpp_switch_off = ["none", "cpp_approach_position"]
+
+[groups]
+behaviours = ["oracle"]
+""")
+    result = collective("sweep", str(spec), "--out", str(tmp_path / "sweep"), "--executor", "serial")
+    assert result.returncode == 0, result.stderr
+    table = rows(tmp_path / "sweep" / "dataset")
+    assert table.groupby("cpp_approach_position").size().to_dict() == {False: 3, True: 3}
+    on = table[table["cpp_approach_position"]]
+    assert on[list(CPP_SWITCHES)].all().all()

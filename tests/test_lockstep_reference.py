@@ -243,10 +243,12 @@ SWITCH_GROUPS = {
     "cpp_oracle": ["oracle:2", "imitation:2,oracle:1"],
     "cpp_binary_tree": ["local_search:5"],
     "cpp_groups_of_one": ["local_search:1"],
+    "cpp_approach_position": ["local_search:3,oracle:2,imitation:1"],
 }
 SWITCH_PROTOCOLS = {"cpp_first_observation": ["none", "stigmergy", "wisdom", "auction", "hierarchy"],
                     "cpp_auction": ["auction"], "cpp_binary_tree": ["hierarchy"],
-                    "cpp_groups_of_one": ["auction", "wisdom", "dictatorship", "hierarchy", "stigmergy"]}
+                    "cpp_groups_of_one": ["auction", "wisdom", "dictatorship", "hierarchy", "stigmergy"],
+                    "cpp_approach_position": ["none", "wisdom", "auction", "dictatorship", "hierarchy"]}
 SWITCH_CASES = [(name, mix, protocol) for name, mixes in SWITCH_GROUPS.items() for mix in mixes
                 for protocol in SWITCH_PROTOCOLS.get(name, ["none"])]
 
@@ -263,6 +265,19 @@ def test_cpp_switches_match_reference(switch, mix, protocol, variant):
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
                                            **{**SMALL, **variant, switch: True})
     assert_lockstep(config, episodes=5)
+
+
+@pytest.mark.parametrize("mix", ["oracle:3", "imitation:3", "q_learning:1,sarsa:1,oracle:1,imitation:2"])
+@pytest.mark.parametrize("imitation", [False, True])
+def test_cpp_approach_position_with_the_approaching_oracle_matches_reference(mix, imitation):
+    """approachPosition's half-way ties where the C++ oracle (and the imitators' hidden one) heads for ⊕'s next cell,
+    on 7x6: the columns tie at 3 apart, and do in these episodes (the trajectories differ with the switch off)."""
+    config = EvaluationConfig.from_profile("paper", mix=mix, cpp_oracle=True, cpp_imitation=imitation,
+                                           cpp_approach_position=True, **SMALL)
+    assert_lockstep(config, episodes=5)
+    tied, spec = (run_episodes(c, np.arange(5), record=True).positions
+                  for c in (config, config.with_changes(cpp_approach_position=False)))
+    assert not np.array_equal(tied, spec)
 
 
 @pytest.mark.parametrize("mix, protocol", [("local_search:5", "auction"), ("local_search:6", "hierarchy"),

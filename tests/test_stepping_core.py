@@ -100,9 +100,11 @@ def test_numpy_examples_reproduce_the_builtins(mix, protocol, twin_mix, twin_pro
 @pytest.mark.parametrize("mix, protocol, twin_mix", [(f"{LOCAL}:4", "none", "local_search:4"),
                                                      (f"{LOCAL}:3,imitation:2", "wisdom", "local_search:3,imitation:2")])
 def test_a_plugin_sees_the_2016_reset_field_first(mix, protocol, twin_mix):
-    """Under lambdastar2016 a plug-in's first observation is the reset field, as the built-ins' is."""
-    config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, **SMALL)
-    twin = EvaluationConfig.from_profile("lambdastar2016", mix=twin_mix, protocol=protocol, **SMALL)
+    """Under lambdastar2016 a plug-in's first observation is the reset field, as the built-ins' is. The example
+    plug-in steps toward a protocol's target spec §5's way (half-way forward), so the built-ins do too here."""
+    spec_steps = dict(SMALL, cpp_approach_position=False)
+    config = EvaluationConfig.from_profile("lambdastar2016", mix=mix, protocol=protocol, **spec_steps)
+    twin = EvaluationConfig.from_profile("lambdastar2016", mix=twin_mix, protocol=protocol, **spec_steps)
     environments = generate_environments(config, np.arange(config.episodes))
     assert_same_runs(play_fused(twin, environments, record=True), play(config, environments, record=True))
 

@@ -184,7 +184,7 @@ def test_lambdastar2016_specs_validate():
     assert len(main.groups) == 13 and len(main.cells) == 120 and main.iterations == 50
     assert all(len(cell.playing) == 13 for cell in main.cells)  # groups of one under every protocol
     ablation = load_spec(EXPERIMENTS / "lambdastar2016_ablation.toml")
-    assert len({cell.seed_key for cell in ablation.cells}) * 8 == len(ablation.cells)
+    assert len({cell.seed_key for cell in ablation.cells}) * 9 == len(ablation.cells)
     for name, grid, size, iterations in (("7x7_t20", "7x7", 6, 20), ("12x12_t30", "12x12", 6, 30)):
         spec = load_spec(EXPERIMENTS / f"lambdastar2016_{name}.toml")
         factors = dict(spec.cells[0].factors)

@@ -1,5 +1,5 @@
 """The report of a dataset: every table in display order (`analyse`: Υ, comparisons, communication, focal,
-regression, replication, PGI, learning and validity, each family from its own module), and the tables as
+regression, replication, the 2016 claims, PGI, learning and validity, each family from its own module), and the tables as
 aligned text, CSV, JSON or Markdown (`format_analysis`).
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from collective.analysis.base import GROUP_COLUMNS, Analysis, DatasetError, Table, labelled
+from collective.analysis.claims_2016 import add_claims_2016_table
 from collective.analysis.communication import add_communication_tables
 from collective.analysis.comparisons import collective_gains, protocol_comparisons
 from collective.analysis.dataset import Dataset, display_labels
@@ -62,6 +63,7 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
     add_focal_table(analysis, rows)
     add_regression_tables(analysis, rows)
     add_replication_tables(analysis, rows)
+    add_claims_2016_table(analysis, rows)
     analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
     add_learning_tables(analysis, rows)
     analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,

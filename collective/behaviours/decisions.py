@@ -207,7 +207,7 @@ def local_search_step(r, c, scene, view, state, reach, keys, ties, best, parts):
 
 
 @njit(cache=True)
-def oracle_step(r, c, t, path_r, path_c, horizon, rows, cols, pointer, slot):
+def oracle_step(r, c, t, path_r, path_c, horizon, rows, cols, pointer, slot, direct_ties):
     """Paper 003 §5.2.1 expert agent: head for the earliest future ⊕ position it can reach in time.
 
     At iteration t (0-based) the agent's move lands at t+1; ⊕ at time τ is reachable when the
@@ -215,13 +215,15 @@ def oracle_step(r, c, t, path_r, path_c, horizon, rows, cols, pointer, slot):
     the earliest reachable τ never moves back and `pointer[slot]` keeps it between iterations
     (the reference simulator rescans from t+1 every time). When ⊕ outruns it, the earliest
     interception lies the other way round the torus. With no reachable τ it heads for ⊕'s last cell.
+    `direct_ties`: half-way ties as `axis_step_toward` breaks them.
     """
     tau = max(pointer[slot], t + 1)
     while tau <= horizon and chebyshev(r, c, path_r[tau], path_c[tau], rows, cols) > tau - t:
         tau += 1
     pointer[slot] = tau
     target = min(tau, horizon)
-    return axis_step_toward(r, path_r[target], rows), axis_step_toward(c, path_c[target], cols)
+    return (axis_step_toward(r, path_r[target], rows, direct_ties),
+            axis_step_toward(c, path_c[target], cols, direct_ties))
 
 
 # Unsigned offsets 1..8 (an int64 literal added to a uint64 would make a float64)

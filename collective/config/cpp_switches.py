@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from collective.config.checks import ConfigError, require_bool
 
 CPP_SWITCHES = ("cpp_first_observation", "cpp_auction", "cpp_imitation", "cpp_learner_bootstrap", "cpp_oracle",
-                "cpp_binary_tree", "cpp_groups_of_one")
+                "cpp_binary_tree", "cpp_groups_of_one", "cpp_approach_position")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,10 @@ class CppSwitchesSection:
     cpp_binary_tree: bool = False
     # every protocol accepts a group of one member (the C++ runs each group type with n = 1)
     cpp_groups_of_one: bool = False
+    # every step toward a cell (oracles, imitators, protocol targets) as approachPosition (src/General.cpp) takes
+    # it: exactly half-way round an axis (an even side), it goes the way that does not wrap, where paper 003's
+    # reading (spec §5) always goes forward (+1)
+    cpp_approach_position: bool = False
 
 
 def validate_cpp_switches(c: CppSwitchesSection) -> None:

@@ -52,7 +52,7 @@ PROFILES: dict[str, dict[str, object]] = {
         protocol_defaults={"stigmergy": {"form": "reference"}, "auction": {"sticky": "true"}},
         # the 2016 program's other behaviours, one switch each (issue 13; see CPP_SWITCHES)
         cpp_first_observation=True, cpp_auction=True, cpp_imitation=True, cpp_learner_bootstrap=True,
-        cpp_oracle=True, cpp_binary_tree=True, cpp_groups_of_one=True,
+        cpp_oracle=True, cpp_binary_tree=True, cpp_groups_of_one=True, cpp_approach_position=True,
     ),
 }
 

@@ -55,11 +55,15 @@ def chebyshev(r1, c1, r2, c2, rows, cols):
 
 
 @njit(cache=True)
-def axis_step_toward(a, b, size):
-    """-1, 0 or +1: one step from a toward b the shorter way round; exactly half-way goes +1 (spec §5)."""
+def axis_step_toward(a, b, size, direct_ties):
+    """-1, 0 or +1: one step from a toward b the shorter way round; exactly half-way goes +1 (spec §5), or with
+    `direct_ties` (`cpp_approach_position`) the way that does not wrap, as the 2016 program's approachPosition
+    (src/General.cpp: a distance of at most ⌊side/2⌋ goes straight, a longer one round)."""
     forward = wrap(b - a, size)  # a wrap, not a modulo: no integer division
     if forward == 0:
         return 0
+    if 2 * forward == size and direct_ties:
+        return 1 if b > a else -1
     if 2 * forward <= size:
         return 1
     return -1

@@ -68,7 +68,8 @@ def kernel_switches(config: EvaluationConfig, environments: EnvironmentBatch | N
     indices = environments.episode_index if environments is not None else None
     first = np.flatnonzero(indices == 0) if indices is not None else ()
     return KernelSwitches(int(config.cpp_first_observation), int(config.cpp_imitation),
-                          int(config.cpp_learner_bootstrap), int(config.cpp_oracle), int(first[0]) if len(first) else -1)
+                          int(config.cpp_learner_bootstrap), int(config.cpp_oracle), int(config.cpp_approach_position),
+                          int(first[0]) if len(first) else -1)
 
 
 def training_arrays(config: EvaluationConfig, environments: EnvironmentBatch) -> tuple:

@@ -64,23 +64,24 @@ def _window_search(window, field, with_field, e, k, view, stream):
 
 
 @njit(cache=True, inline="always")
-def _oracle_move(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot, approach):
+def _oracle_move(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot, approach, ties):
     """The kernel's oracle step (`kernel._oracle_move`): interception, or under `cpp_oracle` one
-    approach step toward ⊕'s next cell."""
+    approach step toward ⊕'s next cell; half-way ties as `cpp_approach_position` (`ties`) says."""
     if approach:
-        return axis_step_toward(r, path_r[t + 1], rows), axis_step_toward(c, path_c[t + 1], cols)
-    return oracle_step(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot)
+        return axis_step_toward(r, path_r[t + 1], rows, ties), axis_step_toward(c, path_c[t + 1], cols, ties)
+    return oracle_step(r, c, t, path_r, path_c, iterations, rows, cols, pointer, slot, ties)
 
 
 @njit(cache=True, nogil=True)
 def builtin_actions(code, agents, t, cells, window, field, target, good, rows, cols, iterations, view, streams,
-                    pointer, hidden, oracle_approach, imitation_steps, out):
+                    pointer, hidden, oracle_approach, imitation_steps, approach_ties, out):
     """A kernel built-in's actions out (E, A_b) for its agents (group indices `agents`), from the
     observation arrays (window, field, target sliced to those agents) and the core's streams
     (E, A, 1), with the kernel's rules and draws (spec §5). pointer (E, A_b + 1): the oracles'
     interception pointers, the last slot the hidden oracle's; hidden (E, 2) the hidden oracle that
     imitators follow, moved once per iteration after they decide, or under `cpp_imitation` once
-    before each imitator decides; `oracle_approach`: `cpp_oracle`."""
+    before each imitator decides; `oracle_approach`: `cpp_oracle`; `approach_ties`: `cpp_approach_position`, how
+    every step toward a cell breaks a half-way tie."""
     for e in range(cells.shape[0]):
         for k in range(agents.shape[0]):
             stream = streams[e, agents[k]]
@@ -89,27 +90,29 @@ def builtin_actions(code, agents, t, cells, window, field, target, good, rows, c
                 out[e, k] = uniform_int(stream, 9)
             elif code == ORACLE:
                 dr, dc = _oracle_move(r, c, t, good[0, e], good[1, e], iterations, rows, cols, pointer[e], k,
-                                      oracle_approach)
+                                      oracle_approach, approach_ties)
                 out[e, k] = _action(dr, dc)
             elif code == IMITATION:
                 if imitation_steps:  # the kernel's cpp_imitation: rescan from t+1 at every step
                     pointer[e, agents.shape[0]] = 0
                     hdr, hdc = _oracle_move(hidden[e, 0], hidden[e, 1], t, good[0, e], good[1, e], iterations,
-                                            rows, cols, pointer[e], agents.shape[0], oracle_approach)
+                                            rows, cols, pointer[e], agents.shape[0], oracle_approach, approach_ties)
                     hidden[e, 0], hidden[e, 1] = wrap(hidden[e, 0] + hdr, rows), wrap(hidden[e, 1] + hdc, cols)
                 if chebyshev(r, c, hidden[e, 0], hidden[e, 1], rows, cols) <= view:
-                    out[e, k] = _action(axis_step_toward(r, hidden[e, 0], rows), axis_step_toward(c, hidden[e, 1], cols))
+                    out[e, k] = _action(axis_step_toward(r, hidden[e, 0], rows, approach_ties),
+                                        axis_step_toward(c, hidden[e, 1], cols, approach_ties))
                 else:  # the kernel's imitator searches the bare window (no protocol field)
                     out[e, k] = _window_search(window, field, False, e, k, view, stream)
             else:  # LOCAL_SEARCH: the protocol's target, else the best of window + field
                 if target[e, k] >= 0:
                     tr, tc = target[e, k] // cols, target[e, k] % cols
-                    out[e, k] = _action(axis_step_toward(r, tr, rows), axis_step_toward(c, tc, cols))
+                    out[e, k] = _action(axis_step_toward(r, tr, rows, approach_ties),
+                                        axis_step_toward(c, tc, cols, approach_ties))
                 else:
                     out[e, k] = _window_search(window, field, True, e, k, view, stream)
         if code == IMITATION and not imitation_steps:
             hdr, hdc = _oracle_move(hidden[e, 0], hidden[e, 1], t, good[0, e], good[1, e], iterations, rows, cols,
-                                    pointer[e], agents.shape[0], oracle_approach)
+                                    pointer[e], agents.shape[0], oracle_approach, approach_ties)
             hidden[e, 0], hidden[e, 1] = wrap(hidden[e, 0] + hdr, rows), wrap(hidden[e, 1] + hdc, cols)
 
 
@@ -292,7 +295,7 @@ class CompiledBehaviour:
                                        for a in (obs.window, obs.field, obs.cell, obs.target))
         builtin_actions(self.code, self.agents, obs.t, cell, window, field, target, self.paths, core.rows, core.cols,
                         core.iterations, core.view, core.streams, self.pointer, self.hidden,
-                        bool(core.switches.oracle), bool(core.switches.imitation), out)
+                        bool(core.switches.oracle), bool(core.switches.imitation), int(core.switches.approach), out)
         return out
 
 

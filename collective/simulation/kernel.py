@@ -86,12 +86,13 @@ Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state ac
 # (`KernelSwitches`), the learners' state encoding and table mode (CELL_TIME..., PER_EPISODE...).
 Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold alpha gamma epsilon reward_scale "
                             "reset_first_observation imitation_steps learner_bootstrap oracle_approach "
-                            "state_encoding table_mode", defaults=(CELL_TIME, PER_EPISODE))
+                            "state_encoding table_mode approach_ties", defaults=(CELL_TIME, PER_EPISODE, 0))
 # The 2016 switches the kernel's behaviours read (collective.config.CPP_SWITCHES; the auction's and
 # the tree's travel in the protocol's values), as ints, and first_episode: the row of the batch that
 # is the evaluation's episode 0 (-1: none), whose hidden oracle keeps its own random start cell.
-KernelSwitches = namedtuple("KernelSwitches", "first_observation imitation learner_bootstrap oracle first_episode")
-NO_SWITCHES = KernelSwitches(0, 0, 0, 0, -1)
+KernelSwitches = namedtuple("KernelSwitches", "first_observation imitation learner_bootstrap oracle approach "
+                                               "first_episode")
+NO_SWITCHES = KernelSwitches(0, 0, 0, 0, 0, -1)
 # One episode's world, each (T+1,): ⊕/⊖ rows and columns, and the landscape's displacement since
 # the start (rows, columns); landscape is the base field (cells,), (0,) for Λ*.
 EpisodePaths = namedtuple("EpisodePaths", "good_r good_c evil_r evil_c landscape shift_r shift_c")
@@ -350,7 +351,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             elif code == LOCAL_SEARCH:
                 if targets[i] >= 0:
                     target = np.uintp(targets[i])
-                    dr, dc = axis_step_toward(r, cell_row[target], rows), axis_step_toward(c, cell_col[target], cols)
+                    dr, dc = (axis_step_toward(r, cell_row[target], rows, rules.approach_ties),
+                              axis_step_toward(c, cell_col[target], cols, rules.approach_ties))
                 else:
                     stream, dr, dc = local_search_step(r, c, scene, view, stream, reach, keys, ties, best, parts)
             elif code == ORACLE:
@@ -361,7 +363,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     hdr, hdc = _oracle_move(hidden_r, hidden_c, t, good_r, good_c, rules, pointer, agents)
                     hidden_r, hidden_c = wrap(hidden_r + hdr, rows), wrap(hidden_c + hdc, cols)
                 if chebyshev(r, c, hidden_r, hidden_c, rows, cols) <= view:
-                    dr, dc = axis_step_toward(r, hidden_r, rows), axis_step_toward(c, hidden_c, cols)
+                    dr, dc = (axis_step_toward(r, hidden_r, rows, rules.approach_ties),
+                              axis_step_toward(c, hidden_c, cols, rules.approach_ties))
                 else:
                     stream, dr, dc = local_search_step(r, c, scene, view, stream, reach, keys, ties, best, parts)
             else:  # Q_LEARNING or SARSA
@@ -511,11 +514,13 @@ def _oracle_move(r, c, t, good_r, good_c, rules, pointer, slot):
     003 §5.2.1, `oracle_step`), or with `cpp_oracle` one approach step toward ⊕'s next cell, as
     Oracle::performAction(goodObjPositions.at(t)) does in main.cpp. Called, not inlined: inlined
     at its three call sites it made the oracle 2.7x slower (21 -> 56 M agent-steps/s called, CPU
-    clock, G10) and the kernel slower to compile (notes/compile-time.md: Inlining)."""
+    clock, G10) and the kernel slower to compile (notes/compile-time.md: Inlining). Half-way ties as
+    `cpp_approach_position` says (`axis_step_toward`)."""
+    ties = rules.approach_ties
     if rules.oracle_approach:
         rows, cols = rules.rows, rules.cols
-        return axis_step_toward(r, good_r[t + 1], rows), axis_step_toward(c, good_c[t + 1], cols)
-    return oracle_step(r, c, t, good_r, good_c, rules.iterations, rules.rows, rules.cols, pointer, slot)
+        return axis_step_toward(r, good_r[t + 1], rows, ties), axis_step_toward(c, good_c[t + 1], cols, ties)
+    return oracle_step(r, c, t, good_r, good_c, rules.iterations, rules.rows, rules.cols, pointer, slot, ties)
 
 
 @njit(cache=True, nogil=True)
@@ -553,7 +558,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     true, false, scored_pass, no_hidden = _runtime_constants()
     rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale,
                   switches.first_observation, switches.imitation, switches.learner_bootstrap, switches.oracle,
-                  state_encoding, table_mode)
+                  state_encoding, table_mode, switches.approach)
     together = play_together(threshold, talk.code)
     scored_learning = table_mode == ONLINE
     shared = talk.code == SHARED_Q

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from collective.simulation.random_streams import SplitMix64
 
@@ -27,6 +27,7 @@ class ReferenceWorld:
     reward_radius: int = 1
     coordination_threshold: int = 1
     landscape: tuple[float, ...] | None = None  # a fitness landscape's base field, or None for Λ*
+    direct_ties: bool = False  # cpp_approach_position: a half-way step goes the way that does not wrap
 
     def coordinates(self, cell: int) -> tuple[int, int]:
         return divmod(cell, self.cols)
@@ -62,15 +63,19 @@ class ReferenceWorld:
         return lambda cell: self.landscape[self.moved(cell, r0 - rt, c0 - ct)]
 
     def step_toward(self, cell: int, target: int) -> int:
-        """One king step toward target, the shorter way round each axis; half-way goes forward."""
+        """One king step toward target, the shorter way round each axis; half-way goes forward, or with
+        `direct_ties` the way that does not wrap (approachPosition in the 2016 program's src/General.cpp)."""
         (r, c), (tr, tc) = self.coordinates(cell), self.coordinates(target)
-        return self.moved(cell, _axis_step(r, tr, self.rows), _axis_step(c, tc, self.cols))
+        return self.moved(cell, _axis_step(r, tr, self.rows, self.direct_ties),
+                          _axis_step(c, tc, self.cols, self.direct_ties))
 
 
-def _axis_step(a: int, b: int, size: int) -> int:
+def _axis_step(a: int, b: int, size: int, direct_ties: bool) -> int:
     forward = (b - a) % size
     if forward == 0:
         return 0
+    if direct_ties and forward == size - forward:
+        return 1 if b > a else -1
     return 1 if forward <= size - forward else -1
 
 
@@ -403,6 +408,7 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
     the protocol spoke from; with `overheard` (another pass's `heard`) the members hear the sham control's
     messages (`_overheard_targets`) instead of their own protocol's."""
     T = world.iterations
+    world = replace(world, direct_ties="cpp_approach_position" in cpp)
     memory = {}  # protocol state that lasts the pass
     positions = [list(starts)]
     rewards = []
