@@ -161,10 +161,20 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
 @contextlib.contextmanager
 def ray_messages_to(path: Path):
     """Appends to `path` (yielded, open) what Ray prints in this process while it runs: its `ray` logger's
-    records and the `(raylet)` messages it prints on stdout (a worker's death, each retry), which would
-    otherwise follow a failed sweep's one line. sys.stdout is the file meanwhile: the sweep prints on stderr."""
+    records, the `(raylet)` messages it prints on stdout (a worker's death, each retry) and what its C++ core
+    worker and the processes ray.init starts write on file descriptor 2 (e.g. core_worker.cc's warning on an
+    actor whose constructor arguments are in the object store), which would otherwise mix with the sweep's
+    lines. sys.stdout is the file meanwhile, and sys.stderr a copy of descriptor 2 as it was: the sweep prints
+    there."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with open(fd, "a", buffering=1) as log, contextlib.redirect_stdout(log):
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    stderr = sys.stderr
+    with open(fd, "a", buffering=1) as log, contextlib.redirect_stdout(log), \
+            open(terminal, "w", buffering=1, encoding=stderr.encoding, errors=stderr.errors) as ours:
+        os.set_inheritable(terminal, False)
+        os.dup2(fd, 2)
+        sys.stderr = ours
         logger = logging.getLogger("ray")
         handlers, propagate = logger.handlers, logger.propagate
         logger.handlers, logger.propagate = [logging.StreamHandler(log)], False
@@ -172,6 +182,9 @@ def ray_messages_to(path: Path):
             yield log
         finally:
             logger.handlers, logger.propagate = handlers, propagate
+            ours.flush()
+            os.dup2(terminal, 2)
+            sys.stderr = stderr
 
 
 @contextlib.contextmanager
