@@ -90,11 +90,53 @@ def test_protocol_comparisons_pair_only_collectives_of_the_same_members():
               "local_search+broadcast": ("local_search", "broadcast"),
               "q_learning+shared_q": ("q_learning", "shared_q")}
     rows = pd.concat([pd.DataFrame(dict(group=label, behaviour=behaviour, mix="", protocol=protocol, cell=1,
-                                        grid="5x5", episode=np.arange(20), score=rng.normal(0.3, 0.1, 20)))
+                                        grid="5x5", group_size=3, episode=np.arange(20), score=rng.normal(0.3, 0.1, 20)))
                       for label, (behaviour, protocol) in groups.items()], ignore_index=True)
     pairs = protocol_comparisons(rows, ["grid"])[["first", "second"]]
     assert pairs.values.tolist() == [["local_search+broadcast", "local_search+stigmergy"]]
 
+
+
+def test_protocol_comparisons_name_the_collectives_left_without_a_partner():
+    """Issue 45 item 2: stigmergy and broadcast on local searchers of one size are compared; shared Q-tables on
+    Q-learners have no collective of the same members to compare with, nor has stigmergy at a size broadcast does
+    not play. Each pair's group size is shown even where the table is read by grid only, and what is left out is
+    named (group, grid and G) rather than dropped silently."""
+    from collective.analysis.comparisons import protocol_comparisons, unmatched_collectives
+
+    rng = np.random.default_rng(1)
+    groups = {("local_search+stigmergy", 3): ("local_search", "stigmergy", 1),
+              ("local_search+broadcast", 3): ("local_search", "broadcast", 1),
+              ("q_learning+shared_q", 3): ("q_learning", "shared_q", 1),
+              ("local_search+stigmergy", 5): ("local_search", "stigmergy", 2)}
+    rows = pd.concat([pd.DataFrame(dict(group=label, behaviour=behaviour, mix="", protocol=protocol, cell=cell,
+                                        grid="5x5", group_size=size, episode=np.arange(20),
+                                        score=rng.normal(0.3, 0.1, 20)))
+                      for (label, size), (behaviour, protocol, cell) in groups.items()], ignore_index=True)
+    table = protocol_comparisons(rows, ["grid"])
+    assert table[["first", "second", "grid", "group_size"]].values.tolist() == [
+        ["local_search+broadcast", "local_search+stigmergy", "5x5", 3]]
+    assert unmatched_collectives(rows) == {"local_search+stigmergy": ["5x5 G=5"], "q_learning+shared_q": ["5x5 G=3"]}
+
+
+def test_a_protocol_without_a_partner_is_named_under_the_table(tmp_path_factory):
+    """A real sweep (the labelled spec: one wisdom collective of local searchers) leaves the protocol table empty,
+    and says why in one line under it, the group by its display label; a sweep whose collectives all have a
+    partner (tiny: stigmergy and wisdom) says nothing."""
+    from collective.analysis.report import format_analysis
+
+    labelled = analyse(load_dataset([sweep(tmp_path_factory.getbasetemp(), "labelled")]), ["group"])
+    table = labelled.tables["protocols"]
+    assert table.frame.empty and table.title == "Protocol comparisons within grid and group size"
+    label = labelled.labels["local_search+wisdom"]
+    assert table.footnote == ("Not compared (no other collective of the same members and group size in its "
+                              "cells; a pair differing in members or size would compare two things at once): "
+                              f"{label} at 4x4 G=3")
+    text = format_analysis(labelled, "table").split("Protocol comparisons")[1]
+    assert text.split("\n\n")[0].rstrip().endswith(f"{label} at 4x4 G=3")
+    assert json.loads(format_analysis(labelled, "json"))["protocols"]["footnote"] == table.footnote
+    tiny = analyse(load_dataset([sweep(tmp_path_factory.getbasetemp(), "tiny")]), ["group"])
+    assert tiny.tables["protocols"].footnote == "" and set(tiny.tables["protocols"].frame["group_size"]) == {3}
 
 def test_regression_drops_unidentifiable_terms_and_blanks_errors_without_spare_cells(analysis):
     """2 grids x 2 group sizes = 4 cells: the intercept, the grid contrast and G leave one cell-level df;

@@ -12,7 +12,7 @@ import pandas as pd
 
 from collective.analysis.base import GROUP_COLUMNS, Analysis, DatasetError, Table, labelled
 from collective.analysis.communication import add_communication_tables
-from collective.analysis.comparisons import collective_gains, protocol_comparisons
+from collective.analysis.comparisons import collective_gains, protocol_comparisons, unmatched_collectives
 from collective.analysis.dataset import Dataset, display_labels
 from collective.analysis.factors import add_k_bins, resolve_factors, strata_of, with_grid
 from collective.analysis.focal import add_focal_table
@@ -51,12 +51,17 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
                        "(cell, episode); paired-t CI, Cohen's d_z = mean/sd of differences, paired t and "
                        "Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, p_wilcoxon_holm).",
                        collective_gains(rows, strata)))
-    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}",
+    unmatched = unmatched_collectives(rows)
+    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}{'' if 'group_size' in strata else ' and group size'}",
                        "difference = Υ(first) - Υ(second), collectives of the same members (behaviour or mix) "
-                       "that differ in protocol, on the same environments, paired by (cell, episode); "
+                       "and group size that differ in protocol, on the same environments, paired by (cell, episode); "
                        "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
                        "p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
-                       protocol_comparisons(rows, strata)))
+                       protocol_comparisons(rows, strata),
+                       "Not compared (no other collective of the same members and group size in its cells; a pair "
+                       "differing in members or size would compare two things at once): " + "; ".join(
+                           f"{labelled(group, analysis.labels)} at {', '.join(where)}"
+                           for group, where in unmatched.items()) if unmatched else ""))
     add_communication_tables(analysis, rows, strata)
     add_focal_table(analysis, rows)
     add_regression_tables(analysis, rows)
@@ -116,7 +121,8 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
     labels = {group: label for group, label in analysis.labels.items() if label != group}
     if fmt == "json":  # identifiers in the tables, their labels beside them
         return json.dumps({**{name: dict(title=table.title, note=table.note,
-                                         rows=json.loads(table.frame.to_json(orient="records")))
+                                         rows=json.loads(table.frame.to_json(orient="records")),
+                                         **({"footnote": table.footnote} if table.footnote else {}))
                               for name, table in analysis.tables.items()},
                            **{name: dict(skipped=reason) for name, reason in analysis.skipped.items()},
                            **({"labels": labels} if labels else {})},
@@ -126,11 +132,13 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
         header = [str(c) for c in table.frame.columns]
         cells = _text_cells(table.frame, {} if fmt == "csv" else labels)
         if fmt == "csv":
-            blocks.append(f"# {name}: {table.title}\n" + table.frame.to_csv(index=False))
+            blocks.append(f"# {name}: {table.title}\n" + table.frame.to_csv(index=False)
+                          + (f"# {table.footnote}\n" if table.footnote else ""))
         elif fmt == "markdown":
             lines = [f"### {table.title}", "", table.note, "", "| " + " | ".join(header) + " |",
                      "|" + "|".join("---" for _ in header) + "|"]
             lines += ["| " + " | ".join(row) + " |" for row in cells]
+            lines += ["", table.footnote] if table.footnote else []
             blocks.append("\n".join(lines) + "\n")
         else:
             widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
@@ -146,6 +154,7 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
                 lines += ["  ".join(row[i].rjust(widths[i]) for i in panel) for row in cells]
             if not cells:
                 lines.append("(no rows: the dataset has nothing to compare here)")
+            lines += [table.footnote] if table.footnote else []
             blocks.append("\n".join(lines) + "\n")
     if fmt == "csv" and labels:
         blocks.append("# labels: the groups' display labels\n" + pd.DataFrame(
