@@ -138,21 +138,26 @@ def test_a_protocol_without_a_partner_is_named_under_the_table(tmp_path_factory)
     tiny = analyse(load_dataset([sweep(tmp_path_factory.getbasetemp(), "tiny")]), ["group"])
     assert tiny.tables["protocols"].footnote == "" and set(tiny.tables["protocols"].frame["group_size"]) == {3}
 
-def test_regression_drops_unidentifiable_terms_and_blanks_errors_without_spare_cells(analysis):
-    """2 grids x 2 group sizes = 4 cells: the intercept, the grid contrast and G leave one cell-level df;
-    no two grids share a density G/N (1/16, 3/16, 1/36, 3/36), so D is not identified; K varies within
-    cells and keeps its error."""
+def test_regression_fits_each_grid_and_blanks_errors_without_spare_cells(analysis, rows):
+    """2 grids x 2 group sizes: each grid has its intercept, K, G and K x G (and still where some of its episodes
+    have a still ⊕), one fit per grid; a grid's 2 cells leave its intercept and G no cell-level df, so their errors
+    are blank, as are K's where a grid's 2 cells (the clusters) leave none. Still episodes are counted."""
     coefficients = analysis.tables["regression"].frame
     fits = analysis.tables["regression_fit"].frame.set_index("group")
-    local = coefficients[coefficients["group"] == "local_search"].set_index("term")
-    assert set(local.index) == {"Intercept", "K", "grid 6x6", "G", "K x G"}
-    assert fits.loc["local_search", "not_identified"] == "D" and fits.loc["local_search", "dropped"] == ""
-    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 1
-    assert (local.loc[["K", "K x G"], "std_error"] > 0).all()
-    assert (local.loc[["K", "K x G"], "ci95_low"] < local.loc[["K", "K x G"], "estimate"]).all()
+    local = coefficients[coefficients["group"] == "local_search"].set_index(["grid", "term"])
+    still = rows[rows["group"] == "local_search"].groupby("grid")["good_displacement_per_iteration"].apply(
+        lambda values: 0 < (values == 0).sum() < len(values))
+    assert set(local.index) == {(grid, term) for grid in GRIDS for term in ("Intercept", "K", "G", "K x G")} | {
+        (grid, "still") for grid in GRIDS if still[grid]}
+    assert list(local.index.get_level_values("grid")) == sorted(local.index.get_level_values("grid"))  # grids together
+    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 0
+    assert fits.loc["local_search", "still"] == "indicator" and fits.loc["local_search", "slopes"] == "per_grid"
+    assert fits.loc["local_search", "still_episodes"] == (
+        rows.loc[rows["group"] == "local_search", "good_displacement_per_iteration"] == 0).sum()
+    assert local.loc[[(grid, term) for grid in GRIDS for term in ("Intercept", "G")], "std_error"].isna().all()
     assert set(local["level"]) == {"cell", "episode"} and local["errors"].str.startswith("CR2 clustered by cell").all()
     protocol = set(coefficients[coefficients["group"] == "local_search+stigmergy"]["term"])
-    assert protocol == {"Intercept", "K", "grid 6x6"}  # one group size: G constant
+    assert protocol <= {"Intercept", "K", "still"}  # one group size: G constant in each grid
     assert fits["r_squared"].between(0, 1).all()
     assert fits["lack_of_fit_p"].isna().all() and (fits["lack_of_fit_df1"] == 0).all()  # two grids only
 

@@ -80,5 +80,6 @@ def unmatched_collectives(rows: pd.DataFrame) -> dict[str, list[str]]:
     alone = present[partners.to_numpy() < 2]
     area = lambda grid: math.prod(map(int, str(grid).split("x")))  # noqa: E731
     return {str(group): [f"{grid} G={size}" for _, grid, size in
-                         sorted({(area(grid), str(grid), int(size)) for grid, size in zip(part["grid"], part["group_size"])})]
+                         sorted({(area(grid), str(grid), int(size))
+                                 for grid, size in zip(part["grid"], part["group_size"])})]
             for group, part in alone.groupby("group", observed=True, sort=True)}

@@ -52,7 +52,8 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
                        "Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, p_wilcoxon_holm).",
                        collective_gains(rows, strata)))
     unmatched = unmatched_collectives(rows)
-    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}{'' if 'group_size' in strata else ' and group size'}",
+    and_size = "" if "group_size" in strata else " and group size"
+    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}{and_size}",
                        "difference = Υ(first) - Υ(second), collectives of the same members (behaviour or mix) "
                        "and group size that differ in protocol, on the same environments, paired by (cell, episode); "
                        "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
@@ -69,7 +70,7 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
     analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
     add_learning_tables(analysis, rows)
     analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
-                       validate(rows, analysis.tables["regression"].frame, dataset.descriptions)))
+                       validate(rows, dataset.descriptions)))
     return analysis
 
 
