@@ -103,9 +103,9 @@ def add_analysis_commands(commands) -> None:
                                               "collectives over isolated agents and protocol comparisons "
                                               "(paired by environment), communication cost, information and "
                                               "the sham control, focal and background "
-                                              "scores of mixed groups, a regression of Υ on K, H, group "
-                                              "size and density (errors clustered by cell, lack-of-fit test of "
-                                              "linear H), the PGI index, the held-out learning slope and "
+                                              "scores of mixed groups, a regression of Υ on K, still "
+                                              "episodes and group size per grid (errors clustered by cell, "
+                                              "lack-of-fit test of linear H), the PGI index, the held-out learning slope and "
                                               "replay curves.")
     _add_dataset_options(analyze)
     analyze.add_argument("--format", choices=FORMATS, default="table",
