@@ -162,6 +162,22 @@ def test_regression_fits_each_grid_and_blanks_errors_without_spare_cells(analysi
     assert fits["lack_of_fit_p"].isna().all() and (fits["lack_of_fit_df1"] == 0).all()  # two grids only
 
 
+
+def test_the_still_option_reaches_the_regression_and_is_recorded(tiny):
+    """`collective analyze --still excluded` leaves still episodes out of the regression and says so in the fit table
+    (the treatment and the count); the CLI's choices are the regression's, the default first."""
+    from collective.analysis.regression import STILL, STILL_TREATMENTS
+    from collective.dashboards.commands import STILL_TREATMENTS as CLI_CHOICES
+
+    assert CLI_CHOICES == STILL_TREATMENTS and STILL_TREATMENTS[0] == STILL
+    result = collective("analyze", tiny, "--tables", "regression_fit", "--format", "json", "--still", "excluded")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    fits = pd.DataFrame(json.loads(result.stdout)["regression_fit"]["rows"]).set_index("group")
+    rows = pd.read_parquet(tiny / "dataset", columns=["group", "good_displacement_per_iteration"])
+    still = (rows["good_displacement_per_iteration"] == 0).groupby(rows["group"]).sum()
+    assert (fits["still"] == "excluded").all() and (fits["still_episodes"] == still[fits.index]).all()
+    assert (fits["episodes"] == rows["group"].value_counts()[fits.index] - still[fits.index]).all()
+
 def test_pgi_accuracy_is_zero_for_random_and_one_for_oracle(analysis):
     pgi = analysis.tables["pgi"].frame.set_index(["group", "group_size"])
     assert pgi.loc[("random", 1), "accuracy"] == pytest.approx(0) and pgi.loc[("random", 1), "pgi"] == 0
@@ -226,6 +242,7 @@ def test_a_reader_that_leaves_early_ends_analyze_quietly(tiny):
     (["analyze", "{tiny}", "--by", "nope"], "'nope' is not a column"),
     (["analyze", "{tiny}", "--format", "xml"], "argument --format"),
     (["analyze", "{tiny}", "--k-bin-width", "0"], "--k-bin-width"),
+    (["analyze", "{tiny}", "--still", "sideways"], "argument --still"),
     (["figures", "{tmp}", "--out", "{tmp}/figures"], "is not a sweep dataset"),
     (["dashboard", "{tiny}", "--by", "K,nope", "--out", "{tmp}/r.html"], "'nope' is not a column"),
 ])

@@ -1,5 +1,6 @@
-"""The regression of Υ on K, the grid, G and G/N at the right level: no group-size effect where there is none
-under a non-linear grid effect (issue 22 point 1), CR2 errors clustered by cell against a known cell-level
+"""The regression of Υ on K, still episodes and G per grid, at the right level: each grid's G and K recovered where
+they differ between grids, K's slope apart from still episodes (issue 45 item 2), no group-size effect where there
+is none under a non-linear grid effect (issue 22 point 1), CR2 errors clustered by cell against a known cell-level
 random effect (seeded synthetic sweeps), Satterthwaite df against a known answer and its dense definition, the
 CR2 sandwich against HC2 and a dense reference, memory that grows with the clusters (not their square), and the
 lack-of-fit test of linear H."""

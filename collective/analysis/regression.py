@@ -283,9 +283,10 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None, still: str =
                                         "lack_of_fit_df1", "lack_of_fit_df2", "lack_of_fit_p"]))
 
 
-def add_regression_tables(analysis: Analysis, rows: pd.DataFrame) -> None:
-    """The coefficients and the fits (with the lack-of-fit test) as two tables."""
-    coefficients, fits = regression(rows)
+def add_regression_tables(analysis: Analysis, rows: pd.DataFrame, still: str = STILL) -> None:
+    """The coefficients and the fits (with the lack-of-fit test) as two tables; still episodes treated as `still`
+    says."""
+    coefficients, fits = regression(rows, still=still)
     analysis.add(Table("regression", "Regression of Υ on K, still episodes and group size G, per grid", NOTE,
                        coefficients))
     analysis.add(Table("regression_fit", "Regression fits and the lack-of-fit test of linear H", FIT_NOTE, fits))

@@ -18,16 +18,18 @@ from collective.analysis.factors import add_k_bins, resolve_factors, strata_of, 
 from collective.analysis.focal import add_focal_table
 from collective.analysis.learning import add_learning_tables
 from collective.analysis.pgi import PGI_NOTE, pgi_table
-from collective.analysis.regression import add_regression_tables
+from collective.analysis.regression import STILL, add_regression_tables
 from collective.analysis.replication import add_replication_tables
 from collective.analysis.upsilon import (ACCURACY_NOTE, LEGG_HUTTER_NOTE, accuracy_table, legg_hutter_table,
                                          upsilon_table)
 from collective.analysis.validity import VALIDITY_NOTE, validate
 
 
-def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[str, str] | None = None) -> Analysis:
+def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[str, str] | None = None,
+            still: str = STILL) -> Analysis:
     """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid; groups shown by
-    the spec's display labels, then `labels` (identifier -> text, e.g. --label)."""
+    the spec's display labels, then `labels` (identifier -> text, e.g. --label); the regression treats still
+    episodes as `still` says (`regression.STILL_TREATMENTS`)."""
     rows = add_k_bins(dataset.rows, k_bin_width)
     by = with_grid(resolve_factors(rows, by, dataset.columns))
     strata = strata_of(by)
@@ -65,7 +67,7 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
                            for group, where in unmatched.items()) if unmatched else ""))
     add_communication_tables(analysis, rows, strata)
     add_focal_table(analysis, rows)
-    add_regression_tables(analysis, rows)
+    add_regression_tables(analysis, rows, still)
     add_replication_tables(analysis, rows)
     analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
     add_learning_tables(analysis, rows)
