@@ -94,6 +94,17 @@ def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
                         help="width of the K bins, in LZ76 phrases (default 4: 1-4, 5-8, ...)")
 
 
+STILL_TREATMENTS = ("indicator", "excluded", "kept")  # regression.STILL_TREATMENTS, the default first; not imported:
+# --help reads no analysis module (tests/test_analysis.py checks the two agree)
+
+
+def _add_still_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--still", choices=STILL_TREATMENTS, default=STILL_TREATMENTS[0],
+                        help="how the regression treats still episodes (⊕ does not move, K at its minimum): "
+                             "indicator, a term per grid so K's slope is that of moving episodes (default); "
+                             "excluded, left out (counted in the fit table); kept, K fitted through them")
+
+
 def add_analysis_commands(commands) -> None:
     """Add analyze, figures, dashboard and validate to the CLI's subparsers."""
     analyze = commands.add_parser("analyze", help="Υ tables with CIs, collective gains, protocol tests, "
@@ -103,11 +114,12 @@ def add_analysis_commands(commands) -> None:
                                               "collectives over isolated agents and protocol comparisons "
                                               "(paired by environment), communication cost, information and "
                                               "the sham control, focal and background "
-                                              "scores of mixed groups, a regression of Υ on K, H, group "
-                                              "size and density (errors clustered by cell, lack-of-fit test of "
-                                              "linear H), the PGI index, the held-out learning slope and "
+                                              "scores of mixed groups, a regression of Υ on K, still "
+                                              "episodes and group size per grid (errors clustered by cell, "
+                                              "lack-of-fit test of linear H), the PGI index, the held-out learning slope and "
                                               "replay curves.")
     _add_dataset_options(analyze)
+    _add_still_option(analyze)
     analyze.add_argument("--format", choices=FORMATS, default="table",
                          help="output format (default table: aligned text, on a terminal in panels of columns "
                               "that fit its width; wide: never split; csv, json, markdown: every column)")
@@ -147,6 +159,7 @@ def add_analysis_commands(commands) -> None:
                                                 "(every table of analyze), the paper figures, provenance and "
                                                 "data size (collective docs dashboard).")
     _add_dataset_options(dashboard)
+    _add_still_option(dashboard)
     dashboard.add_argument("--out", required=True, metavar="FILE.html", help="the report to write")
 
 
@@ -212,7 +225,7 @@ def run_analysis_command(args: argparse.Namespace) -> int:
             return _validate(dataset, args.format, dict(args.label))
         if args.command == "figures":
             return _figures(dataset, args)
-        analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width, dict(args.label))
+        analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width, dict(args.label), args.still)
         if args.command == "analyze":
             if args.tables:
                 analysis.tables = {name: table for name, table in analysis.tables.items() if name in args.tables}

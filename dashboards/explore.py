@@ -188,11 +188,13 @@ def table_html(table_id: str, frame: pd.DataFrame, protocols: dict[str, str], sh
 
 
 def analysis_tables_html(analysis: Analysis, protocols: dict[str, str]) -> str:
-    """Every table of the Analysis, in its order, then the skipped ones with their reason."""
+    """Every table of the Analysis, in its order (its footnote under its rows), then the skipped ones with their
+    reason."""
     parts = [f'<section class="table" id="table-{name}"><h3>{html.escape(table.title)}</h3><p class="note">'
              f'{html.escape(table.note)}</p>'
-             f'{table_html(f"data-{name}", table.frame, protocols, labels=analysis.labels)}</section>'
-             for name, table in analysis.tables.items()]
+             f'{table_html(f"data-{name}", table.frame, protocols, labels=analysis.labels)}'
+             + (f'<p class="note footnote" id="footnote-{name}">{html.escape(table.footnote)}</p>' if table.footnote else "")
+             + '</section>' for name, table in analysis.tables.items()]
     parts += [f'<section class="table" id="table-{name}"><h3>Table {name} skipped</h3><p class="note">'
               f'{html.escape(reason)}</p></section>' for name, reason in analysis.skipped.items()]
     return "\n".join(parts)

@@ -91,30 +91,93 @@ def test_protocol_comparisons_pair_only_collectives_of_the_same_members():
               "local_search+broadcast": ("local_search", "broadcast"),
               "q_learning+shared_q": ("q_learning", "shared_q")}
     rows = pd.concat([pd.DataFrame(dict(group=label, behaviour=behaviour, mix="", protocol=protocol, cell=1,
-                                        grid="5x5", episode=np.arange(20), score=rng.normal(0.3, 0.1, 20)))
+                                        grid="5x5", group_size=3, episode=np.arange(20), score=rng.normal(0.3, 0.1, 20)))
                       for label, (behaviour, protocol) in groups.items()], ignore_index=True)
     pairs = protocol_comparisons(rows, ["grid"])[["first", "second"]]
     assert pairs.values.tolist() == [["local_search+broadcast", "local_search+stigmergy"]]
 
 
-def test_regression_drops_unidentifiable_terms_and_blanks_errors_without_spare_cells(analysis):
-    """2 grids x 2 group sizes = 4 cells: the intercept, the grid contrast and G leave one cell-level df;
-    no two grids share a density G/N (1/16, 3/16, 1/36, 3/36), so D is not identified; K varies within
-    cells and keeps its error."""
+
+def test_protocol_comparisons_name_the_collectives_left_without_a_partner():
+    """Issue 45 item 2: stigmergy and broadcast on local searchers of one size are compared; shared Q-tables on
+    Q-learners have no collective of the same members to compare with, nor has stigmergy at a size broadcast does
+    not play. Each pair's group size is shown even where the table is read by grid only, and what is left out is
+    named (group, grid and G) rather than dropped silently."""
+    from collective.analysis.comparisons import protocol_comparisons, unmatched_collectives
+
+    rng = np.random.default_rng(1)
+    groups = {("local_search+stigmergy", 3): ("local_search", "stigmergy", 1),
+              ("local_search+broadcast", 3): ("local_search", "broadcast", 1),
+              ("q_learning+shared_q", 3): ("q_learning", "shared_q", 1),
+              ("local_search+stigmergy", 5): ("local_search", "stigmergy", 2)}
+    rows = pd.concat([pd.DataFrame(dict(group=label, behaviour=behaviour, mix="", protocol=protocol, cell=cell,
+                                        grid="5x5", group_size=size, episode=np.arange(20),
+                                        score=rng.normal(0.3, 0.1, 20)))
+                      for (label, size), (behaviour, protocol, cell) in groups.items()], ignore_index=True)
+    table = protocol_comparisons(rows, ["grid"])
+    assert table[["first", "second", "grid", "group_size"]].values.tolist() == [
+        ["local_search+broadcast", "local_search+stigmergy", "5x5", 3]]
+    assert unmatched_collectives(rows) == {"local_search+stigmergy": ["5x5 G=5"], "q_learning+shared_q": ["5x5 G=3"]}
+
+
+def test_a_protocol_without_a_partner_is_named_under_the_table(tmp_path_factory):
+    """A real sweep (the labelled spec: one wisdom collective of local searchers) leaves the protocol table empty,
+    and says why in one line under it, the group by its display label; a sweep whose collectives all have a
+    partner (tiny: stigmergy and wisdom) says nothing."""
+    from collective.analysis.report import format_analysis
+
+    labelled = analyse(load_dataset([sweep(tmp_path_factory.getbasetemp(), "labelled")]), ["group"])
+    table = labelled.tables["protocols"]
+    assert table.frame.empty and table.title == "Protocol comparisons within grid and group size"
+    label = labelled.labels["local_search+wisdom"]
+    assert table.footnote == ("Not compared (no other collective of the same members and group size in its "
+                              "cells; a pair differing in members or size would compare two things at once): "
+                              f"{label} at 4x4 G=3")
+    text = format_analysis(labelled, "table").split("Protocol comparisons")[1]
+    assert text.split("\n\n")[0].rstrip().endswith(f"{label} at 4x4 G=3")
+    assert json.loads(format_analysis(labelled, "json"))["protocols"]["footnote"] == table.footnote
+    tiny = analyse(load_dataset([sweep(tmp_path_factory.getbasetemp(), "tiny")]), ["group"])
+    assert tiny.tables["protocols"].footnote == "" and set(tiny.tables["protocols"].frame["group_size"]) == {3}
+
+def test_regression_fits_each_grid_and_blanks_errors_without_spare_cells(analysis, rows):
+    """2 grids x 2 group sizes: each grid has its intercept, K, G and K x G (and still where some of its episodes
+    have a still ⊕), one fit per grid; a grid's 2 cells leave its intercept and G no cell-level df, so their errors
+    are blank, as are K's where a grid's 2 cells (the clusters) leave none. Still episodes are counted."""
     coefficients = analysis.tables["regression"].frame
     fits = analysis.tables["regression_fit"].frame.set_index("group")
-    local = coefficients[coefficients["group"] == "local_search"].set_index("term")
-    assert set(local.index) == {"Intercept", "K", "grid 6x6", "G", "K x G"}
-    assert fits.loc["local_search", "not_identified"] == "D" and fits.loc["local_search", "dropped"] == ""
-    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 1
-    assert (local.loc[["K", "K x G"], "std_error"] > 0).all()
-    assert (local.loc[["K", "K x G"], "ci95_low"] < local.loc[["K", "K x G"], "estimate"]).all()
+    local = coefficients[coefficients["group"] == "local_search"].set_index(["grid", "term"])
+    still = rows[rows["group"] == "local_search"].groupby("grid")["good_displacement_per_iteration"].apply(
+        lambda values: 0 < (values == 0).sum() < len(values))
+    assert set(local.index) == {(grid, term) for grid in GRIDS for term in ("Intercept", "K", "G", "K x G")} | {
+        (grid, "still") for grid in GRIDS if still[grid]}
+    assert list(local.index.get_level_values("grid")) == sorted(local.index.get_level_values("grid"))  # grids together
+    assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 0
+    assert fits.loc["local_search", "still"] == "indicator" and fits.loc["local_search", "slopes"] == "per_grid"
+    assert fits.loc["local_search", "still_episodes"] == (
+        rows.loc[rows["group"] == "local_search", "good_displacement_per_iteration"] == 0).sum()
+    assert local.loc[[(grid, term) for grid in GRIDS for term in ("Intercept", "G")], "std_error"].isna().all()
     assert set(local["level"]) == {"cell", "episode"} and local["errors"].str.startswith("CR2 clustered by cell").all()
     protocol = set(coefficients[coefficients["group"] == "local_search+stigmergy"]["term"])
-    assert protocol == {"Intercept", "K", "grid 6x6"}  # one group size: G constant
+    assert protocol <= {"Intercept", "K", "still"}  # one group size: G constant in each grid
     assert fits["r_squared"].between(0, 1).all()
     assert fits["lack_of_fit_p"].isna().all() and (fits["lack_of_fit_df1"] == 0).all()  # two grids only
 
+
+
+def test_the_still_option_reaches_the_regression_and_is_recorded(tiny):
+    """`collective analyze --still excluded` leaves still episodes out of the regression and says so in the fit table
+    (the treatment and the count); the CLI's choices are the regression's, the default first."""
+    from collective.analysis.regression import STILL, STILL_TREATMENTS
+    from collective.dashboards.commands import STILL_TREATMENTS as CLI_CHOICES
+
+    assert CLI_CHOICES == STILL_TREATMENTS and STILL_TREATMENTS[0] == STILL
+    result = collective("analyze", tiny, "--tables", "regression_fit", "--format", "json", "--still", "excluded")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    fits = pd.DataFrame(json.loads(result.stdout)["regression_fit"]["rows"]).set_index("group")
+    rows = pd.read_parquet(tiny / "dataset", columns=["group", "good_displacement_per_iteration"])
+    still = (rows["good_displacement_per_iteration"] == 0).groupby(rows["group"]).sum()
+    assert (fits["still"] == "excluded").all() and (fits["still_episodes"] == still[fits.index]).all()
+    assert (fits["episodes"] == rows["group"].value_counts()[fits.index] - still[fits.index]).all()
 
 def test_pgi_accuracy_is_zero_for_random_and_one_for_oracle(analysis):
     pgi = analysis.tables["pgi"].frame.set_index(["group", "group_size"])
@@ -193,6 +256,7 @@ def test_a_reader_that_leaves_early_ends_analyze_quietly(tiny):
     (["analyze", "{tiny}", "--by", "nope"], "'nope' is not a column"),
     (["analyze", "{tiny}", "--format", "xml"], "argument --format"),
     (["analyze", "{tiny}", "--k-bin-width", "0"], "--k-bin-width"),
+    (["analyze", "{tiny}", "--still", "sideways"], "argument --still"),
     (["figures", "{tmp}", "--out", "{tmp}/figures"], "is not a sweep dataset"),
     (["dashboard", "{tiny}", "--by", "K,nope", "--out", "{tmp}/r.html"], "'nope' is not a column"),
 ])

@@ -203,6 +203,18 @@ def test_labels_reach_the_report_as_text(tmp_path_factory, tmp_path):
     assert html.escape(f"$\\frac{{, $\\frac{{ {HOSTILE_HTML}", quote=False) in legends
 
 
+
+def test_a_protocol_without_a_partner_is_named_under_its_table(tmp_path_factory, tmp_path):
+    """Issue 45 item 2: the labelled sweep's one wisdom collective has no collective of the same members and size to
+    be compared with; the report's protocol table says so in a line under it, the group by its label (as text)."""
+    out = tmp_path / "report.html"
+    result = collective("dashboard", sweep(tmp_path_factory.getbasetemp(), "labelled"), "--out", out)
+    assert result.returncode == 0, result.stderr
+    section = out.read_text().split('id="table-protocols"')[1].split("</section>")[0]
+    footnote = re.search(r'<p class="note footnote" id="footnote-protocols">([^<]*)</p>', section)
+    label = html.escape(f"$\\frac{{, $\\frac{{ {HOSTILE_HTML}")
+    assert footnote and footnote.group(1).startswith("Not compared") and footnote.group(1).endswith(f"{label} at 4x4 G=3")
+
 def test_paper_figures_of_many_groups_show_the_first_with_a_note(tmp_path_factory, tmp_path):
     """Issue 46 item 5: with more group types than a figure tells apart, the report's paper figures show the first
     MAX_GROUPS and say so."""

@@ -1,5 +1,6 @@
-"""The regression of Υ on K, the grid, G and G/N at the right level: no group-size effect where there is none
-under a non-linear grid effect (issue 22 point 1), CR2 errors clustered by cell against a known cell-level
+"""The regression of Υ on K, still episodes and G per grid, at the right level: each grid's G and K recovered where
+they differ between grids, K's slope apart from still episodes (issue 45 item 2), no group-size effect where there
+is none under a non-linear grid effect (issue 22 point 1), CR2 errors clustered by cell against a known cell-level
 random effect (seeded synthetic sweeps), Satterthwaite df against a known answer and its dense definition, the
 CR2 sandwich against HC2 and a dense reference, memory that grows with the clusters (not their square), and the
 lack-of-fit test of linear H."""
@@ -37,26 +38,37 @@ def synthetic_rows(rng: np.random.Generator, grid_effects=None, cell_sd: float =
     return pd.concat(frames, ignore_index=True)
 
 
-def hc3_fit(rows: pd.DataFrame):
-    """The same model with HC3 errors (rows taken as independent), through statsmodels' formulas."""
-    area = rows["grid"].str.split("x", expand=True).astype(int).prod(axis=1)
-    data = pd.DataFrame({"K": rows["k_raw"], "G": rows["group_size"], "D": rows["group_size"] / area})
-    data = (data - data.mean()).assign(score=rows["score"], grid=rows["grid"])
-    return smf.ols("score ~ K + C(grid) + G + D + K:G", data=data).fit(cov_type="HC3")
+def hc3_fit(rows: pd.DataFrame, grid: str):
+    """The model of one grid, fitted on that grid's rows alone, with HC3 errors (rows taken as independent),
+    through statsmodels' formulas: the per-grid terms of the regression are those of a fit per grid (Chow 1960)."""
+    part = rows[rows["grid"] == grid]
+    data = pd.DataFrame({"K": part["k_raw"], "G": part["group_size"]}).astype(float)
+    data = (data - data.mean()).assign(score=part["score"])
+    return smf.ols("score ~ K + G + K:G", data=data).fit(cov_type="HC3")
 
 
-def test_clustered_error_of_g_is_several_times_hc3_and_the_estimate_is_ols():
+def by_grid(coefficients: pd.DataFrame) -> pd.DataFrame:
+    return coefficients.set_index(["grid", "term"])
+
+
+def test_clustered_error_of_g_is_several_times_hc3_and_the_estimate_is_a_fit_per_grid():
     """With 200 episodes per cell and an intra-cell correlation of 0.01/0.05 = 0.2, a cell-level slope's
-    variance is inflated by the design effect 1 + 199 x 0.2 ≈ 41 (Kish 1965), its error by ≈ 6.4."""
+    variance is inflated by the design effect 1 + 199 x 0.2 ≈ 41 (Kish 1965), its error by ≈ 6.4 (a grid's 4
+    cells estimate it on 2 df: the median over the grids)."""
     rows = synthetic_rows(np.random.default_rng(2024), episodes=200)
     coefficients, fits = regression(rows)
-    g = coefficients.set_index("term").loc["G"]
-    hc3 = hc3_fit(rows)
-    assert g["estimate"] == pytest.approx(hc3.params["G"], rel=1e-9)
-    assert 3 * hc3.bse["G"] < g["std_error"] < 12 * hc3.bse["G"]
-    assert g["level"] == "cell" and g["df"] < 20 - 7 + 1  # Satterthwaite: at most about cells - cell terms
+    terms, ratios = by_grid(coefficients), []
+    for side in GRIDS:
+        grid = f"{side}x{side}"
+        g, hc3 = terms.loc[(grid, "G")], hc3_fit(rows, grid)
+        assert g["estimate"] == pytest.approx(hc3.params["G"], rel=1e-9)
+        assert terms.loc[(grid, "K"), "estimate"] == pytest.approx(hc3.params["K"], rel=1e-9)
+        assert g["level"] == "cell" and g["df"] < 4 - 2 + 1  # Satterthwaite: at most about cells - cell terms
+        ratios.append(g["std_error"] / hc3.bse["G"])
+    assert 3 < np.median(ratios) < 12
     fit = fits.iloc[0]
-    assert fit["cells"] == 20 and fit["cell_df"] == 20 - 7 and fit["dropped"] == "" and fit["not_identified"] == ""
+    assert fit["cells"] == 20 and fit["cell_df"] == 20 - 10 and fit["dropped"] == ""
+    assert fit["still"] == "not recorded" and np.isnan(fit["still_episodes"])
 
 
 def test_clustered_interval_covers_at_the_nominal_rate_and_hc3_undercovers():
@@ -66,9 +78,9 @@ def test_clustered_interval_covers_at_the_nominal_rate_and_hc3_undercovers():
     covered = covered_hc3 = 0
     for _ in range(200):
         rows = synthetic_rows(rng, episodes=40)
-        g = regression(rows)[0].set_index("term").loc["G"]
+        g = by_grid(regression(rows)[0]).loc[("10x10", "G")]
         covered += g["ci95_low"] <= SLOPE_G <= g["ci95_high"]
-        low, high = hc3_fit(rows).conf_int().loc["G"]
+        low, high = hc3_fit(rows, "10x10").conf_int().loc["G"]
         covered_hc3 += low <= SLOPE_G <= high
     assert 0.90 <= covered / 200 <= 0.99
     assert covered_hc3 / 200 < 0.75
@@ -82,7 +94,7 @@ def test_lack_of_fit_rejects_a_non_monotone_grid_effect_and_not_a_linear_one():
     assert np.mean(np.array(linear) < 0.05) <= 0.15
     assert np.mean(np.array(bent) < 0.05) >= 0.8
     fit = regression(synthetic_rows(rng))[1].iloc[0]
-    assert fit["lack_of_fit_df1"] == 3 and fit["lack_of_fit_df2"] == 20 - 7  # intercept, 4 grid contrasts, G, D
+    assert fit["lack_of_fit_df1"] == 3 and fit["lack_of_fit_df2"] == 20 - 10  # an intercept and a G per grid
 
 
 def test_two_grids_leave_lack_of_fit_untested():
@@ -141,31 +153,100 @@ def bent_rows(rng: np.random.Generator, slope_g: float, sizes=(1, 2, 4, 8), grid
 
 
 def g_rows(slope_g: float, replications: int, seed: int) -> pd.DataFrame:
+    """Every grid's G of `replications` datasets."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame([regression(bent_rows(rng, slope_g))[0].set_index("term").loc["G"]
-                         for _ in range(replications)])
+    return pd.concat([regression(bent_rows(rng, slope_g))[0].query("term == 'G'") for _ in range(replications)])
 
 
 def test_no_group_size_effect_is_found_where_there_is_none_under_a_non_linear_grid_effect():
-    """Zero G effect, a grid effect not linear in H: G = 0 is rejected at about the nominal 5% and its 95% CI
-    covers 0 about 95% of the time (the linear-H model rejected it in 100% of replications, covering 0%)."""
-    g = g_rows(0.0, 150, seed=22)
+    """Zero G effect, a grid effect not linear in H: each grid's G = 0 is rejected at about the nominal 5% and its
+    95% CI covers 0 about 95% of the time (the linear-H model rejected it in 100% of replications, covering 0%)."""
+    g = g_rows(0.0, 60, seed=22)
     assert g["p_value"].lt(0.05).mean() <= 0.10
     assert 0.90 <= g["ci95_low"].le(0).mul(g["ci95_high"].ge(0)).mean() <= 0.99
     assert abs(g["estimate"].mean()) < 0.002
 
 
 def test_a_set_group_size_effect_is_recovered():
-    g = g_rows(0.01, 100, seed=23)
+    g = g_rows(0.01, 40, seed=23)
     assert g["estimate"].mean() == pytest.approx(0.01, abs=0.0015)
     assert 0.90 <= g["ci95_low"].le(0.01).mul(g["ci95_high"].ge(0.01)).mean() <= 0.99
 
 
-def test_density_is_not_identified_when_no_two_grids_share_one():
-    rows = bent_rows(np.random.default_rng(3), 0.0, sizes=(1, 3), grids=(5, 10, 20), effects=(0.4, 0.5, 0.2))
-    coefficients, fits = regression(rows)
-    assert "D" not in set(coefficients["term"]) and "G" in set(coefficients["term"])
-    assert fits.iloc[0]["not_identified"] == "D"
+def two_slopes(rng: np.random.Generator, episodes: int = 40) -> pd.DataFrame:
+    """Known answer (issue 45 item 2): score = effect of the grid - 0.004 K + 0.05 G on 20x20 and 0 G on 5x5 (a
+    protocol that helps only where there is room), + u_cell ~ N(0, 0.02²) + ε ~ N(0, 0.2²), sizes 1, 2, 5, 10."""
+    frames = []
+    for index, (side, effect, slope) in enumerate(((5, 0.5, 0.0), (20, 0.2, 0.05))):
+        for size in (1, 2, 5, 10):
+            k = rng.integers(2, 24, episodes)
+            score = effect - 0.004 * k + slope * size + rng.normal(0, 0.02) + rng.normal(0, 0.2, episodes)
+            frames.append(pd.DataFrame(dict(group="wisdom", seed=1, cell=100 * index + size,
+                                            episode=np.arange(episodes),
+                                            grid=f"{side}x{side}", k_raw=k, group_size=size, score=score,
+                                            entropy_bits=math.log2(side ** 2 * (side ** 2 - 1)))))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_group_size_effects_differ_between_grids_and_each_is_recovered():
+    """+0.05 per agent on 20x20 and none on 5x5: each grid's G is recovered (its 95% CI covers its own slope about
+    95% of the time and 5x5's rejects 0 about 5%), where one G over both grids (the regression before issue 45)
+    gave about +0.025 on each, covering neither."""
+    rng = np.random.default_rng(45)
+    fits = [by_grid(regression(two_slopes(rng))[0]) for _ in range(100)]
+    for grid, slope in (("5x5", 0.0), ("20x20", 0.05)):
+        g = pd.DataFrame([fit.loc[(grid, "G")] for fit in fits])
+        assert g["estimate"].mean() == pytest.approx(slope, abs=0.002)
+        assert 0.90 <= g["ci95_low"].le(slope).mul(g["ci95_high"].ge(slope)).mean() <= 0.99
+    assert np.mean([fit.loc[("5x5", "G"), "p_value"] < 0.05 for fit in fits]) <= 0.10
+    assert np.mean([fit.loc[("20x20", "G"), "p_value"] < 0.05 for fit in fits]) >= 0.8
+
+
+def still_rows(rng: np.random.Generator, episodes: int = 300, still_share: float = 0.05) -> pd.DataFrame:
+    """Known answer (issue 45 item 2): K has no effect on a moving ⊕'s episodes; a still ⊕ (its displacement 0,
+    K 2, its minimum) is found once and kept: +0.3. Moving episodes have K uniform on 2..23. 3 grids x 3 sizes
+    under `paired_group_sizes` (a grid's sizes share its environments: seed word, K, still, u_environment ~
+    N(0, 0.05²)), zero G effect, ε ~ N(0, 0.15²)."""
+    frames = []
+    for index, side in enumerate((5, 10, 20)):
+        still = rng.random(episodes) < still_share
+        k = np.where(still, 2, rng.integers(2, 24, episodes))
+        shared = rng.normal(0, 0.05, episodes)
+        for size in (1, 4, 8):
+            score = 0.2 + 0.3 * still + shared + rng.normal(0, 0.15, episodes)
+            frames.append(pd.DataFrame(dict(group="searchers", seed=1, cell=100 * index + size, seed_word=index,
+                                            episode=np.arange(episodes), grid=f"{side}x{side}", k_raw=k,
+                                            good_displacement_per_iteration=np.where(still, 0.0, 0.8),
+                                            entropy_bits=math.log2(side ** 2 * (side ** 2 - 1)), group_size=size,
+                                            score=score)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_k_has_no_effect_apart_from_still_episodes_and_the_still_term_holds_theirs():
+    """K's slope with the still indicator (the default) covers 0 about 95% of the time and still takes +0.3; left
+    out ("excluded", their count in the fit), K's slope covers 0 alike; fitted through them ("kept", the
+    regression before issue 45), K reads the still episodes' lead as a K effect and rejects 0 far more often."""
+    rng = np.random.default_rng(48)
+    covers, rejects_kept, still = [], [], []
+    for _ in range(100):
+        rows = still_rows(rng)
+        coefficients, fits = regression(rows)
+        k, s = by_grid(coefficients).loc[("10x10", "K")], by_grid(coefficients).loc[("10x10", "still")]
+        covers.append(k["ci95_low"] <= 0 <= k["ci95_high"])
+        still.append(s["estimate"])
+        kept = by_grid(regression(rows, still="kept")[0]).loc[("10x10", "K")]
+        rejects_kept.append(kept["p_value"] < 0.05)
+    assert 0.90 <= np.mean(covers) <= 0.99 and np.mean(still) == pytest.approx(0.3, abs=0.01)
+    assert np.mean(rejects_kept) >= 0.5
+    fit = fits.iloc[0]
+    assert fit["still"] == "indicator" and fit["still_episodes"] == (rows["good_displacement_per_iteration"] == 0).sum()
+    assert "still" in fit["regressors"].split(", ")
+    coefficients, fits = regression(rows, still="excluded")
+    assert "still" not in set(coefficients["term"]) and fits.iloc[0]["still"] == "excluded"
+    moving = (rows["good_displacement_per_iteration"] > 0).sum()
+    assert fits.iloc[0]["episodes"] == moving and fits.iloc[0]["still_episodes"] == len(rows) - moving
+    k = by_grid(coefficients).loc[("10x10", "K")]
+    assert k["ci95_low"] < 0 < k["ci95_high"]
 
 
 def test_satterthwaite_df_of_a_balanced_mean_is_clusters_minus_one():
@@ -266,8 +347,8 @@ def test_paired_group_sizes_cover_at_the_nominal_rate_clustered_by_environment()
     paired, by_cell = [], []
     for _ in range(150):
         rows = paired_rows(rng)
-        paired.append(regression(rows)[0].set_index("term"))
-        by_cell.append(regression(rows.drop(columns="seed_word"))[0].set_index("term"))
+        paired.append(regression(rows)[0].query("grid == '8x8'").set_index("term"))
+        by_cell.append(regression(rows.drop(columns="seed_word"))[0].query("grid == '8x8'").set_index("term"))
     covers = lambda fits, term, true: np.mean([f.loc[term, "ci95_low"] <= true <= f.loc[term, "ci95_high"]  # noqa: E731
                                                for f in fits])
     assert 0.90 <= covers(paired, "G", 0.0) <= 0.99 and 0.90 <= covers(paired, "K", -0.004) <= 0.99
@@ -287,8 +368,8 @@ def test_kept_learner_tables_are_clustered_by_cell_where_cells_share_environment
         rows = paired_rows(rng)
         rows["score"] += rows["cell"].map({cell: rng.normal(0, 0.05) for cell in rows["cell"].unique()})
         learners = rows.assign(behaviour="q_learning", mix="", learner_training="pretrained")
-        as_learners.append(regression(learners)[0].set_index("term"))
-        as_searchers.append(regression(learners.assign(behaviour="local_search"))[0].set_index("term"))
+        as_learners.append(regression(learners)[0].query("grid == '8x8'").set_index("term"))
+        as_searchers.append(regression(learners.assign(behaviour="local_search"))[0].query("grid == '8x8'").set_index("term"))
     rejects = lambda fits: np.mean([f.loc["G", "p_value"] < 0.05 for f in fits])  # noqa: E731
     assert rejects(as_learners) <= 0.10 and as_learners[0].loc["G", "errors"].startswith("CR2 clustered by cell")
     assert rejects(as_searchers) >= 0.3

@@ -52,12 +52,14 @@ def labelled(value: str, labels: dict[str, str]) -> str:
 
 @dataclass
 class Table:
-    """A titled result table; `note` says what was computed and cites the source."""
+    """A titled result table; `note` says what was computed and cites the source, `footnote` (one line, shown
+    under the rows) what the rows leave out and why."""
 
     name: str
     title: str
     note: str
     frame: pd.DataFrame
+    footnote: str = ""
 
 
 @dataclass

@@ -4,6 +4,7 @@ the same cells (`protocols`), with paired t and Wilcoxon p Holm-corrected over e
 """
 from __future__ import annotations
 
+import math
 from itertools import combinations
 
 import numpy as np
@@ -53,8 +54,11 @@ def collective_gains(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
 
 def protocol_comparisons(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     """Every pair of collectives (groups with a protocol) of the same members (behaviour or mix) that played the
-    same cells, paired by (cell, episode): only the protocol (or its parameters, or the sham control) differs,
-    one thing at a time; difference = first - second; `winner` is the better one where Holm p < 0.05."""
+    same cells, paired by (cell, episode), so of the same group size, grid and environment class: only the protocol
+    (or its parameters, or the sham control) differs, one thing at a time (issue 45 item 2). Within each level of
+    `strata` and of group size, whether or not `strata` names it (a pair's G is shown); difference = first -
+    second; `winner` is the better one where Holm p < 0.05."""
+    strata = [*strata, *(["group_size"] if "group_size" not in strata else [])]
     types = _group_types(rows).query("protocol != 'none'")
     members = {label: (group["behaviour"], group["mix"]) for label, group in types.iterrows()}
     cells = rows.groupby("group", observed=True)["cell"].agg(set)
@@ -64,3 +68,18 @@ def protocol_comparisons(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     significant = frame["p_holm"] < 0.05
     frame["winner"] = np.where(significant, np.where(frame["difference"] > 0, frame["first"], frame["second"]), "")
     return frame
+
+
+def unmatched_collectives(rows: pd.DataFrame) -> dict[str, list[str]]:
+    """Collectives with a cell where no other collective of the same members plays (so no protocol comparison
+    there): group -> the grids (with G) of those cells. A pair that would differ in members or group size
+    compares two things at once and is not made; this names what is left out rather than dropping it silently."""
+    collectives = rows.loc[rows["protocol"] != "none", ["group", "behaviour", "mix", "cell", "grid", "group_size"]]
+    present = collectives.drop_duplicates(["group", "cell"]).astype({"behaviour": str, "mix": str})
+    partners = present.groupby(["cell", "behaviour", "mix"], observed=True)["group"].transform("size")
+    alone = present[partners.to_numpy() < 2]
+    area = lambda grid: math.prod(map(int, str(grid).split("x")))  # noqa: E731
+    return {str(group): [f"{grid} G={size}" for _, grid, size in
+                         sorted({(area(grid), str(grid), int(size))
+                                 for grid, size in zip(part["grid"], part["group_size"])})]
+            for group, part in alone.groupby("group", observed=True, sort=True)}

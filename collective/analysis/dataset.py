@@ -39,7 +39,7 @@ ANALYSIS_COLUMNS = tuple(dict.fromkeys(
     REQUIRED_COLUMNS + ROW_KEY + DESIGN_COLUMNS + ENVIRONMENT_CLASS_COLUMNS + GROUP_COLUMNS + CPP_SWITCHES + (
         "seed_word", "upsilon_best", "pattern_log2_probability", "centralised", "coordination_threshold",
         "training_episodes", "learning_protocol", "learner_training", "profile", "version", "wall_seconds",
-        "score_by_behaviour", "motion", "communication_accounting", "messages_per_iteration", "bits_per_iteration",
+        "score_by_behaviour", "motion", "good_displacement_per_iteration", "communication_accounting", "messages_per_iteration", "bits_per_iteration",
         "message_entropy_bits", "information_bits_per_iteration", "distinct_messages_per_iteration",
         "distinct_information_bits_per_iteration")))
 # Whole-number settings the tables only group, compare and print, never compute with: kept as categories, one

@@ -14,22 +14,24 @@ import pandas as pd
 from collective.analysis.base import GROUP_COLUMNS, Analysis, DatasetError, Table, labelled
 from collective.analysis.claims_2016 import add_claims_2016_table
 from collective.analysis.communication import add_communication_tables
-from collective.analysis.comparisons import collective_gains, protocol_comparisons
+from collective.analysis.comparisons import collective_gains, protocol_comparisons, unmatched_collectives
 from collective.analysis.dataset import Dataset, display_labels
 from collective.analysis.factors import add_k_bins, resolve_factors, strata_of, with_grid
 from collective.analysis.focal import add_focal_table
 from collective.analysis.learning import add_learning_tables
 from collective.analysis.pgi import PGI_NOTE, pgi_table
-from collective.analysis.regression import add_regression_tables
+from collective.analysis.regression import STILL, add_regression_tables
 from collective.analysis.replication import add_replication_tables
 from collective.analysis.upsilon import (ACCURACY_NOTE, LEGG_HUTTER_NOTE, accuracy_table, legg_hutter_table,
                                          upsilon_table)
 from collective.analysis.validity import VALIDITY_NOTE, validate
 
 
-def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[str, str] | None = None) -> Analysis:
+def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[str, str] | None = None,
+            still: str = STILL) -> Analysis:
     """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid; groups shown by
-    the spec's display labels, then `labels` (identifier -> text, e.g. --label)."""
+    the spec's display labels, then `labels` (identifier -> text, e.g. --label); the regression treats still
+    episodes as `still` says (`regression.STILL_TREATMENTS`)."""
     rows = add_k_bins(dataset.rows, k_bin_width)
     by = with_grid(resolve_factors(rows, by, dataset.columns))
     strata = strata_of(by)
@@ -53,21 +55,27 @@ def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[
                        "(cell, episode); paired-t CI, Cohen's d_z = mean/sd of differences, paired t and "
                        "Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, p_wilcoxon_holm).",
                        collective_gains(rows, strata)))
-    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}",
+    unmatched = unmatched_collectives(rows)
+    and_size = "" if "group_size" in strata else " and group size"
+    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}{and_size}",
                        "difference = Υ(first) - Υ(second), collectives of the same members (behaviour or mix) "
-                       "that differ in protocol, on the same environments, paired by (cell, episode); "
+                       "and group size that differ in protocol, on the same environments, paired by (cell, episode); "
                        "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
                        "p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
-                       protocol_comparisons(rows, strata)))
+                       protocol_comparisons(rows, strata),
+                       "Not compared (no other collective of the same members and group size in its cells; a pair "
+                       "differing in members or size would compare two things at once): " + "; ".join(
+                           f"{labelled(group, analysis.labels)} at {', '.join(where)}"
+                           for group, where in unmatched.items()) if unmatched else ""))
     add_communication_tables(analysis, rows, strata)
     add_focal_table(analysis, rows)
-    add_regression_tables(analysis, rows)
+    add_regression_tables(analysis, rows, still)
     add_replication_tables(analysis, rows)
     add_claims_2016_table(analysis, rows)
     analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
     add_learning_tables(analysis, rows)
     analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
-                       validate(rows, analysis.tables["regression"].frame, dataset.descriptions)))
+                       validate(rows, dataset.descriptions)))
     return analysis
 
 
@@ -123,7 +131,8 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
     labels = {group: label for group, label in analysis.labels.items() if label != group}
     if fmt == "json":  # identifiers in the tables, their labels beside them
         return json.dumps({**{name: dict(title=table.title, note=table.note,
-                                         rows=json.loads(table.frame.to_json(orient="records")))
+                                         rows=json.loads(table.frame.to_json(orient="records")),
+                                         **({"footnote": table.footnote} if table.footnote else {}))
                               for name, table in analysis.tables.items()},
                            **{name: dict(skipped=reason) for name, reason in analysis.skipped.items()},
                            **({"labels": labels} if labels else {})},
@@ -133,11 +142,13 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
         header = [str(c) for c in table.frame.columns]
         cells = _text_cells(table.frame, {} if fmt == "csv" else labels)
         if fmt == "csv":
-            blocks.append(f"# {name}: {table.title}\n" + table.frame.to_csv(index=False))
+            blocks.append(f"# {name}: {table.title}\n" + table.frame.to_csv(index=False)
+                          + (f"# {table.footnote}\n" if table.footnote else ""))
         elif fmt == "markdown":
             lines = [f"### {table.title}", "", table.note, "", "| " + " | ".join(header) + " |",
                      "|" + "|".join("---" for _ in header) + "|"]
             lines += ["| " + " | ".join(row) + " |" for row in cells]
+            lines += ["", table.footnote] if table.footnote else []
             blocks.append("\n".join(lines) + "\n")
         else:
             widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
@@ -154,6 +165,7 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
                 lines += ["  ".join(row[i].rjust(widths[i]) for i in panel) for row in cells]
             if not cells:
                 lines.append("(no rows: the dataset has nothing to compare here)")
+            lines += [table.footnote] if table.footnote else []
             blocks.append("\n".join(lines) + "\n")
     if fmt == "csv" and labels:
         blocks.append("# labels: the groups' display labels\n" + pd.DataFrame(

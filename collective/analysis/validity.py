@@ -2,8 +2,9 @@
 reviewer accepts them, each reported as holding or not with its figure (`collective validate RUN_DIR...`).
 
 - isolated_group_size: groups that cannot interact (protocol none, coordination_threshold 1) show no effect
-  of group size within grids: G (and density G/N where the design separates it) of `regression` (grid as a
-  factor), over the group's range of the term not shown beyond ±ISOLATED_MARGIN (a minimum-effect test, Murphy
+  of group size within grids: G (and density G/N where the design separates it) of `regression` with pooled
+  slopes (one G over the grids, each grid its intercept: the null, no effect, holds in every grid, and one slope
+  tests it on every cell where a slope per grid has a grid's few cells; the report's regression is per grid), over the group's range of the term not shown beyond ±ISOLATED_MARGIN (a minimum-effect test, Murphy
   & Myors 1999) after Holm's correction over the suite's G and D tests (Holm 1979).
 - random_zero: the random agent scores 0 in expectation (spec: balance; paper 003 §4): per grid, |Υ| not shown
   beyond RANDOM_TOLERANCE (a minimum-effect test on environments, Holm over grids).
@@ -51,8 +52,8 @@ COLUMNS = ["check", "subject", "status", "figure", "criterion"]
 VALIDITY_NOTE = (
     "Each check holds or FAILS with its figure (collective/analysis/validity.py; `collective validate`): "
     "isolated_group_size, groups that cannot interact show no G or G/N effect within grids beyond ±0.01 in Υ over "
-    "the group's range of the term (regression with the grid as a factor; a minimum-effect test, Holm over the "
-    "tests); random_zero, random's |Υ| not shown beyond 0.01 (the same test on environments, Holm over grids); "
+    "the group's range of the term (regression with one slope over the grids, each grid its intercept; a "
+    "minimum-effect test, Holm over the tests); random_zero, random's |Υ| not shown beyond 0.01 (the same test on environments, Holm over grids); "
     "oracle_ceiling, the oracle's accuracy against the ceiling >= 0.95; below_ceiling, no episode above its "
     "ceiling; sham_not_above_real, the real protocol is not beaten by its sham (real - sham's CI reaches 0 or "
     "above); sham_mechanism, each sham re-played on the sweep's config: with its own episode as shadow it plays "
@@ -85,14 +86,13 @@ def _spans(rows: pd.DataFrame, isolated: np.ndarray) -> dict[tuple[str, str], tu
             for group, values in part.groupby("group", observed=True) for term in ("G", "D")}
 
 
-def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = None) -> list[Check]:
-    """G and D of the regression (grid as a factor) for each group type that cannot interact: a minimum-effect test
+def isolated_group_size(rows: pd.DataFrame) -> list[Check]:
+    """G and D of the pooled regression (each grid its intercept) for each group type that cannot interact, fitted
+    on its isolated rows: a minimum-effect test
     (Murphy & Myors 1999), whether the effect over the group's range of the term, |β| (high - low), exceeds
     ISOLATED_MARGIN. A point null (β = 0) fails at large n for any effect the regression resolves however small, and
     for copies of a dataset's episodes (a load test's grown rows, counted as new environments); against the margin,
-    t = (|β| - margin / range) / se on the term's df, one-sided; Holm over the tests (Holm 1979). `regressed`: the
-    regression's coefficients on every row (`regression(rows)[0]`), whose fits of groups with every row isolated
-    are the ones this check needs (the same rows, so the same fit), taken rather than fitted again."""
+    t = (|β| - margin / range) / se on the term's df, one-sided; Holm over the tests (Holm 1979)."""
     isolated = ((rows["protocol"] == "none")
                 & ((rows["coordination_threshold"] == 1) if "coordination_threshold" in rows else True)).to_numpy()
     sizes = rows.loc[isolated, ["group", "grid", "group_size"]].groupby(["group", "grid"])["group_size"].nunique() \
@@ -105,15 +105,7 @@ def isolated_group_size(rows: pd.DataFrame, regressed: pd.DataFrame | None = Non
                       criterion)]
     from statsmodels.stats.multitest import multipletests
 
-    whole = []  # the groups whose rows are all isolated, when their fits are at hand
-    if regressed is not None:
-        every = pd.Series(isolated).groupby(rows["group"].to_numpy()).all()
-        whole = list(every.index[every.to_numpy()])
-    fitted = regression(rows, isolated & ~rows["group"].isin(whole).to_numpy())[0]
-    parts = [part for part in (fitted, regressed[regressed["group"].isin(whole)] if whole else None)
-             if part is not None and len(part)]  # an empty frame's columns are of no type
-    terms = pd.concat(parts, ignore_index=True).sort_values("group", kind="stable") if parts else fitted
-    terms = terms.query("term in ['G', 'D']").reset_index(drop=True)
+    terms = regression(rows, isolated, slopes="pooled")[0].query("term in ['G', 'D']").reset_index(drop=True)
     spans = _spans(rows, isolated)
     ranges = np.array([np.subtract(*spans[(str(g), t)][::-1]) for g, t in zip(terms["group"], terms["term"])], float)
     beyond = (terms["estimate"].abs().to_numpy() - ISOLATED_MARGIN / ranges) / terms["std_error"].to_numpy()
@@ -364,12 +356,10 @@ SUITE = (isolated_group_size, random_zero, oracle_ceiling, below_ceiling, sham_n
          k_by_motion)
 
 
-def validate(rows: pd.DataFrame, regressed: pd.DataFrame | None = None, sweeps: list[dict] = ()) -> pd.DataFrame:
-    """Every check of the suite on a dataset's rows: one row per (check, subject). `regressed`: the regression's
-    coefficients on every row, where the caller has them (`isolated_group_size`); `sweeps`: the datasets' sweep.json
+def validate(rows: pd.DataFrame, sweeps: list[dict] = ()) -> pd.DataFrame:
+    """Every check of the suite on a dataset's rows: one row per (check, subject). `sweeps`: the datasets' sweep.json
     contents (`sham_mechanism` re-plays their shams)."""
-    runs = [partial(run, regressed=regressed) if run is isolated_group_size
-            else partial(run, sweeps=sweeps) if run is sham_mechanism else run for run in SUITE]
+    runs = [partial(run, sweeps=sweeps) if run is sham_mechanism else run for run in SUITE]
     return pd.DataFrame([vars(check) for run in runs for check in run(rows)], columns=COLUMNS)
 
 
