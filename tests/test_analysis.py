@@ -134,7 +134,7 @@ def test_a_protocol_without_a_partner_is_named_under_the_table(tmp_path_factory)
                               "cells; a pair differing in members or size would compare two things at once): "
                               f"{label} at 4x4 G=3")
     text = format_analysis(labelled, "table").split("Protocol comparisons")[1]
-    assert text.split("\n\n")[0].rstrip().endswith(f"{label} at 4x4 G=3")
+    assert " ".join(text.split("\n\n")[0].split()).endswith(" ".join(f"{label} at 4x4 G=3".split()))  # wrapped
     assert json.loads(format_analysis(labelled, "json"))["protocols"]["footnote"] == table.footnote
     tiny = analyse(load_dataset([sweep(tmp_path_factory.getbasetemp(), "tiny")]), ["group"])
     assert tiny.tables["protocols"].footnote == "" and set(tiny.tables["protocols"].frame["group_size"]) == {3}

@@ -126,8 +126,8 @@ def column_panels(widths: list[int], width: int | None, leading: int, attached: 
 def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> str:
     """The tables as aligned text, CSV sections ("# name" lines), one JSON object or Markdown; then a line
     per skipped table (in JSON, {"skipped": reason} under its name). Aligned text ("table") wider than
-    `width` comes in panels of columns that fit it (`column_panels`); "wide" is never split. A table's note is
-    wrapped to `width`, at most NOTE_WIDTH, in both."""
+    `width` comes in panels of columns that fit it (`column_panels`); "wide" is never split. A table's note and
+    footnote are wrapped to `width`, at most NOTE_WIDTH, in both."""
     labels = {group: label for group, label in analysis.labels.items() if label != group}
     if fmt == "json":  # identifiers in the tables, their labels beside them
         return json.dumps({**{name: dict(title=table.title, note=table.note,
@@ -152,8 +152,12 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
             blocks.append("\n".join(lines) + "\n")
         else:
             widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
-            lines = [table.title, textwrap.fill(table.note, min(width or NOTE_WIDTH, NOTE_WIDTH),
-                                                break_long_words=False, break_on_hyphens=False)]
+
+            def wrapped(text: str) -> str:
+                return textwrap.fill(text, min(width or NOTE_WIDTH, NOTE_WIDTH), break_long_words=False,
+                                     break_on_hyphens=False)
+
+            lines = [table.title, wrapped(table.note)]
             floats = [pd.api.types.is_float_dtype(dtype) for dtype in table.frame.dtypes]
             leading = floats.index(True) if True in floats else len(floats)  # the factors come first
             attached = {i for i, h in enumerate(header) if h.endswith(("ci95_low", "ci95_high"))}
@@ -165,7 +169,7 @@ def format_analysis(analysis: Analysis, fmt: str, width: int | None = None) -> s
                 lines += ["  ".join(row[i].rjust(widths[i]) for i in panel) for row in cells]
             if not cells:
                 lines.append("(no rows: the dataset has nothing to compare here)")
-            lines += [table.footnote] if table.footnote else []
+            lines += [wrapped(table.footnote)] if table.footnote else []
             blocks.append("\n".join(lines) + "\n")
     if fmt == "csv" and labels:
         blocks.append("# labels: the groups' display labels\n" + pd.DataFrame(
