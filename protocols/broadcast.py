@@ -17,7 +17,7 @@ class Broadcast(Protocol):
     name = "broadcast"
     code = BROADCAST
     description = "every searcher hears every observation and heads for the best cell reported"
-    applies_to = frozenset({"local_search"})
+    applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = _PARAMETERS
 
 
@@ -26,7 +26,7 @@ class WisdomOfTheCrowd(Protocol):
     name = "wisdom"
     code = BROADCAST
     description = "broadcast with memory: a shared map of rewards seen, all head for its best cell"
-    applies_to = frozenset({"local_search"})
+    applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = _PARAMETERS
     fixed = {"memory": "true"}
 

@@ -16,7 +16,7 @@ class Stigmergy(Protocol):
     name = "stigmergy"
     code = STIGMERGY
     description = "searchers leave fake rewards that neighbours perceive (Algorithm 2)"
-    applies_to = frozenset({"local_search"})
+    applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = (
         Parameter("form", "paper", "paper: per-iteration field; reference: the 2016 code's persistent field",
                   choices=("paper", "reference")),

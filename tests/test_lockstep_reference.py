@@ -20,7 +20,8 @@ def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:
     protocol = get_protocol(config.protocol)
     params = {p.name: str(p.default) for p in protocol.parameters} | dict(config.protocol_params) | protocol.fixed
     typed = {k: (float(v) if k in ("gamma", "weight", "divisor", "dictator") else v) for k, v in params.items()}
-    return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members))
+    return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members),
+                             config.communication_control == "deaf")
 
 
 def reference_learner(config: EvaluationConfig) -> LearnerSettings:
@@ -175,6 +176,33 @@ def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
                                            landscape_peaks=3, **{**SMALL, "rows": 9, "cols": 8})
     assert_lockstep(config)
     assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
+
+
+HEARING_CASES = [
+    ("stigmergy", (), "q_learning:3"),
+    ("stigmergy", (("form", "reference"),), "sarsa:2,q_learning:1"),
+    ("broadcast", (), "q_learning:2,sarsa:1"),
+    ("wisdom", (), "sarsa:1,local_search:2,q_learning:1"),
+]
+
+
+@pytest.mark.parametrize("protocol, params, mix", HEARING_CASES, ids=[f"{p}-{m}" for p, _, m in HEARING_CASES])
+@pytest.mark.parametrize("variant", [
+    dict(),
+    dict(q_epsilon=0.2, q_initial=1.0, observation_range=2, coordination_threshold=2),
+    dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.2, learner_state="window_signs"),
+    dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.1, learner_state="window_signs",
+         learner_training="online", env="landscape", landscape_peaks=3),
+], ids=["default", "epsilon-range2-coordination", "window-held-out", "window-online-landscape"])
+def test_hearing_learners_match_reference(protocol, params, mix, variant):
+    """Learners that are members of a talking protocol (issue 45): they report, deposit and read as members,
+    hear the king move toward the target the protocol gives them, learn on (state, heard), and train with the
+    whole group under the protocol; Q-learners' updates wait for the next state's symbol."""
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
+                                           **{**SMALL, "rows": 8, "cols": 7, **variant})
+    assert config.learners_hear
+    assert_lockstep(config)
+    assert_lockstep(config.with_changes(communication_accounting="reads_and_writes", communication_control="deaf"))
 
 
 @pytest.mark.parametrize("profile", ["paper", "lambdastar2016"])
