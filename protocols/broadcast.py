@@ -5,6 +5,10 @@ for the best cell anyone reported (uniform tie-break). With memory=true (the nam
 reference's wisdom of the crowd) the group keeps one map A per episode, each non-zero observed
 reward folded in as A(c) = (A(c) + R(c))/2 in agent order, and every searcher steps toward the
 global argmax of A.
+
+Learners (Q-learning, SARSA) are members as searchers are: they report their window (or write the map), and hear
+the king move toward the cell a searcher in their place would head for (collective.simulation.kernel, learners
+that hear; issue 45).
 """
 from collective.protocols.base import BROADCAST, Parameter, Protocol, register
 

@@ -240,8 +240,8 @@ def test_crowded_stigmergy_matches_reference(form, side):
                                            ("wisdom", "local_search:3,q_learning:2,imitation:1")])
 @pytest.mark.parametrize("threshold", [1, 2])
 def test_held_out_training_matches_reference(protocol, mix, threshold):
-    """Held-out training episodes (issue 12 point 4) under a shared table, a talking protocol
-    (learners train alone) and the coordination variant (the whole group trains, the imitators'
+    """Held-out training episodes (issue 12 point 4) under a shared table, a talking protocol (its learners
+    hear it: the whole group trains) and the coordination variant (the whole group trains, the imitators'
     hidden oracle starting where each training episode's own world stream puts it)."""
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, coordination_threshold=threshold,
                                            learning_protocol="held_out", training_episodes=4, q_epsilon=0.1,

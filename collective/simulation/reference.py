@@ -470,8 +470,8 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                     moved.append(_local_search(world, cell, pays, stream))
             else:
                 q = tables[i]
-                heard = _heard(world, cell, targets.get(i)) if hears and not protocol.deaf else None
-                state = _state(world, learner, cell, t, pays, heard)
+                symbol = _heard(world, cell, targets.get(i)) if hears and not protocol.deaf else None
+                state = _state(world, learner, cell, t, pays, symbol)
                 if learning and hears and behaviour == "q_learning" and i in pending:  # s' known: the last update
                     s0, a0, r0 = pending.pop(i)
                     q[s0][a0] += learner.alpha * (r0 + learner.gamma * max(q[state]) - q[s0][a0])
