@@ -17,14 +17,14 @@ playing them together (the reference's order; the lock-step tests check it):
   (`decisions.search_table`: the choice by ⊕'s and ⊖'s offsets from the searcher), in both loops and in the
   protocol rules, to the bit what computing them gives;
 - training passes: the whole group together under a coordination threshold (rewards depend on
-  everyone) or when learners hear the protocol; the learners together when they share a table; else each learner alone on its own table,
-  Q-learners in rounds of up to SIDE_BY_SIDE_LEARNERS stepped side by side (`_side_by_side_q_passes`: a lone
-  learner's step waits on the one before, the learners' steps do not wait on each other), with a few
-  reused blocks when the scored pass is played alone too (`table_blocks`). A learner alone, a round and the
-  learners of a shared table train in loops of their own (`_lone_training_passes`, `_side_by_side_q_passes`,
-  `_shared_training_passes`: `_play_pass`'s steps for them, without its per-pass and per-step generality),
-  reading the episode's rewards from a table made once for all their passes when that pays
-  (`training_rewards`).
+  everyone) or when learners hear the protocol (see below); the learners together when they share a table;
+  else each learner alone on its own table, Q-learners in rounds of up to SIDE_BY_SIDE_LEARNERS stepped side
+  by side (`_side_by_side_q_passes`: a lone learner's step waits on the one before, the learners' steps do not
+  wait on each other), with a few reused blocks when the scored pass is played alone too (`table_blocks`).
+  A learner alone, a round and the learners of a shared table train in loops of their own
+  (`_lone_training_passes`, `_side_by_side_q_passes`, `_shared_training_passes`: `_play_pass`'s steps for them,
+  without its per-pass and per-step generality), reading the episode's rewards from a table made once for all
+  their passes when that pays (`training_rewards`).
 
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
