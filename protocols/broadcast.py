@@ -20,7 +20,7 @@ _PARAMETERS = (Parameter("memory", "false", "keep a shared map across iterations
 class Broadcast(Protocol):
     name = "broadcast"
     code = BROADCAST
-    description = "every searcher hears every observation and heads for the best cell reported"
+    description = "every member hears every observation: searchers head for the best cell reported, learners hear the way"
     applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = _PARAMETERS
 
@@ -29,7 +29,7 @@ class Broadcast(Protocol):
 class WisdomOfTheCrowd(Protocol):
     name = "wisdom"
     code = BROADCAST
-    description = "broadcast with memory: a shared map of rewards seen, all head for its best cell"
+    description = "broadcast with memory: a shared map of rewards seen; searchers head for its best cell, learners hear the way"
     applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = _PARAMETERS
     fixed = {"memory": "true"}

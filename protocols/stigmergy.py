@@ -19,7 +19,7 @@ from collective.protocols.base import STIGMERGY, Parameter, Protocol, register
 class Stigmergy(Protocol):
     name = "stigmergy"
     code = STIGMERGY
-    description = "searchers leave fake rewards that neighbours perceive (Algorithm 2)"
+    description = "members leave fake rewards that neighbours perceive (Algorithm 2); learners hear the way to the best"
     applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = (
         Parameter("form", "paper", "paper: per-iteration field; reference: the 2016 code's persistent field",
