@@ -89,6 +89,7 @@ from collective.evaluation.play import play
 from collective.environments.lambda_star import EnvironmentBatch
 from collective.environments.patterns import PATTERN_GENERATORS, UnreachableK, reachable_k
 from collective.output_files import replacing
+from collective.simulation.kernel import heard_symbols
 from collective.simulation.random_streams import episode_seed_table
 from collective.version import VERSION
 
@@ -322,9 +323,9 @@ def _episode_config(config: AnytimeConfig, budget: int) -> EvaluationConfig:
 def episode_bytes(config: EvaluationConfig, iterations: int) -> tuple[int, int]:
     """Upper bound of the arrays of one episode of `iterations`: ⊕/⊖ paths and the kernel's copies
     of them (about 80 bytes per iteration, for the episode and each held-out training episode),
-    and per learner a Q-table of N·T states × 9 actions with its bookkeeping
-    (`simulation.learner_workspace`); as (paths, tables)."""
-    states = config.rows * config.cols * iterations
+    and per learner a Q-table of N·T states × 9 actions with its bookkeeping, each state paired with what the
+    learner hears when it hears a protocol (`simulation.learner_workspace`); as (paths, tables)."""
+    states = config.rows * config.cols * iterations * heard_symbols(config.hearing)
     episodes = 1 + (config.training_episodes if config.trains_on_held_out else 0)
     return 80 * (iterations + 1) * episodes, config.learner_count * states * (9 * 8 + 1 + 8)
 

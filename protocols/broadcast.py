@@ -5,6 +5,10 @@ for the best cell anyone reported (uniform tie-break). With memory=true (the nam
 reference's wisdom of the crowd) the group keeps one map A per episode, each non-zero observed
 reward folded in as A(c) = (A(c) + R(c))/2 in agent order, and every searcher steps toward the
 global argmax of A.
+
+Learners (Q-learning, SARSA) are members as searchers are: they report their window (or write the map), and hear
+the king move toward the cell a searcher in their place would head for (collective.simulation.kernel, learners
+that hear; issue 45).
 """
 from collective.protocols.base import BROADCAST, Parameter, Protocol, register
 
@@ -16,8 +20,8 @@ _PARAMETERS = (Parameter("memory", "false", "keep a shared map across iterations
 class Broadcast(Protocol):
     name = "broadcast"
     code = BROADCAST
-    description = "every searcher hears every observation and heads for the best cell reported"
-    applies_to = frozenset({"local_search"})
+    description = "every member hears every observation: searchers head for the best cell reported, learners hear the way"
+    applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = _PARAMETERS
 
 
@@ -25,8 +29,8 @@ class Broadcast(Protocol):
 class WisdomOfTheCrowd(Protocol):
     name = "wisdom"
     code = BROADCAST
-    description = "broadcast with memory: a shared map of rewards seen, all head for its best cell"
-    applies_to = frozenset({"local_search"})
+    description = "broadcast with memory: a shared map of rewards seen; searchers head for its best cell, learners hear the way"
+    applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = _PARAMETERS
     fixed = {"memory": "true"}
 

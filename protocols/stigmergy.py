@@ -7,6 +7,10 @@ Reference form (`lambdastar2016`, spec §6): one field F per episode, initially 
 in turn computes fr = w·(max + min) and, when fr ≠ 0, sets F(c) = (F(c) + R(c) + fr)/d on every
 observed cell; searchers then move toward the argmax of F over their window. Fake rewards never
 enter the score.
+
+Learners (Q-learning, SARSA) are members as searchers are: they deposit from their window and read the field,
+and hear the king move toward the cell a searcher in their place would head for (collective.simulation.kernel,
+learners that hear; issue 45).
 """
 from collective.protocols.base import STIGMERGY, Parameter, Protocol, register
 
@@ -15,8 +19,8 @@ from collective.protocols.base import STIGMERGY, Parameter, Protocol, register
 class Stigmergy(Protocol):
     name = "stigmergy"
     code = STIGMERGY
-    description = "searchers leave fake rewards that neighbours perceive (Algorithm 2)"
-    applies_to = frozenset({"local_search"})
+    description = "members leave fake rewards that neighbours perceive (Algorithm 2); learners hear the way to the best"
+    applies_to = frozenset({"local_search", "q_learning", "sarsa"})
     parameters = (
         Parameter("form", "paper", "paper: per-iteration field; reference: the 2016 code's persistent field",
                   choices=("paper", "reference")),

@@ -20,7 +20,8 @@ def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:
     protocol = get_protocol(config.protocol)
     params = {p.name: str(p.default) for p in protocol.parameters} | dict(config.protocol_params) | protocol.fixed
     typed = {k: (float(v) if k in ("gamma", "weight", "divisor", "dictator") else v) for k, v in params.items()}
-    return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members))
+    return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members),
+                             config.communication_control == "deaf")
 
 
 def reference_learner(config: EvaluationConfig) -> LearnerSettings:
@@ -177,6 +178,33 @@ def test_protocols_match_reference(protocol, params, mix, view, threshold, env):
     assert_lockstep(config.with_changes(communication_accounting="reads_and_writes"))
 
 
+HEARING_CASES = [
+    ("stigmergy", (), "q_learning:3"),
+    ("stigmergy", (("form", "reference"),), "sarsa:2,q_learning:1"),
+    ("broadcast", (), "q_learning:2,sarsa:1"),
+    ("wisdom", (), "sarsa:1,local_search:2,q_learning:1"),
+]
+
+
+@pytest.mark.parametrize("protocol, params, mix", HEARING_CASES, ids=[f"{p}-{m}" for p, _, m in HEARING_CASES])
+@pytest.mark.parametrize("variant", [
+    dict(),
+    dict(q_epsilon=0.2, q_initial=1.0, observation_range=2, coordination_threshold=2),
+    dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.2, learner_state="window_signs"),
+    dict(learning_protocol="held_out", training_episodes=3, q_epsilon=0.1, learner_state="window_signs",
+         learner_training="online", env="landscape", landscape_peaks=3),
+], ids=["default", "epsilon-range2-coordination", "window-held-out", "window-online-landscape"])
+def test_hearing_learners_match_reference(protocol, params, mix, variant):
+    """Learners that are members of a talking protocol (issue 45): they report, deposit and read as members,
+    hear the king move toward the target the protocol gives them, learn on (state, heard), and train with the
+    whole group under the protocol; Q-learners' updates wait for the next state's symbol."""
+    config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
+                                           **{**SMALL, "rows": 8, "cols": 7, **variant})
+    assert config.learners_hear
+    assert_lockstep(config)
+    assert_lockstep(config.with_changes(communication_accounting="reads_and_writes", communication_control="deaf"))
+
+
 @pytest.mark.parametrize("profile", ["paper", "lambdastar2016"])
 def test_shared_tables_refilled_whole_match_reference(profile):
     """Passes that write each state of a shared table several times list none of them: the table is refilled
@@ -212,8 +240,8 @@ def test_crowded_stigmergy_matches_reference(form, side):
                                            ("wisdom", "local_search:3,q_learning:2,imitation:1")])
 @pytest.mark.parametrize("threshold", [1, 2])
 def test_held_out_training_matches_reference(protocol, mix, threshold):
-    """Held-out training episodes (issue 12 point 4) under a shared table, a talking protocol
-    (learners train alone) and the coordination variant (the whole group trains, the imitators'
+    """Held-out training episodes (issue 12 point 4) under a shared table, a talking protocol (its learners
+    hear it: the whole group trains) and the coordination variant (the whole group trains, the imitators'
     hidden oracle starting where each training episode's own world stream puts it)."""
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, coordination_threshold=threshold,
                                            learning_protocol="held_out", training_episodes=4, q_epsilon=0.1,

@@ -155,7 +155,7 @@ def test_shared_table_counts_each_training_write():
 
 @pytest.mark.parametrize("settings, field", [
     (dict(behaviour="local_search", protocol="shared_q", group_size=3), "protocol"),
-    (dict(behaviour="q_learning", protocol="stigmergy", group_size=3), "protocol"),
+    (dict(behaviour="q_learning", protocol="auction", group_size=3), "protocol"),
     (dict(behaviour="local_search", protocol="hierarchy", group_size=1), "protocol"),
     (dict(behaviour="q_learning", protocol="shared_q", group_size=1), "protocol"),
     (dict(behaviour="local_search", protocol="stigmergy", group_size=3, protocol_params=(("gamma", "1.5"),)),

@@ -8,7 +8,7 @@ import os
 from collective.config.checks import ConfigError
 from collective.config.environment import REACHABLE_PROBES
 from collective.config.learners import LEARNER_STATES
-from collective.simulation.kernel import table_states
+from collective.simulation.kernel import heard_symbols, table_states
 
 TARGET_AGENT_STEPS_PER_BATCH = 4_000_000  # episodes per batch: about half a second of kernel time
 # batches generated while one plays (`evaluation.batches.batches_ahead`): 1 + this many in memory
@@ -27,9 +27,10 @@ def physical_memory_limit() -> int:
 
 
 def learner_table_bytes(c) -> int:
-    """Bytes of the group's learner tables: per learner, its states (cells·T, or 3^9 window signs) x 9
-    float64 values and a flag."""
-    return c.learner_count * table_states(LEARNER_STATES.index(c.learner_state), c.rows, c.cols, c.iterations) * (9 * 8 + 1)
+    """Bytes of the group's learner tables: per learner, its states (cells·T, or 3^9 window signs; each paired with
+    what it hears when it hears a protocol) x 9 float64 values and a flag."""
+    states = table_states(LEARNER_STATES.index(c.learner_state), c.rows, c.cols, c.iterations)
+    return c.learner_count * states * heard_symbols(c.hearing) * (9 * 8 + 1)
 
 
 def memory_needs(c, batch: int | None = None, batches: int = 1) -> dict[str, int]:

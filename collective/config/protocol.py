@@ -10,8 +10,10 @@ import numpy as np
 from collective.behaviours import learns, load_behaviour
 from collective.config.checks import ConfigError, refuse_repeated_keys, require_choice
 from collective.protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
+from collective.simulation.kernel import HEAR_DIRECTION, HEAR_NONE, HEAR_NOTHING
 
-COMMUNICATION_CONTROLS = ("real", "sham")  # `communication_control` (issue 14 point 4; collective.evaluation.sham)
+# `communication_control` (issue 14 point 4; collective.evaluation.sham; "deaf": issue 45)
+COMMUNICATION_CONTROLS = ("real", "sham", "deaf")
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,8 @@ class ProtocolSection:
     # "real", or "sham": the sham-communication control (collective.evaluation.sham): each scored episode is
     # played beside a shadow episode of the same cell; each member keeps its own sensing and its own part in the
     # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
-    # traffic and rule, with no information from the others about the episode
+    # traffic and rule, with no information from the others about the episode; or "deaf", for learners that hear the
+    # protocol (`learners_hear`): they take part and train as members, and hear nothing (their state is their own)
     communication_control: str = "real"
 
     @property
@@ -43,11 +46,31 @@ class ProtocolSection:
         plug-in protocol takes the behaviours its `members` names, every agent when it is None."""
         protocol = load_protocol(self.protocol)
         if protocol.builtin:
-            applies = protocol.cls.applies_to
-            joins = {name: load_behaviour(name).joins for name in set(self.behaviours)}
-            return np.array([b in applies or bool(joins[b] & {"*", self.protocol}) for b in self.behaviours], bool)
+            takes_part = {name: self._joins_builtin(name, protocol.cls) for name in self.behaviour_counts}
+            return np.array([takes_part[b] for b in self.behaviours], bool)
         members = getattr(protocol.cls, "members", None)
         return np.array([members is None or b in members for b in self.behaviours], bool)
+
+    @property
+    def learners_hear(self) -> bool:
+        """Whether a learner is a member of a talking built-in protocol and so hears it (its state pairs its own
+        with the king move toward the target the protocol gives it: `simulation.kernel.learners_hear`)."""
+        protocol = load_protocol(self.protocol)
+        if not protocol.builtin or protocol.cls.code in (NONE, SHARED_Q):
+            return False
+        return any(learns(name) and self._joins_builtin(name, protocol.cls) for name in self.behaviour_counts)
+
+    @property
+    def hearing(self) -> int:
+        """How the learners hear the protocol, as the kernel takes it (`simulation.kernel.HEAR_NONE`...)."""
+        if not self.learners_hear:
+            return HEAR_NONE
+        return HEAR_NOTHING if self.communication_control == "deaf" else HEAR_DIRECTION
+
+    def _joins_builtin(self, name: str, protocol: type) -> bool:
+        """Whether agents of behaviour `name` take part in the built-in `protocol`: it applies to them, or the
+        plug-in behaviour's `protocols` names it (or "*")."""
+        return name in protocol.applies_to or bool(load_behaviour(name).joins & {"*", self.protocol})
 
     @property
     def sham(self) -> bool:
@@ -88,6 +111,10 @@ def validate_protocol(c: ProtocolSection) -> None:
         protocol.cls.check_group(values, participants, minimum=1 if c.cpp_groups_of_one else None)
     except ValueError as error:
         raise ConfigError("protocol", str(error)) from None
+    if c.cpp_learner_bootstrap and c.learners_hear:
+        raise ConfigError("cpp_learner_bootstrap", f"bootstraps from the 2016 program's (cell, t=0) state, which "
+                                                   f"hears nothing: learners under {c.protocol} hear it (set "
+                                                   f"cpp_learner_bootstrap false)")
 
 
 def validate_communication(c: ProtocolSection) -> None:
@@ -97,6 +124,9 @@ def validate_communication(c: ProtocolSection) -> None:
     learn from the shadow episodes as well)."""
     require_choice(c, "communication_accounting", COMMUNICATION_ACCOUNTINGS)
     require_choice(c, "communication_control", COMMUNICATION_CONTROLS)
+    if c.communication_control == "deaf" and not c.learners_hear:
+        raise ConfigError("communication_control", "deaf silences learners that hear the protocol: it needs "
+                                                   "q_learning or sarsa agents under stigmergy, broadcast or wisdom")
     if not c.sham:
         return
     protocol = load_protocol(c.protocol)

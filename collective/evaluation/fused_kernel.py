@@ -39,7 +39,8 @@ def play_fused(config: EvaluationConfig, environments: EnvironmentBatch, record:
         environments.starts, environments.agent_seeds, *training,
         learner.training_passes, learner.alpha, learner.gamma, learner.epsilon,
         learner.q_initial, learner.reward_scale, tables, talk, record, positions, rewards, agent_totals,
-        kernel_switches(config, environments), LEARNER_STATES.index(config.learner_state), table_mode)
+        kernel_switches(config, environments), LEARNER_STATES.index(config.learner_state), table_mode,
+        config.hearing)
     seconds = time.thread_time() - start
     messages, bits = talk.comm[config.accounting_offset:config.accounting_offset + 2]
     agent_scores = agent_totals / config.iterations if mixed else None
@@ -59,7 +60,7 @@ def fresh_tables(config: EvaluationConfig, table_mode: int) -> Tables:
     blocks = table_blocks(config.learner_count, config.coordination_threshold, protocol.code, table_mode, states,
                           config.rows, config.cols, config.iterations)
     return learner_workspace(codes, config.rows, config.cols, config.iterations, config.passes_per_episode,
-                             config.q_initial, blocks, states, table_mode)
+                             config.q_initial, blocks, states, table_mode, config.hearing)
 
 
 def kernel_switches(config: EvaluationConfig, environments: EnvironmentBatch | None) -> KernelSwitches:

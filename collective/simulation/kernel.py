@@ -17,14 +17,14 @@ playing them together (the reference's order; the lock-step tests check it):
   (`decisions.search_table`: the choice by ⊕'s and ⊖'s offsets from the searcher), in both loops and in the
   protocol rules, to the bit what computing them gives;
 - training passes: the whole group together under a coordination threshold (rewards depend on
-  everyone); the learners together when they share a table; else each learner alone on its own table,
-  Q-learners in rounds of up to SIDE_BY_SIDE_LEARNERS stepped side by side (`_side_by_side_q_passes`: a lone
-  learner's step waits on the one before, the learners' steps do not wait on each other), with a few
-  reused blocks when the scored pass is played alone too (`table_blocks`). A learner alone, a round and the
-  learners of a shared table train in loops of their own (`_lone_training_passes`, `_side_by_side_q_passes`,
-  `_shared_training_passes`: `_play_pass`'s steps for them, without its per-pass and per-step generality),
-  reading the episode's rewards from a table made once for all their passes when that pays
-  (`training_rewards`).
+  everyone) or when learners hear the protocol (see below); the learners together when they share a table;
+  else each learner alone on its own table, Q-learners in rounds of up to SIDE_BY_SIDE_LEARNERS stepped side
+  by side (`_side_by_side_q_passes`: a lone learner's step waits on the one before, the learners' steps do not
+  wait on each other), with a few reused blocks when the scored pass is played alone too (`table_blocks`).
+  A learner alone, a round and the learners of a shared table train in loops of their own
+  (`_lone_training_passes`, `_side_by_side_q_passes`, `_shared_training_passes`: `_play_pass`'s steps for them,
+  without its per-pass and per-step generality), reading the episode's rewards from a table made once for all
+  their passes when that pays (`training_rewards`).
 
 Learners' tables (`learner_training`, issue 21): PER_EPISODE trains before every scored episode and
 resets after it (paper 003 §5.2.1); with PRETRAINED and ONLINE the tables persist from episode to
@@ -32,6 +32,14 @@ episode and from call to call (the caller trains them first by playing the train
 ONLINE, `collective.evaluation.tables.trained_tables`): PRETRAINED scores greedily without learning, ONLINE
 keeps learning in the scored passes, ε-greedily, scored as it goes. Their state (`learner_state`) is
 (cell, t), or the signs of the rewards of the agent's 3x3 window (`window_state_base`).
+
+Learners that hear (issue 45): a learner that is a member of a talking protocol (stigmergy, broadcast, wisdom take
+learners as they take searchers) takes its part in it, as a searcher does (its reports, deposits and reads are
+counted), and hears one symbol each step, the king move toward the target the protocol gives it (`heard_symbol`), or
+nothing. Its state is (its state above, the symbol): table row `row * HEARD_SYMBOLS + symbol`, ten times the states;
+it still acts by its own ε-greedy choice. Its group trains together, under the protocol, in `_play_pass`, and a
+Q-learner's update waits for the next state's symbol (the protocol speaks after the move), as SARSA's does. The deaf
+control (HEAR_NOTHING) is the same with every symbol replaced by nothing: its state is its own.
 """
 from __future__ import annotations
 
@@ -70,6 +78,12 @@ CELL_TIME, WINDOW_SIGNS = 0, 1  # learner states (`learner_state`): (cell, t); s
 WINDOW_STATES = 3 ** 9  # window_signs: each of the 9 cells pays < 0, 0 or > 0
 BLANK_WINDOW = (WINDOW_STATES - 1) // 2  # the window_signs state of a window that pays 0 everywhere: digits all 1
 PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_training`, see the module docstring)
+# What a learner that is a member of a talking protocol hears each step (`heard_symbol`): the king move from its cell
+# toward the target the protocol gives it (0..8, `_play_pass`'s action order), or NOTHING_HEARD
+HEARD_SYMBOLS, NOTHING_HEARD = 10, 9
+# Whether the learners hear (`simulate_batch`'s `hearing`): not members of a talking protocol; members that hear the
+# direction; members that hear nothing (the deaf control: they take part and train as members, their state their own)
+HEAR_NONE, HEAR_DIRECTION, HEAR_NOTHING = 0, 1, 2
 _U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-up)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 TABLED_REWARD_READS = 2  # the fewest reads per entry, on average, for which the learners' training rewards are tabled
@@ -83,10 +97,12 @@ Scratch = namedtuple("Scratch", "pos_r pos_c new_r new_c pointer window state ac
                                 "prev_state prev_action prev_reward streams")
 # The settings of a batch: the grid, the agents' view and reward radius, the coordination
 # threshold, the learners' α, γ, ε and training reward scale, the 2016 program's switches
-# (`KernelSwitches`), the learners' state encoding and table mode (CELL_TIME..., PER_EPISODE...).
+# (`KernelSwitches`), the learners' state encoding and table mode (CELL_TIME..., PER_EPISODE...), and whether the
+# learners hear a protocol (HEAR_NONE...).
 Rules = namedtuple("Rules", "rows cols iterations view_range radius threshold alpha gamma epsilon reward_scale "
                             "reset_first_observation imitation_steps learner_bootstrap oracle_approach "
-                            "state_encoding table_mode approach_ties", defaults=(CELL_TIME, PER_EPISODE, 0))
+                            "state_encoding table_mode approach_ties hears",
+                    defaults=(CELL_TIME, PER_EPISODE, 0, HEAR_NONE))
 # The 2016 switches the kernel's behaviours read (collective.config.CPP_SWITCHES; the auction's and
 # the tree's travel in the protocol's values), as ints, and first_episode: the row of the batch that
 # is the evaluation's episode 0 (-1: none), whose hidden oracle keeps its own random start cell.
@@ -183,11 +199,13 @@ def side_by_side_width(state_encoding, rows, cols, iterations):
 
 def learner_workspace(codes: np.ndarray, rows: int, cols: int, iterations: int,
                       training_passes: int, q_initial: float, blocks: int,
-                      state_encoding: int = CELL_TIME, table_mode: int = PER_EPISODE) -> Tables:
+                      state_encoding: int = CELL_TIME, table_mode: int = PER_EPISODE,
+                      hearing: int = HEAR_NONE) -> Tables:
     """The learners' Q-tables, filled with Q0, and the bookkeeping of written states: `blocks` tables
-    (`table_blocks`; `simulate_batch` gives learner k the block k mod blocks)."""
+    (`table_blocks`; `simulate_batch` gives learner k the block k mod blocks), each HEARD_SYMBOLS times the
+    states when the learners hear the direction (`hearing`, HEAR_NONE...)."""
     learners = int(np.isin(codes, (Q_LEARNING, SARSA)).sum())
-    n_states = table_states(state_encoding, rows, cols, iterations) * blocks
+    n_states = table_states(state_encoding, rows, cols, iterations) * heard_symbols(hearing) * blocks
     resets = training_passes * iterations * learners if table_mode == PER_EPISODE else 0
     written = np.empty(min(n_states, resets) + 1, np.int64)  # one more: the training loops write ahead
     return Tables(np.full(n_states * 9, q_initial), np.zeros(n_states, np.bool_), written, np.zeros(1, np.int64))
@@ -198,6 +216,25 @@ def table_states(state_encoding: int, rows: int, cols: int, iterations: int) -> 
     """States of one learner's table: T·cells under CELL_TIME, 3^9 under WINDOW_SIGNS. Plain Python when called
     from Python (the memory check calls it before any kernel loads), compiled into the kernel's callers."""
     return WINDOW_STATES if state_encoding == WINDOW_SIGNS else rows * cols * iterations
+
+
+@register_jitable
+def heard_symbols(hearing: int) -> int:
+    """The symbols a learner's state pairs its own with: HEARD_SYMBOLS when the learners hear the direction
+    (HEAR_DIRECTION), else 1. Plain Python when called from Python (the memory check)."""
+    return HEARD_SYMBOLS if hearing == HEAR_DIRECTION else 1
+
+
+@njit(cache=True, inline="always")
+def heard_symbol(r, c, target, cell_row, cell_col, rows, cols):
+    """What a hearing learner at (r, c) hears: the king move toward the protocol's `target` cell for it, as the
+    action a = 3·(dr + 1) + (dc + 1) that makes it, one step the shorter way round each axis (`axis_step_toward`,
+    as a searcher steps toward it; 4: it stands there), or NOTHING_HEARD when it has no target (-1). cell_row,
+    cell_col: each cell's row and column (`CellMoves`)."""
+    if target < 0:
+        return NOTHING_HEARD
+    cell = np.uintp(target)
+    return 3 * (axis_step_toward(r, cell_row[cell], rows) + 1) + axis_step_toward(c, cell_col[cell], cols) + 1
 
 
 @njit(cache=True, inline="always")
@@ -368,7 +405,10 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 else:
                     stream, dr, dc = local_search_step(r, c, scene, view, stream, reach, keys, ties, best, parts)
             else:  # Q_LEARNING or SARSA
-                base = _state_base(rules, scene, t, table_row[i], r, c, n_cells)
+                row = table_row[i]
+                if rules.hears == HEAR_DIRECTION:  # its state pairs its own with what it hears (module docstring)
+                    row = row * HEARD_SYMBOLS + heard_symbol(r, c, targets[i], cell_row, cell_col, rows, cols)
+                base = _state_base(rules, scene, t, row, r, c, n_cells)
                 states[i] = base
                 if talk.code == SHARED_Q:  # every access to the group's table is traffic (protocols/shared_q.py)
                     count_table_accesses(comm, learning, code == Q_LEARNING and t + 1 < iterations,
@@ -378,6 +418,9 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                         dirty[base // 9] = True
                         written[n_written[0]] = base
                         n_written[0] += 1
+                    if code == Q_LEARNING and rules.hears != HEAR_NONE and t > 0:  # the last update, s' known
+                        old = prev_states[i] + prev_actions[i]
+                        q[old] += alpha * (prev_rewards[i] + gamma * max_q(q, base) - q[old])
                     stream, actions[i] = learner_action(q, base, epsilon, stream)
                     if code == SARSA and t > 0 and not rules.learner_bootstrap:
                         old = prev_states[i] + prev_actions[i]
@@ -417,12 +460,12 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     following = _q_base(t, table_row[i], r * cols + c, iterations, n_cells)
                     streams[i, 0], next_action = learner_action(q, following, epsilon, streams[i, 0])
                     q[here] += alpha * (scaled + gamma * q[following + next_action] - q[here])
-                elif code == Q_LEARNING:  # textbook update (Watkins 1989; paper 003 Algorithm 1)
+                elif code == Q_LEARNING and rules.hears == HEAR_NONE:  # textbook (Watkins 1989; paper 003 Alg. 1)
                     target = scaled
                     if t + 1 < iterations:  # the state after the last iteration is terminal
                         target += gamma * max_q(q, _state_base(rules, after, t + 1, table_row[i], r, c, n_cells))
                     q[here] += alpha * (target - q[here])
-                else:  # SARSA: the update waits for the next action; the last one is terminal.
+                else:  # SARSA, or a Q-learner that hears: the update waits for the next state; the last is terminal.
                     # With ε = 0 this is Q-learning's update exactly (issue 12): the next action
                     # is greedy, so Q(s', a') = max Q(s', ·); with states (cell, t) nothing writes
                     # Q(s', ·) between Q-learning's read (end of step t) and SARSA's (the decision
@@ -529,7 +572,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                    training_good, training_evil, training_landscapes, training_starts, training_seeds,
                    training_passes, alpha, gamma, epsilon, q_initial, reward_scale,
                    tables, talk, record, rec_positions, rec_rewards, agent_totals, switches,
-                   state_encoding, table_mode):
+                   state_encoding, table_mode, hearing):
     """Play a batch of episodes; returns R̄ per episode, shape (episodes,) (paper 003 Definition 2).
 
     codes (agents,) behaviour codes; good, evil (episodes, T+1) cell indices; landscapes
@@ -551,14 +594,14 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     state_encoding: the learners' states (CELL_TIME, WINDOW_SIGNS); table_mode: PER_EPISODE (train
     `training_passes` passes before each scored episode, then reset), PRETRAINED (no training
     passes, greedy scored passes, tables kept) or ONLINE (no training passes, scored passes that
-    learn, tables kept); see the module docstring.
+    learn, tables kept); see the module docstring. hearing: whether the learners hear the protocol (HEAR_NONE...).
     """
     episodes = good.shape[0]
     agents = codes.shape[0]
     true, false, scored_pass, no_hidden = _runtime_constants()
     rules = Rules(rows, cols, iterations, view, radius, threshold, alpha, gamma, epsilon, reward_scale,
                   switches.first_observation, switches.imitation, switches.learner_bootstrap, switches.oracle,
-                  state_encoding, table_mode, switches.approach)
+                  state_encoding, table_mode, switches.approach, hearing)
     together = play_together(threshold, talk.code)
     scored_learning = table_mode == ONLINE
     shared = talk.code == SHARED_Q
@@ -567,7 +610,8 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     learner_ids = np.empty(0, np.int64)
     has_imitator = False
     # the tables' blocks (`table_blocks`): learner k takes block k mod blocks
-    blocks = max(1, tables.q.shape[0] // (9 * table_states(state_encoding, rows, cols, iterations)))
+    blocks = max(1, tables.q.shape[0] // (9 * table_states(state_encoding, rows, cols, iterations) *
+                                          heard_symbols(hearing)))
     for i in range(agents):
         if codes[i] == Q_LEARNING or codes[i] == SARSA:
             table_row[i] = learner_ids.shape[0] % blocks
@@ -634,7 +678,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         positions_out = rec_positions[e] if record else no_positions
         rewards_out = rec_rewards[e] if record else no_rewards
         if together:
-            if threshold > 1:  # rewards depend on everyone: the whole group trains
+            if threshold > 1 or hearing != HEAR_NONE:  # rewards depend on everyone, or learners hear: all train
                 for p in range(passes):
                     j = p % n_training
                     _play_pass(codes, agent_ids, table_row, training.starts[j], rules, training_paths(training, j),

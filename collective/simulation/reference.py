@@ -82,11 +82,13 @@ def _axis_step(a: int, b: int, size: int, direct_ties: bool) -> int:
 @dataclass(frozen=True)
 class ReferenceProtocol:
     """A protocol as the reference plays it (spec §6): its name, its parameters by name (with
-    defaults filled in), and which agents take part."""
+    defaults filled in), which agents take part, and whether its learners are deaf (the deaf control: they take
+    part, and hear nothing)."""
 
     name: str = "none"
     params: dict = field(default_factory=dict)
     members: tuple[bool, ...] = ()
+    deaf: bool = False
 
 
 @dataclass
@@ -171,10 +173,12 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
     training = training or [TrainingEpisode(world, good, evil, starts, seed)]
     tables = learner_tables(behaviours, learner, protocol) if kept_tables is None else kept_tables
     passes = learner.training_passes if tables and kept_tables is None else 0
-    # Training passes (spec §5): under a coordination threshold rewards depend on everyone, so the
-    # whole group trains; otherwise only the learners move, and only a shared table links them.
-    trainees = list(range(len(behaviours))) if world.coordination_threshold > 1 else sorted(tables)
-    training_protocol = protocol if world.coordination_threshold > 1 or protocol.name == "shared_q" else \
+    # Training passes (spec §5): under a coordination threshold rewards depend on everyone, and learners that
+    # hear the protocol learn what it tells them, so the whole group trains; otherwise only the learners move,
+    # and only a shared table links them.
+    together = world.coordination_threshold > 1 or _hears(behaviours, protocol)
+    trainees = list(range(len(behaviours))) if together else sorted(tables)
+    training_protocol = protocol if together or protocol.name == "shared_q" else \
         ReferenceProtocol(members=tuple(False for _ in behaviours))
     for p in range(passes):
         episode = training[p % len(training)]
@@ -241,12 +245,34 @@ def learner_tables(behaviours: list[str], learner: LearnerSettings, protocol: Re
     return {i: defaultdict(lambda: [learner.q_initial] * 9) for i in learners}
 
 
-def _state(world: ReferenceWorld, learner: LearnerSettings, cell: int, t: int, pays):
-    """A learner's state: (cell, t), or the signs (-1, 0, +1) of the rewards of its 3x3 window, row by row."""
+LEARNERS = ("q_learning", "sarsa")
+NOTHING_HEARD = 9  # what a hearing learner without a target hears (its king moves are 0..8, ACTION_MOVES)
+
+
+def _hears(behaviours: list[str], protocol: ReferenceProtocol) -> bool:
+    """Whether a learner is a member of a talking protocol, and so hears it (issue 45)."""
+    return protocol.name not in ("none", "shared_q") and \
+        any(member and behaviour in LEARNERS for behaviour, member in zip(behaviours, protocol.members))
+
+
+def _heard(world: ReferenceWorld, cell: int, target: int | None) -> int:
+    """What a hearing learner at `cell` hears: the index in ACTION_MOVES of its king step toward the target the
+    protocol gives it (`step_toward`), or NOTHING_HEARD without one."""
+    if target is None:
+        return NOTHING_HEARD
+    (r, c), (tr, tc) = world.coordinates(cell), world.coordinates(target)
+    return ACTION_MOVES.index((_axis_step(r, tr, world.rows), _axis_step(c, tc, world.cols)))
+
+
+def _state(world: ReferenceWorld, learner: LearnerSettings, cell: int, t: int, pays, heard: int | None = None):
+    """A learner's state: (cell, t), or the signs (-1, 0, +1) of the rewards of its 3x3 window, row by row; paired
+    with what it hears (`_heard`) when it hears a protocol."""
     if learner.state == "window_signs":
-        return tuple((pays(world.moved(cell, dr, dc)) > 0) - (pays(world.moved(cell, dr, dc)) < 0)
-                     for dr in (-1, 0, 1) for dc in (-1, 0, 1))
-    return (cell, t)
+        own = tuple(int(pays(world.moved(cell, dr, dc)) > 0) - int(pays(world.moved(cell, dr, dc)) < 0)
+                    for dr in (-1, 0, 1) for dc in (-1, 0, 1))
+    else:
+        own = (cell, t)
+    return own if heard is None else (own, heard)
 
 
 def _table_states(world: ReferenceWorld, learner: LearnerSettings) -> int:
@@ -255,7 +281,7 @@ def _table_states(world: ReferenceWorld, learner: LearnerSettings) -> int:
 
 def _restrict(protocol: ReferenceProtocol, agents: list[int]) -> ReferenceProtocol:
     members = tuple(protocol.members[i] for i in agents) if protocol.members else ()
-    return ReferenceProtocol(protocol.name, protocol.params, members)
+    return ReferenceProtocol(protocol.name, protocol.params, members, protocol.deaf)
 
 
 def _oracle_target(world, cell, t, good, cpp):
@@ -409,6 +435,7 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
     messages (`_overheard_targets`) instead of their own protocol's."""
     T = world.iterations
     world = replace(world, direct_ties="cpp_approach_position" in cpp)
+    hears = _hears(behaviours, protocol)  # the learners hear the protocol (their state pairs it with their own)
     memory = {}  # protocol state that lasts the pass
     positions = [list(starts)]
     rewards = []
@@ -431,7 +458,7 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                 targets = _overheard_targets(world, protocol, here, pays, streams, overheard[t], memory, cpp)
         for i, behaviour in enumerate(behaviours):
             cell, stream = here[i], streams[i]
-            if i in targets:
+            if i in targets and behaviour not in LEARNERS:
                 moved.append(world.step_toward(cell, targets[i]))
             elif behaviour == "random":
                 dr, dc = ACTION_MOVES[stream.uniform_int(9)]
@@ -449,7 +476,11 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                     moved.append(_local_search(world, cell, pays, stream))
             else:
                 q = tables[i]
-                state = _state(world, learner, cell, t, pays)
+                symbol = _heard(world, cell, targets.get(i)) if hears and not protocol.deaf else None
+                state = _state(world, learner, cell, t, pays, symbol)
+                if learning and hears and behaviour == "q_learning" and i in pending:  # s' known: the last update
+                    s0, a0, r0 = pending.pop(i)
+                    q[s0][a0] += learner.alpha * (r0 + learner.gamma * max(q[state]) - q[s0][a0])
                 if protocol.name == "shared_q":  # protocols/shared_q.py: reads, and writes in training
                     address = math.ceil(math.log2(max(2, _table_states(world, learner) * 9)))
                     bootstraps = learning and behaviour == "q_learning" and t + 1 < T
@@ -491,10 +522,10 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                         next_action = _greedy(following, streams[i])
                     q[state][action] += learner.alpha * (scaled + learner.gamma * following[next_action]
                                                          - q[state][action])
-                elif behaviours[i] == "q_learning":
+                elif behaviours[i] == "q_learning" and not hears:
                     future = max(q[_state(world, learner, cell, t + 1, pays_next)]) if t + 1 < T else 0.0
                     q[state][action] += learner.alpha * (scaled + learner.gamma * future - q[state][action])
-                elif t + 1 < T:
+                elif t + 1 < T:  # SARSA, or a Q-learner that hears: the update waits for the next state
                     pending[i] = (state, action, scaled)
                 else:
                     q[state][action] += learner.alpha * (scaled - q[state][action])
