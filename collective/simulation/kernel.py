@@ -226,15 +226,16 @@ def heard_symbols(hearing: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def heard_symbol(r, c, target, cell_row, cell_col, rows, cols):
+def heard_symbol(r, c, target, cell_row, cell_col, rows, cols, direct_ties):
     """What a hearing learner at (r, c) hears: the king move toward the protocol's `target` cell for it, as the
     action a = 3·(dr + 1) + (dc + 1) that makes it, one step the shorter way round each axis (`axis_step_toward`,
-    as a searcher steps toward it; 4: it stands there), or NOTHING_HEARD when it has no target (-1). cell_row,
-    cell_col: each cell's row and column (`CellMoves`)."""
+    as a searcher steps toward it, half-way ties broken as `direct_ties` says; 4: it stands there), or
+    NOTHING_HEARD when it has no target (-1). cell_row, cell_col: each cell's row and column (`CellMoves`)."""
     if target < 0:
         return NOTHING_HEARD
     cell = np.uintp(target)
-    return 3 * (axis_step_toward(r, cell_row[cell], rows) + 1) + axis_step_toward(c, cell_col[cell], cols) + 1
+    return (3 * (axis_step_toward(r, cell_row[cell], rows, direct_ties) + 1)
+            + axis_step_toward(c, cell_col[cell], cols, direct_ties) + 1)
 
 
 @njit(cache=True, inline="always")
@@ -407,7 +408,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
             else:  # Q_LEARNING or SARSA
                 row = table_row[i]
                 if rules.hears == HEAR_DIRECTION:  # its state pairs its own with what it hears (module docstring)
-                    row = row * HEARD_SYMBOLS + heard_symbol(r, c, targets[i], cell_row, cell_col, rows, cols)
+                    row = row * HEARD_SYMBOLS + heard_symbol(r, c, targets[i], cell_row, cell_col, rows, cols,
+                                                                  rules.approach_ties)
                 base = _state_base(rules, scene, t, row, r, c, n_cells)
                 states[i] = base
                 if talk.code == SHARED_Q:  # every access to the group's table is traffic (protocols/shared_q.py)
