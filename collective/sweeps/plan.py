@@ -9,7 +9,9 @@ from them, so environments are drawn where they are played, at most once per wor
 rates of `benchmarks/throughput.py`), so the scheduler's overhead stays small and Ray never enters
 the step loop; only the sweep's last units are smaller, so that workers finish together. The
 plan depends only on the spec, never on the worker count, so a resumed sweep finds the same units
-whatever `--workers` it is given.
+whatever `--workers` it is given; and its units start on a grid of their block's episodes that does not
+depend on the episode count (`_units`), so the plan of a sweep grown to more episodes holds every whole
+unit of the smaller sweep's, whose chunks it keeps.
 """
 from __future__ import annotations
 
@@ -248,8 +250,8 @@ def largest_unit_bytes(spec: SweepSpec) -> int:
 def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, groups: tuple[int, ...],
            limit: int) -> tuple[WorkUnit, ...]:
     """Units playing `groups` of cell c on episodes [first, stop), each costing about `limit` or
-    less, costliest first: a group costing `limit` over PACK_EPISODES episodes or more, or keeping
-    learner tables, plays alone; cheaper ones are packed together. Each group or pack is cut by
+    less, costliest first: a group costing `limit` over PACK_EPISODES episodes or more plays alone;
+    cheaper ones are packed together. Each group or pack is cut by
     episodes on a grid from `first` (every `limit` // its cost per episode), which depends on the
     groups and `limit`, never on `stop`: a sweep grown to more episodes plans every whole unit of the
     smaller sweep's again (`collective sweep` keeps their chunks; only the units the old count cut
@@ -272,7 +274,7 @@ def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, gro
         per_episode = episode_cost(config)
         if config.persistent or config.learns_online:  # one unit, the episodes in order
             units.append(unit((g,), first, stop, per_episode * (stop - first)))
-        elif config.keeps_tables or per_episode * PACK_EPISODES >= limit:
+        elif per_episode * PACK_EPISODES >= limit:
             units += pieces((g,), per_episode)
         else:
             if packed and (packed_cost + per_episode) * PACK_EPISODES > limit:

@@ -2,7 +2,7 @@
 
 Layout of a sweep directory:
 
-    DIR/sweep.json      the full spec, sweep id, package version and plan (written once)
+    DIR/sweep.json      the full spec, sweep id, package version, plan and growth (episode counts and when)
     DIR/manifest.jsonl  one line per finished chunk: unit id, file, rows, bytes, sha256
     DIR/sweep.lock      the PID holding the directory while a sweep runs
     DIR/.sweep.lock.guard  empty; flocked while sweep.lock is checked and taken
