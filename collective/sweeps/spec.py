@@ -165,7 +165,7 @@ class SweepSpec:
     groups: tuple[GroupType, ...]
     cells: tuple[Cell, ...]
     source: dict  # the parsed TOML, written to sweep.json
-    study: str = ""  # the sweep id of the sweep this one grows (`store.grown_sweep`): kept by its rows
+    study: str = ""  # the sweep id of the sweep this one grows (`store.continued_sweep`): kept by its rows
 
     def plugin_digests(self) -> dict[str, str]:
         """Import path -> source digest of every plug-in the spec plays (`PluginClass.source_digest`)."""
