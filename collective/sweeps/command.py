@@ -13,16 +13,18 @@ import errno
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from collective.sweeps.store import DATASET_DIR, ResultsStore, StoreError, row_schema
+from collective.sweeps.store import (DATASET_DIR, ResultsStore, StoreError, continued_sweep, listed_units,
+                                     row_schema, utc_now)
 from collective.sweeps.spec import SpecError, SweepSpec, load_spec
 from collective.simulation.plugins import CtrlC, PluginError, interrupted_status
 from collective.evaluation.compiled_code import kernel_cached
 from collective.output_files import write_stdout
-from collective.sweeps.plan import (COST_PER_SECOND, SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, EnvironmentBlock, PlanSize,
-                                    SampleTimes, episode_agent_steps, plan, plan_size, time_sample)
+from collective.sweeps.plan import (COST_PER_SECOND, SAMPLE_AGENT_STEPS, SAMPLE_EPISODES, SUMMARY_BLOCKS,
+                                    EnvironmentBlock, PlanSize, SampleTimes, episode_agent_steps, plan, plan_size,
+                                    time_sample)
 from collective.progress import (PLAYING, Progress, announce_compilation,
                                  announce_compiling, compilation_done, duration, unconfirmed_work)
 from collective.version import VERSION
@@ -99,9 +101,10 @@ class SweepSummary:
                 f"read_parquet('{self.dataset}/*.parquet')\"")
 
 
-def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
+def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...], growth: list[dict]) -> dict:
     """sweep.json's content: the full spec, its groups and cells with their seed keys, the plan (its agent-steps
-    as played, `plan.episode_agent_steps`, not the cost that sizes its units)."""
+    as played, `plan.episode_agent_steps`, not the cost that sizes its units) and its growth (each episode count
+    a run of it asked for, and when: `store.continued_sweep`)."""
     units = [unit for block in blocks for unit in block.units]
     return {
         "name": spec.name, "description": spec.description, "version": VERSION, "spec": spec.source,
@@ -114,7 +117,7 @@ def describe(spec: SweepSpec, blocks: tuple[EnvironmentBlock, ...]) -> dict:
                  "environment_blocks": len(blocks), "units": len(units), "rows": sum(u.rows for u in units),
                  "agent_steps": sum((u.stop - u.first) * episode_agent_steps(spec.cells[u.cell].configs[g])
                                     for u in units for g in u.groups)},
-        "dataset": DATASET_DIR, "columns": row_schema().names,
+        "growth": growth, "dataset": DATASET_DIR, "columns": row_schema().names,
     }
 
 
@@ -189,13 +192,22 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False,
     `progress` shows it on stderr (`collective.progress.Progress`); `announce` is a line printed once the
     store has accepted `out` (after bad input is refused, so a refusal stays one line)."""
     started = time.perf_counter()
+    continued = continued_sweep(out, spec.sweep_id, spec.source)
+    if continued and continued.sweep_id != spec.sweep_id:  # a grown sweep: its rows keep the study's id
+        spec = executor.spec = replace(spec, study=continued.sweep_id)
+    growth = continued.growth if continued else [{"episodes": spec.episodes, "at": utc_now()}]
     blocks = plan(spec)
     planned = {unit.id: unit for block in blocks for unit in block.units}
-    with ResultsStore(out, spec.sweep_id, describe(spec, blocks), planned=set(planned)) as store:
+    with ResultsStore(out, spec.sweep_id, describe(spec, blocks, growth), planned=set(planned)) as store:
         if announce:
             print(announce, file=sys.stderr, flush=True)
         for notice in store.notices:
             print(f"collective sweep: notice: {notice}", file=sys.stderr)
+        if continued and continued.episodes < spec.episodes:
+            print(f"collective sweep: notice: {growth_text(spec, continued.episodes, planned, set(store.finished))}",
+                  file=sys.stderr)
+        if len(growth) > 1:
+            store.stamp_episodes(spec.episodes)
         resumed = dict(store.finished)
         if resumed:
             _notice_changed_plugins(store.previous.get("plugins", {}), spec.plugin_digests())
@@ -253,6 +265,19 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False,
                         executor=executor.name, workers=executor.workers)
 
 
+def growth_text(spec: SweepSpec, had: int, planned: dict | None, kept: set[str]) -> str:
+    """What growing a sweep from `had` episodes to the spec's plays: the new episodes' rows, and (given the plan's
+    units) those of the units planned differently (cut short at the old count, the plan's finer tail) or
+    unfinished, played again."""
+    new_rows = (spec.episodes - had) * sum(len(cell.playing) for cell in spec.cells)
+    text = (f"growing sweep {spec.sweep_id} from {had:,} to {spec.episodes:,} episodes: adds "
+            f"{spec.episodes - had:,} per cell and group ({new_rows:,} rows)")
+    if planned is None:
+        return text
+    rows = sum(unit.rows for name, unit in planned.items() if name not in kept)
+    return f"{text}; plays {rows:,} rows, {rows - new_rows:,} of them again (units the old count cut short, or unfinished)"
+
+
 def _notice_changed_plugins(before: dict[str, str], now: dict[str, str]) -> None:
     """Say which plug-ins changed since the sweep's earlier rows were written: they change the numbers."""
     for name in sorted(now):
@@ -282,6 +307,12 @@ def run_sweep(args: argparse.Namespace) -> int:
     if args.executor == "serial" and args.workers not in (None, 1):
         return _error(f"argument --workers: {args.workers} workers need --executor ray or auto; serial plays in "
                       "this process, one worker")
+    try:
+        continued = continued_sweep(args.out, spec.sweep_id, spec.source) if args.out else None
+    except StoreError as error:
+        return _error(f"argument --out: {error}")
+    if continued and continued.sweep_id != spec.sweep_id:  # growing the sweep in --out: its id (`run_spec`)
+        spec = replace(spec, study=continued.sweep_id)
     size = plan_size(spec)
     executor_name, choice = args.executor, ""
     if executor_name == "auto":
@@ -302,6 +333,10 @@ def run_sweep(args: argparse.Namespace) -> int:
             return _error(str(error))
         compilation_done()
         write_stdout(plan_text(spec, size, workers, executor_name, sample, driver_seconds, import_seconds))
+        if continued and continued.episodes < spec.episodes:
+            planned = {unit.id: unit for block in plan(spec) for unit in block.units} \
+                if size.blocks <= SUMMARY_BLOCKS else None  # a plan of more stays unlisted (`plan_size`)
+            write_stdout(f"  {growth_text(spec, continued.episodes, planned, listed_units(args.out))}")
         if cold:
             write_stdout("  (this dry run compiled the kernels, and the start-up above counts it: the run will load them)")
         if (load := os.getloadavg()[0]) > 1:

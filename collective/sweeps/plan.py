@@ -9,7 +9,9 @@ from them, so environments are drawn where they are played, at most once per wor
 rates of `benchmarks/throughput.py`), so the scheduler's overhead stays small and Ray never enters
 the step loop; only the sweep's last units are smaller, so that workers finish together. The
 plan depends only on the spec, never on the worker count, so a resumed sweep finds the same units
-whatever `--workers` it is given.
+whatever `--workers` it is given; and its units start on a grid of their block's episodes that does not
+depend on the episode count (`_units`), so the plan of a sweep grown to more episodes holds every whole
+unit of the smaller sweep's, whose chunks it keeps.
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ from collective.version import VERSION
 
 TARGET_UNIT_AGENT_STEPS = 20_000_000  # agent-steps (training passes included) per work unit
 TAIL_UNIT_AGENT_STEPS = 4_000_000  # the smallest units, cut at the end of a sweep (see _taper)
+PACK_EPISODES = 1_000  # groups cheaper than a unit over this many episodes are packed into units together
 MAX_BLOCK_BYTES = 64 << 20  # environment arrays held per block
 SUMMARY_BLOCKS = 2_000  # `plan_size` enumerates plans of at most this many blocks
 SAMPLE_AGENT_STEPS = 100_000  # `time_sample` plays each (cell, group) for this many agent-steps ...
@@ -247,37 +250,50 @@ def largest_unit_bytes(spec: SweepSpec) -> int:
 def _units(spec: SweepSpec, c: int, block_first: int, first: int, stop: int, groups: tuple[int, ...],
            limit: int) -> tuple[WorkUnit, ...]:
     """Units playing `groups` of cell c on episodes [first, stop), each costing about `limit` or
-    less, costliest first: a costlier group is split by episodes, cheaper ones packed together; a
-    group with a persistent plug-in, or with learners that learn online, is never split (see `_play_in_order`;
-    an online learner's table starts from its pretrained table in each block, as a plug-in's object does)."""
+    less, costliest first: a group costing `limit` over PACK_EPISODES episodes or more plays alone;
+    cheaper ones are packed together. Each group or pack is cut by
+    episodes on a grid from `first` (every `limit` // its cost per episode), which depends on the
+    groups and `limit`, never on `stop`: a sweep grown to more episodes plans every whole unit of the
+    smaller sweep's again (`collective sweep` keeps their chunks; only the units the old count cut
+    short are played again). A group with a persistent plug-in, or with learners that learn online,
+    is never split (see `_play_in_order`; an online learner's table starts from its pretrained table
+    in each block, as a plug-in's object does)."""
     cell = spec.cells[c]
     units, packed, packed_cost = [], [], 0
 
     def unit(groups: tuple[int, ...], start: int, end: int, cost: int) -> WorkUnit:
-        group_digest = hashlib.sha256(",".join(str(spec.groups[g].key) for g in groups).encode()).hexdigest()[:8]
-        unit_id = f"c{cell.key:015x}-e{start}-{end}-g{group_digest}"
-        return WorkUnit(unit_id, c, block_first, start, end, groups, cost)
+        return _unit(spec, c, block_first, groups, start, end, cost)
+
+    def pieces(groups: tuple[int, ...], per_episode: int) -> list[WorkUnit]:
+        size = max(1, limit // per_episode)
+        return [unit(groups, a, min(a + size, stop), per_episode * (min(a + size, stop) - a))
+                for a in range(first, stop, size)]
 
     for g in groups:
-        per_episode = episode_cost(cell.configs[g])
-        cost = per_episode * (stop - first)
-        if cell.configs[g].persistent or cell.configs[g].learns_online:  # one unit, the episodes in order
-            units.append(unit((g,), first, stop, cost))
-            continue
-        if cost >= limit:
-            pieces = min(math.ceil(cost / limit), stop - first)
-            bounds = np.linspace(first, stop, pieces + 1).round().astype(int)
-            units += [unit((g,), int(a), int(b), per_episode * int(b - a)) for a, b in zip(bounds, bounds[1:]) if b > a]
-            continue
-        packed.append(g)
-        packed_cost += cost
-        if packed_cost >= limit:
-            units.append(unit(tuple(packed), first, stop, packed_cost))
-            packed, packed_cost = [], 0
+        config = cell.configs[g]
+        per_episode = episode_cost(config)
+        if config.persistent or config.learns_online:  # one unit, the episodes in order
+            units.append(unit((g,), first, stop, per_episode * (stop - first)))
+        elif per_episode * PACK_EPISODES >= limit:
+            units += pieces((g,), per_episode)
+        else:
+            if packed and (packed_cost + per_episode) * PACK_EPISODES > limit:
+                units += pieces(tuple(packed), packed_cost)
+                packed, packed_cost = [], 0
+            packed.append(g)
+            packed_cost += per_episode
     if packed:
-        units.append(unit(tuple(packed), first, stop, packed_cost))
+        units += pieces(tuple(packed), packed_cost)
     # Costliest first: the cheap units of the sweep's last block then fill the workers' tails.
     return tuple(sorted(units, key=lambda u: -u.cost))
+
+
+def _unit(spec: SweepSpec, c: int, block_first: int, groups: tuple[int, ...], start: int, end: int,
+          cost: int) -> WorkUnit:
+    """The unit of `groups` of cell c on episodes [start, end), its id naming them (a chunk's name)."""
+    group_digest = hashlib.sha256(",".join(str(spec.groups[g].key) for g in groups).encode()).hexdigest()[:8]
+    return WorkUnit(f"c{spec.cells[c].key:015x}-e{start}-{end}-g{group_digest}", c, block_first, start, end,
+                    groups, cost)
 
 
 def _taper(spec: SweepSpec, blocks: list[EnvironmentBlock]) -> tuple[EnvironmentBlock, ...]:
@@ -291,8 +307,14 @@ def _taper(spec: SweepSpec, blocks: list[EnvironmentBlock]) -> tuple[Environment
         pieces = []
         for unit in reversed(block.units):
             limit = max(TAIL_UNIT_AGENT_STEPS, min(TARGET_UNIT_AGENT_STEPS, after // 4))
-            if unit.cost > limit:
-                pieces.append(_units(spec, unit.cell, unit.block_first, unit.first, unit.stop, unit.groups, limit))
+            configs = [spec.cells[unit.cell].configs[g] for g in unit.groups]
+            if unit.cost > limit and not any(config.persistent or config.learns_online for config in configs):
+                # even pieces: a grid's remainder would leave one piece as large as the limit at the very end
+                count = min(math.ceil(unit.cost / limit), unit.stop - unit.first)
+                bounds = np.linspace(unit.first, unit.stop, count + 1).round().astype(int)
+                pieces.append(tuple(_unit(spec, unit.cell, unit.block_first, unit.groups, int(a), int(b),
+                                          unit.cost // (unit.stop - unit.first) * int(b - a))
+                                    for a, b in zip(bounds, bounds[1:])))
             else:
                 pieces.append((unit,))
             after += unit.cost

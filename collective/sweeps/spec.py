@@ -165,6 +165,7 @@ class SweepSpec:
     groups: tuple[GroupType, ...]
     cells: tuple[Cell, ...]
     source: dict  # the parsed TOML, written to sweep.json
+    study: str = ""  # the sweep id of the sweep this one grows (`store.continued_sweep`): kept by its rows
 
     def plugin_digests(self) -> dict[str, str]:
         """Import path -> source digest of every plug-in the spec plays (`PluginClass.source_digest`)."""
@@ -173,7 +174,10 @@ class SweepSpec:
 
     @property
     def sweep_id(self) -> str:
-        """Name plus a hash of the spec's content: equal for equal specs, whatever the formatting."""
+        """Name plus a hash of the spec's content: equal for equal specs, whatever the formatting. A sweep grown
+        to more episodes in its directory keeps the id of its first run (`study`): it is the same study."""
+        if self.study:
+            return self.study
         digest = hashlib.sha256(_canonical_json(self.source).encode()).hexdigest()[:12]
         return f"{self.name}-{digest}"
 

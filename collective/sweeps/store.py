@@ -2,7 +2,7 @@
 
 Layout of a sweep directory:
 
-    DIR/sweep.json      the full spec, sweep id, package version and plan (written once)
+    DIR/sweep.json      the full spec, sweep id, package version, plan and growth (episode counts and when)
     DIR/manifest.jsonl  one line per finished chunk: unit id, file, rows, bytes, sha256
     DIR/sweep.lock      the PID holding the directory while a sweep runs
     DIR/.sweep.lock.guard  empty; flocked while sweep.lock is checked and taken
@@ -131,6 +131,77 @@ def config_column_value(value: object) -> object:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Continued:
+    """The sweep in an output directory that a run continues (`continued_sweep`)."""
+
+    sweep_id: str  # the directory's: its rows and the new ones carry it
+    episodes: int  # per cell and group, as its sweep.json last recorded
+    growth: list[dict]  # sweep.json's "growth": each episode count a run asked for ("episodes") and when ("at")
+
+
+def continued_sweep(directory: str | Path, sweep_id: str, source: dict) -> Continued | None:
+    """The sweep that a run of the spec `source` (id `sweep_id`) continues in `directory`: its own (a resume),
+    or one whose spec differs only by fewer `episodes` (a growth: the new episodes are added to its dataset).
+    None where nothing can be continued (no readable sweep.json: `ResultsStore` says why, or starts one).
+    StoreError in one line for a sweep of another spec, naming what differs, and for fewer episodes."""
+    try:
+        previous = _parse_sweep_bytes(_read_own(Path(directory) / SPEC_FILE) or b"")
+    except (OSError, StoreError):
+        return None
+    existing = (previous or {}).get("sweep_id")
+    if not isinstance(existing, str):
+        return None
+    before = previous.get("spec")
+    if not isinstance(before, dict):  # an older or damaged sweep.json: its id alone tells
+        if existing != sweep_id:
+            raise StoreError(f"{directory} holds sweep {existing}, not {sweep_id}: a changed spec needs a new "
+                             f"--out directory")
+        return Continued(existing, source["episodes"], [{"episodes": source["episodes"], "at": None}])
+    if changed := _differences(before, source):
+        shown = "; ".join(f"{path}: {old!r} there, {new!r} here" for path, old, new in changed[:3])
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        raise StoreError(f"{directory} holds sweep {existing} of another spec ({shown}{more}): only a larger "
+                         f"episodes grows a sweep in place; a changed spec needs a new --out directory")
+    had, wanted = before.get("episodes"), source["episodes"]
+    growth = previous.get("growth") if isinstance(previous.get("growth"), list) else [{"episodes": had, "at": None}]
+    if isinstance(had, int) and wanted < had:
+        raise StoreError(f"{directory} holds sweep {existing} with {had} episodes; episodes = {wanted} would leave "
+                         f"rows out: a sweep only grows in place, a smaller one needs a new --out directory")
+    if wanted != had:
+        growth = [*growth, {"episodes": wanted, "at": utc_now()}]
+    return Continued(existing, had if isinstance(had, int) else wanted, growth)
+
+
+def utc_now() -> str:
+    """The time now as sweep.json records it (ISO 8601, UTC, to the second)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def listed_units(directory: str | Path) -> set[str]:
+    """The units whose chunks the manifest in `directory` lists, unverified (what a dry run reports; a run
+    checks each chunk: `ResultsStore`)."""
+    try:
+        lines = (_read_own(Path(directory) / MANIFEST_FILE) or b"").splitlines()
+    except (OSError, StoreError):
+        return set()
+    units = set()
+    for line in lines:
+        try:
+            units.add(ChunkRecord(**json.loads(line)).unit)
+        except (ValueError, TypeError):
+            continue
+    return units
+
+
+def _differences(before: object, now: object, path: str = "") -> list[tuple[str, object, object]]:
+    """(key path, value before, value now) of every key of two specs that differs, `episodes` left out."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        return [found for key in dict.fromkeys([*before, *now]) if f"{path}{key}" != "episodes"
+                for found in _differences(before.get(key), now.get(key), f"{path}{key}.")]
+    return [] if before == now else [(path.rstrip("."), before, now)]
 
 
 @dataclass(frozen=True)
@@ -409,6 +480,7 @@ class ResultsStore:
         self._damaged_lines = 0
         self._keep: dict[str, ChunkRecord] = {}  # planned units whose listed chunk is intact
         self._stale: list[str] = []  # files in dataset/ this directory's sweep wrote and no longer needs
+        self._replanned: list[str] = []  # intact listed chunks of units the plan no longer has
 
     def __enter__(self) -> "ResultsStore":
         if self.directory.exists() and not self.directory.is_dir():
@@ -482,8 +554,8 @@ class ResultsStore:
             elif record is not None and self._intact(record):
                 if record.unit in self.planned:
                     self._keep[record.unit] = record
-                else:  # a unit planned differently by another package version: redone
-                    self._stale.append(path.name)
+                else:  # a unit planned differently (cut short by a grown sweep's old count, another version's
+                    self._replanned.append(path.name)  # plan): redone
             elif self._ours(path, record):
                 self._stale.append(path.name)
             else:
@@ -545,13 +617,17 @@ class ResultsStore:
         if self._damaged_lines:
             self.notices.append(f"{manifest}: {self._damaged_lines} damaged line(s) ignored; their chunks are "
                                 "computed again")
-        for name in self._stale:  # temporaries, unlisted or damaged chunks, each shown to be ours
+        for name in self._stale + self._replanned:  # temporaries, unlisted, damaged or replanned chunks: ours
             (self.dataset / name).unlink()
         if not manifest.exists() and self.previous:
             self.notices.append(f"{manifest} is missing: no chunk can be verified, so every unit is computed again")
         if self._stale:
             self.notices.append(f"removed {len(self._stale)} chunk file(s) from {self.dataset} that no intact "
                                 f"manifest entry lists (unfinished or damaged): {_first_names(self._stale)}")
+        if self._replanned:
+            self.notices.append(f"removed {len(self._replanned)} chunk file(s) from {self.dataset} of units planned "
+                                "differently (cut short at a grown sweep's old episode count, or planned by another "
+                                "version): their episodes are played again")
         if intact != listed or not manifest.exists():
             self._atomic_write_text(manifest, "".join(json.dumps(asdict(r)) + "\n" for r in intact.values()))
         return intact
@@ -580,6 +656,27 @@ class ResultsStore:
         directory = self.directory.resolve()  # the directory only: the files in it are never links
         return ChunkWriter(directory / DATASET_DIR, directory / LOCK_FILE, self.lock.token, self.sweep_id,
                            self.store_id)
+
+    def stamp_episodes(self, episodes: int) -> int:
+        """Set the `episodes` column of the kept chunks of a grown sweep to its episode count (their rows were
+        played when it had fewer), as a sweep of that many from the start holds it; returns how many chunks were
+        rewritten. Each is rewritten whole and recorded again (`commit`), so an interruption leaves it stamped
+        and listed, or listed as it was, or (killed between rename and manifest line) damaged and played again."""
+        stamped = 0
+        for unit, record in list(self.finished.items()):
+            path = self.dataset / record.file
+            with open(_open_own(path, os.O_RDONLY), "rb") as handle:
+                metadata = pq.read_metadata(handle)
+            column = metadata.schema.to_arrow_schema().get_field_index("episodes")
+            statistics = [metadata.row_group(r).column(column).statistics for r in range(metadata.num_row_groups)]
+            if all(s is not None and s.has_min_max and s.min == s.max == episodes for s in statistics):
+                continue
+            with open(_open_own(path, os.O_RDONLY), "rb") as handle:
+                table = pq.read_table(handle)
+            table = table.set_column(column, "episodes", pa.array([episodes] * table.num_rows, pa.int64()))
+            self.commit(self.writer.write(unit, table))
+            stamped += 1
+        return stamped
 
     def commit(self, record: ChunkRecord) -> ChunkRecord:
         """Record a chunk a writer wrote in the manifest: from here on a resumed sweep keeps it."""
