@@ -1,0 +1,116 @@
+"""Training runs as the unit of replication for learners (issue 45 item 3): a cell's kept-table learners train
+`training_runs` independent table sets, each row says which set played it, the same numbers whatever the units,
+and the tables' intervals count runs, not episodes alone, so that table luck is not read as an effect."""
+import tomllib
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from collective.config import EvaluationConfig
+from collective.evaluation.tables import trained_tables
+from collective.sweeps.plan import EnvironmentCache, plan, plan_size, play_unit, training_cost
+from collective.sweeps.spec import parse_spec
+from collective.sweeps.store import TIMING_COLUMNS
+from sweep_support import collective, rows
+
+RUNS_SPEC = """
+name = "runs"
+seed = 11
+profile = "sound"
+episodes = 7
+iterations = 8
+
+[factors]
+grid = ["5x5"]
+group_size = [1]
+complexity = ["2:6"]
+
+[groups]
+behaviours = ["random", "q_learning"]
+
+[settings]
+q_training_passes = 4
+training_episodes = 2
+training_runs = 3
+"""
+
+
+def learner_config(**changes) -> EvaluationConfig:
+    return EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=1, rows=5, cols=5, iterations=8,
+                                         episodes=7, k_max=6, q_training_passes=4, training_episodes=2, seed=11,
+                                         **changes)
+
+
+def test_training_runs_must_be_a_whole_number_of_at_least_one_before_any_work(tmp_path):
+    result = collective("evaluate", "--behaviour", "q_learning", "--training-runs", "0", "--episodes", "3")
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "--training-runs: must be >= 1" in result.stderr
+    assert "Traceback" not in result.stderr
+    spec = tmp_path / "spec.toml"
+    spec.write_text(RUNS_SPEC.replace("training_runs = 3", "training_runs = 1.5"))
+    result = collective("sweep", str(spec), "--out", str(tmp_path / "out"), "--executor", "serial")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "settings.training_runs" in result.stderr and not (tmp_path / "out").exists()
+
+
+def test_the_profiles_train_five_runs_under_sound_and_one_where_the_paper_or_the_2016_program_is_followed():
+    assert EvaluationConfig.from_profile("sound").training_runs == 5
+    assert EvaluationConfig.from_profile("lambdastar2016").training_runs == 1
+    assert EvaluationConfig.from_profile("paper").training_runs == 1
+
+
+def test_a_sweeps_rows_say_which_of_the_cells_training_runs_played_them(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(RUNS_SPEC)
+    result = collective("sweep", str(spec), "--out", str(tmp_path / "out"), "--executor", "serial")
+    assert result.returncode == 0, result.stderr
+    frame = rows(tmp_path / "out" / "dataset")
+    learners = frame[frame["behaviour"] == "q_learning"]
+    assert (learners["training_run"] == learners["episode"] % 3).all()
+    assert learners["training_run"].nunique() == 3 and (frame["training_runs"] == 3).all()
+    assert frame.loc[frame["behaviour"] == "random", "training_run"].isna().all()  # no kept table
+
+
+def test_each_training_run_trains_tables_of_its_own_and_run_zero_is_the_one_run_of_before():
+    config = learner_config(training_runs=3)
+    tables = [trained_tables(config, (5,), run).tables.q for run in range(3)]
+    assert all(not np.array_equal(tables[a], tables[b]) for a, b in ((0, 1), (0, 2), (1, 2)))
+    assert np.array_equal(trained_tables(config.with_changes(training_runs=1), (5,)).tables.q, tables[0])
+
+
+def test_the_rows_are_the_same_however_the_cell_is_cut_into_units():
+    spec = parse_spec(tomllib.loads(RUNS_SPEC.replace("episodes = 7", "episodes = 9")), "runs")
+    unit = next(unit for block in plan(spec) for unit in block.units
+                if any(spec.cells[unit.cell].configs[g].keeps_tables for g in unit.groups))
+    assert (unit.first, unit.stop) == (0, 9)
+    environments = EnvironmentCache(spec).environments(unit)
+
+    def played(units) -> pd.DataFrame:
+        table = pa.concat_tables([play_unit(spec, piece, environments) for piece in units])
+        frame = table.drop(list(TIMING_COLUMNS)).to_pandas()
+        return frame.sort_values(["group_key", "episode"]).reset_index(drop=True)
+
+    whole = played([unit])
+    cut = played([replace(unit, first=a, stop=b) for a, b in ((0, 2), (2, 7), (7, 9))])
+    pd.testing.assert_frame_equal(cut, whole)
+    learners = whole[whole["behaviour"] == "q_learning"]
+    assert learners["training_run"].tolist() == [e % 3 for e in range(9)]
+
+
+def test_the_plan_counts_each_runs_training():
+    spec = parse_spec(tomllib.loads(RUNS_SPEC), "runs")
+    one = parse_spec(tomllib.loads(RUNS_SPEC.replace("training_runs = 3", "training_runs = 1")), "runs")
+    config = next(config for config in spec.cells[0].configs if config.keeps_tables)
+    assert plan_size(spec).agent_steps - plan_size(one).agent_steps == 2 * training_cost(config)
+
+
+def test_an_evaluation_gives_the_same_numbers_whatever_its_batches():
+    from collective.evaluate import evaluate
+
+    config = learner_config(training_runs=3)
+    whole, batched = evaluate(config, batch_size=7), evaluate(config, batch_size=2)
+    assert (whole.estimate.upsilon, whole.estimate.ci95_low) == (batched.estimate.upsilon, batched.estimate.ci95_low)
+    assert whole.training_steps == 3 * config.iterations * config.q_training_passes
