@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from collective.analysis.upsilon import accuracy_table, upsilon_table
 from collective.config import EvaluationConfig
 from collective.evaluation.tables import trained_tables
 from collective.sweeps.plan import EnvironmentCache, plan, plan_size, play_unit, training_cost
@@ -39,9 +40,9 @@ training_runs = 3
 
 
 def learner_config(**changes) -> EvaluationConfig:
-    return EvaluationConfig.from_profile("sound", behaviour="q_learning", group_size=1, rows=5, cols=5, iterations=8,
-                                         episodes=7, k_max=6, q_training_passes=4, training_episodes=2, seed=11,
-                                         **changes)
+    settings = dict(behaviour="q_learning", group_size=1, rows=5, cols=5, iterations=8, episodes=7, k_max=6,
+                    q_training_passes=4, training_episodes=2, seed=11)
+    return EvaluationConfig.from_profile("sound", **{**settings, **changes})
 
 
 def test_training_runs_must_be_a_whole_number_of_at_least_one_before_any_work(tmp_path):
@@ -107,6 +108,47 @@ def test_the_plan_counts_each_runs_training():
     assert plan_size(spec).agent_steps - plan_size(one).agent_steps == 2 * training_cost(config)
 
 
+def simulated_rows(generator: np.random.Generator, runs: int = 5, episodes: int = 500,
+                   table_sd: float = 0.035) -> pd.DataFrame:
+    """Rows of a sweep whose learners' Υ is 0.35 at every group size: lone learners (G 1) and groups of five
+    (G 5) on the same environments (paired), each group's runs with table luck of sd `table_sd` (the issue's
+    six seeds), no group-size effect; and a random group (no kept table) with its ceilings."""
+    environment = generator.normal(0, 0.08, episodes)
+    frames = []
+    for size, behaviour in ((1, "q_learning"), (5, "q_learning"), (1, "random")):
+        learner = behaviour == "q_learning"
+        run = np.arange(episodes) % runs
+        luck = generator.normal(0, table_sd, runs)[run] if learner else 0.0
+        score = (0.35 if learner else 0.05) + luck + environment + generator.normal(0, 0.15, episodes)
+        frames.append(pd.DataFrame(dict(
+            seed=1, cell=size, seed_word=7, episode=np.arange(episodes), group=f"{behaviour}x{size}",
+            behaviour=behaviour, protocol="none", mix="", group_size=size, grid="10x10", score=score,
+            upsilon_best=0.95, training_run=run.astype(float) if learner else np.nan)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def coverage(table, datasets: list[pd.DataFrame], truth: float, column: str) -> float:
+    covered = []
+    for frame in datasets:
+        levels = table(frame[frame["behaviour"] == "q_learning"] if column == "upsilon" else frame, ["group"])
+        levels = levels[levels["group"].astype(str).str.startswith("q_learning")]
+        covered += list((levels["ci95_low"] <= truth) & (truth <= levels["ci95_high"]))
+    return float(np.mean(covered))
+
+
+@pytest.mark.parametrize("table, column, truth", [(upsilon_table, "upsilon", 0.35),
+                                                   (accuracy_table, "accuracy", (0.35 - 0.05) / (0.95 - 0.05))])
+def test_intervals_cover_the_true_value_at_the_nominal_rate_under_table_luck_and_not_across_episodes_alone(
+        table, column, truth):
+    """Known answer: table luck (sd 0.035 per run), no group-size effect. Run-clustered intervals cover the true
+    Υ (and accuracy) of each group about 95% of the time over 200 datasets; intervals across episodes alone (the
+    same rows without their runs: before issue 45 item 3) cover it far less often."""
+    generator = np.random.default_rng(45)
+    datasets = [simulated_rows(generator) for _ in range(200)]
+    assert 0.91 <= coverage(table, datasets, truth, column) <= 0.99
+    assert coverage(table, [frame.drop(columns="training_run") for frame in datasets], truth, column) < 0.75
+
+
 def test_an_evaluation_gives_the_same_numbers_whatever_its_batches():
     from collective.evaluate import evaluate
 
@@ -114,3 +156,41 @@ def test_an_evaluation_gives_the_same_numbers_whatever_its_batches():
     whole, batched = evaluate(config, batch_size=7), evaluate(config, batch_size=2)
     assert (whole.estimate.upsilon, whole.estimate.ci95_low) == (batched.estimate.upsilon, batched.estimate.ci95_low)
     assert whole.training_steps == 3 * config.iterations * config.q_training_passes
+
+
+def test_a_gains_interval_covers_no_gain_at_the_nominal_rate_under_table_luck():
+    """Known answer: a learners' collective and the isolated learners, each with table luck of their own (sd
+    0.035 per run) on the same environments, gain nothing. The paired interval clustered by run covers 0 about
+    95% of the time; paired by episode alone (the rows without their runs) it covers it far less often."""
+    from collective.analysis.comparisons import collective_gains
+
+    def dataset(generator: np.random.Generator) -> pd.DataFrame:
+        frame = simulated_rows(generator)
+        frame = frame[frame["behaviour"] == "q_learning"].copy()
+        frame["protocol"] = np.where(frame["group_size"] == 5, "shared_q", "none")
+        return frame.assign(cell=0, group_size=5)  # one cell: both groups play its episodes
+
+    generator = np.random.default_rng(46)
+    datasets = [dataset(generator) for _ in range(200)]
+
+    def covered(frames: list[pd.DataFrame]) -> float:
+        gains = [collective_gains(frame, []) for frame in frames]
+        return float(np.mean([(g["ci95_low"] <= 0).iloc[0] and (0 <= g["ci95_high"]).iloc[0] for g in gains]))
+
+    assert 0.91 <= covered(datasets) <= 0.99
+    assert covered([frame.drop(columns="training_run") for frame in datasets]) < 0.75
+
+
+def test_an_evaluations_interval_is_across_its_training_runs():
+    """`collective evaluate` of kept-table learners: Υ's interval clustered by training run (each episode an
+    environment of its own), from the same episodes' scores."""
+    from collective.analysis.inference import clustered_mean_ci
+    from collective.evaluate import evaluate
+    from collective.evaluation.play import run_episodes
+
+    config = learner_config(training_runs=3, episodes=12)
+    result = evaluate(config, batch_size=5)
+    scores = run_episodes(config, np.arange(12)).mean_rewards
+    _, mean, low, high = clustered_mean_ci(scores, np.arange(12), np.arange(12) % 3)
+    assert result.estimate.upsilon == pytest.approx(mean, abs=1e-12)
+    assert (result.estimate.ci95_low, result.estimate.ci95_high) == pytest.approx((low, high), abs=1e-12)

@@ -102,6 +102,34 @@ def environment_ids(rows: pd.DataFrame) -> np.ndarray:
     return rows.groupby([c for c in ("seed", cell, "episode") if c in rows], sort=False).ngroup().to_numpy()
 
 
+def run_ids(rows: pd.DataFrame) -> np.ndarray | None:
+    """(rows,) integer id of the training run behind each row's learner tables (`training_run`, issue 45 item 3),
+    or None where no row has one (datasets before it, groups without kept tables). A run's tables are trained on
+    held-out episodes drawn from (seed, seed word, run) alone, shared by the groups of a cell as its test
+    environments are, so its id is (seed, seed word or cell, training_run), as `environment_ids`'s; a row
+    without one (a per-episode learner trains a table of its own for every episode; a group without learners
+    has none) is a run of its own."""
+    if "training_run" not in rows or not rows["training_run"].notna().any():
+        return None
+    cell = "seed_word" if "seed_word" in rows else "cell"
+    keys = [c for c in ("seed", cell) if c in rows]
+    ids = np.array(rows.groupby([*keys, "training_run"], sort=False, observed=True).ngroup())
+    own = ids < 0  # a missing training_run: no group
+    ids[own] = ids.max() + 1 + np.arange(int(own.sum()))
+    return ids
+
+
+def table_ids(rows: pd.DataFrame) -> np.ndarray:
+    """(rows,) integer id of the learner tables behind each row where kept tables are drawn once per cell and
+    training run: (seed, cell, training_run) (issue 45 item 3), (seed, cell) for rows without a run (datasets
+    before it: one table set per cell)."""
+    if "training_run" not in rows:
+        return cell_ids(rows)
+    keys = [c for c in ("seed", "cell") if c in rows]
+    return rows.assign(_run=rows["training_run"].fillna(-1)).groupby([*keys, "_run"], sort=False,
+                                                                       observed=True).ngroup().to_numpy()
+
+
 def cell_ids(rows: pd.DataFrame) -> np.ndarray:
     """(rows,) integer id of each row's cell, (seed, cell): its environments are the cell's alone."""
     return rows.groupby([c for c in ("seed", "cell") if c in rows], sort=False).ngroup().to_numpy()
