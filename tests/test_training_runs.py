@@ -72,7 +72,7 @@ def test_a_sweeps_rows_say_which_of_the_cells_training_runs_played_them(tmp_path
     learners = frame[frame["behaviour"] == "q_learning"]
     assert (learners["training_run"] == learners["episode"] % 3).all()
     assert learners["training_run"].nunique() == 3 and (frame["training_runs"] == 3).all()
-    assert frame.loc[frame["behaviour"] == "random", "training_run"].isna().all()  # no kept table
+    assert (frame.loc[frame["behaviour"] == "random", "training_run"] == -1).all()  # no kept table
 
 
 def test_each_training_run_trains_tables_of_its_own_and_run_zero_is_the_one_run_of_before():
@@ -123,7 +123,7 @@ def simulated_rows(generator: np.random.Generator, runs: int = 5, episodes: int 
         frames.append(pd.DataFrame(dict(
             seed=1, cell=size, seed_word=7, episode=np.arange(episodes), group=f"{behaviour}x{size}",
             behaviour=behaviour, protocol="none", mix="", group_size=size, grid="10x10", score=score,
-            upsilon_best=0.95, training_run=run.astype(float) if learner else np.nan)))
+            upsilon_best=0.95, training_run=run if learner else -1)))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -194,3 +194,11 @@ def test_an_evaluations_interval_is_across_its_training_runs():
     _, mean, low, high = clustered_mean_ci(scores, np.arange(12), np.arange(12) % 3)
     assert result.estimate.upsilon == pytest.approx(mean, abs=1e-12)
     assert (result.estimate.ci95_low, result.estimate.ci95_high) == pytest.approx((low, high), abs=1e-12)
+
+
+def test_the_memory_check_counts_each_training_runs_tables():
+    """An evaluation holds every run's tables at once (`evaluation_tables`): the estimate counts them."""
+    from collective.config import learner_table_bytes, memory_needs
+
+    five, one = learner_config(training_runs=5), learner_config(training_runs=1)
+    assert sum(memory_needs(five).values()) - sum(memory_needs(one).values()) == 4 * learner_table_bytes(one)

@@ -36,7 +36,7 @@ from collective.environments.motion import pattern_motion, row_motion
 from collective.simulation.plugins import PluginError
 from collective.simulation.random_streams import keyed_seed_states
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.sweeps.store import config_column_value, row_schema
+from collective.sweeps.store import NO_TRAINING_RUN, config_column_value, row_schema
 from collective.sweeps.spec import SweepSpec
 from collective.version import VERSION
 
@@ -463,7 +463,7 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
         }
         columns.update({name: [config_column_value(value)] * n for name, value in config.as_record().items()})
         runs = episode_runs(config, episodes)
-        columns["training_run"] = [None] * n if runs is None else runs
+        columns["training_run"] = np.full(n, NO_TRAINING_RUN) if runs is None else runs
         tables.append(pa.table(columns, schema=row_schema()))
     return pa.concat_tables(tables)
 

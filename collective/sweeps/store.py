@@ -96,9 +96,11 @@ RESULT_FIELDS = (
     ("centralised", pa.bool_()),
 )
 # Per-row columns after the config fields (added since, so that earlier datasets' columns stay a prefix): the
-# training run whose kept tables played the episode (`evaluation.tables.episode_runs`; null without kept tables:
-# a per-episode learner trains its own table for every episode, and a group without learners has none).
+# training run whose kept tables played the episode (`evaluation.tables.episode_runs`), NO_TRAINING_RUN without kept
+# tables: a per-episode learner trains its own table for every episode, and a group without learners has none (a
+# number, not a missing value, so that a dataset rewritten by pandas keeps the column whole numbers).
 TRAILING_FIELDS = (("training_run", pa.int64()),)
+NO_TRAINING_RUN = -1
 # The names a sweep gives the files it writes into dataset/ (see `plan._units` and `ChunkWriter.write`): chunks,
 # and their temporaries, which carry the store id (sweep.json's "store") and the lock token of the holding that
 # wrote them (a unit retried within a holding rewrites its temporary; a worker outliving its driver never shares it).
