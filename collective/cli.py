@@ -59,7 +59,7 @@ FIELD_OPTIONS = {
     "q_alpha": "--alpha", "q_gamma": "--gamma", "q_epsilon": "--epsilon", "q_initial": "--q-initial",
     "q_training_passes": "--training-passes", "q_reward_scale": "--reward-scale",
     "learning_protocol": "--learning-protocol", "training_episodes": "--training-episodes",
-    "learner_state": "--learner-state", "learner_training": "--learner-training",
+    "learner_state": "--learner-state", "learner_training": "--learner-training", "training_runs": "--training-runs",
 }
 
 # One or two examples per subcommand, shown under its --help (tests/test_cli.py parses each).
@@ -258,6 +258,9 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                     help="a table trained and reset per scored episode (per_episode: paper, lambdastar2016); one "
                          "table per group trained once on held-out episodes, then scored greedily (pretrained: "
                          "sound); or that keeps learning in the test episodes (online)")
+    rl.add_argument("--training-runs", type=whole, default=None, metavar="N",
+                    help="kept tables (pretrained, online): independent table sets trained per evaluation, episode e "
+                         "played by set e mod N (sound 5; paper, lambdastar2016 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -390,7 +393,7 @@ def config_from_args(args: argparse.Namespace, behaviour: str | None):
         q_epsilon=args.epsilon, q_initial=args.q_initial, q_training_passes=args.training_passes,
         q_reward_scale=args.reward_scale, learning_protocol=args.learning_protocol,
         training_episodes=args.training_episodes, learner_state=args.learner_state,
-        learner_training=args.learner_training)
+        learner_training=args.learner_training, training_runs=args.training_runs)
 
 
 # AnytimeConfig field -> its option; an episode's iterations are the anytime test's budget.

@@ -102,6 +102,7 @@ RULES: dict[str, Rule] = {
     "legg_hutter_estimator": Rule(choices=LEGG_HUTTER_ESTIMATORS),
     "communication_accounting": Rule(choices=COMMUNICATION_ACCOUNTINGS),
     "communication_control": Rule(choices=COMMUNICATION_CONTROLS),
+    "training_run": _whole(-1), "training_runs": _whole(1),  # issue 45 item 3 (`base.run_ids`); -1: no kept table
 }
 
 

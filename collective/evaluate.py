@@ -20,7 +20,7 @@ from collective.evaluation.compiled_code import load_compiled
 from collective.evaluation.play import play
 from collective.evaluation.result import BatchTotals, EvaluationResult
 from collective.evaluation.stepping_group import plugin_group
-from collective.evaluation.tables import starting_tables, trained_tables
+from collective.evaluation.tables import evaluation_tables
 from collective.evaluation.threads import usable_cores
 from collective.progress import Progress
 
@@ -40,12 +40,12 @@ def evaluate(config: EvaluationConfig, batch_size: int | None = None, progress: 
     started = time.perf_counter()
     size = batch_size or batch_episodes(config)
     group = plugin_group(config) if config.on_stepping_core else None
-    tables = starting_tables(config) if config.keeps_tables else None  # online: carried from batch to batch
-    totals = BatchTotals(config, trained_tables(config).kernel_seconds if config.keeps_tables else 0.0)
+    tables, training_seconds = evaluation_tables(config)  # by training run; online: carried from batch to batch
+    totals = BatchTotals(config, training_seconds)
     label = f"{config.mix or config.behaviour} x{config.group_size}"
     with Progress(config.episodes, "episodes", "collective", label, enabled=progress) as bar, \
             contextlib.closing(batches_ahead(config, size, batch_size is None and ramps(config))) as batches:
         for episodes, environments, waited in batches:
-            totals.add(play(config, environments, group=group, tables=tables, threads=threads), waited)
+            totals.add(play(config, environments, group=group, tables=tables or None, threads=threads), waited)
             bar.update(len(episodes))
     return totals.result(compile_seconds, started)

@@ -104,6 +104,38 @@ def environment_ids(rows: pd.DataFrame) -> np.ndarray:
     return rows.groupby([c for c in ("seed", cell, "episode") if c in rows], sort=False).ngroup().to_numpy()
 
 
+def run_ids(rows: pd.DataFrame) -> np.ndarray | None:
+    """(rows,) integer id of the training run behind each row's learner tables (`training_run`, issue 45 item 3),
+    or None where no row has one (datasets before it, groups without kept tables). A run's tables are trained on
+    held-out episodes drawn from (seed, seed word, run) alone, shared by the groups of a cell as its test
+    environments are, so its id is (seed, seed word or cell, training_run), as `environment_ids`'s; a row
+    without one (training_run -1 or missing: a per-episode learner trains a table of its own for every episode;
+    a group without learners has none) is a run of its own."""
+    if "training_run" not in rows:
+        return None
+    kept = (rows["training_run"] >= 0).to_numpy()
+    if not kept.any():
+        return None
+    cell = "seed_word" if "seed_word" in rows else "cell"
+    keys = [c for c in ("seed", cell) if c in rows]
+    ids = np.empty(len(rows), np.int64)
+    ids[kept] = rows.loc[kept, [*keys, "training_run"]].groupby([*keys, "training_run"], sort=False,
+                                                                 observed=True).ngroup().to_numpy()
+    ids[~kept] = ids[kept].max() + 1 + np.arange(int((~kept).sum()))
+    return ids
+
+
+def table_ids(rows: pd.DataFrame) -> np.ndarray:
+    """(rows,) integer id of the learner tables behind each row where kept tables are drawn once per cell and
+    training run: (seed, cell, training_run) (issue 45 item 3), (seed, cell) for rows without a run (-1 or
+    missing; datasets before it: one table set per cell)."""
+    if "training_run" not in rows:
+        return cell_ids(rows)
+    keys = [c for c in ("seed", "cell") if c in rows]
+    runs = rows["training_run"].fillna(-1)
+    return rows[keys].assign(_run=runs).groupby([*keys, "_run"], sort=False, observed=True).ngroup().to_numpy()
+
+
 def cell_ids(rows: pd.DataFrame) -> np.ndarray:
     """(rows,) integer id of each row's cell, (seed, cell): its environments are the cell's alone."""
     return rows.groupby([c for c in ("seed", "cell") if c in rows], sort=False).ngroup().to_numpy()

@@ -10,6 +10,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from collective.analysis.base import environment_ids, run_ids
 from collective.analysis.inference import holm, paired_statistics
 
 
@@ -19,12 +20,18 @@ def _group_types(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _paired(rows: pd.DataFrame, first: str, second: str, strata: list[str]) -> pd.DataFrame:
     """Scores of two groups on the same environments: columns cell, episode, first, second, + strata."""
-    a = rows.loc[rows["group"] == first, list(dict.fromkeys(["cell", "episode", "score", *strata]))]
-    b = rows.loc[rows["group"] == second, ["cell", "episode", "score"]]
+    runs = ["_run"] if "_run" in rows else []  # with the learners' training runs and environments (`_compare`)
+    a = rows.loc[rows["group"] == first, list(dict.fromkeys(["cell", "episode", "score", *runs,
+                                                            *(["_environment"] if runs else []), *strata]))]
+    b = rows.loc[rows["group"] == second, ["cell", "episode", "score", *runs]]
     return a.merge(b, on=["cell", "episode"], suffixes=("_first", "_second"))
 
 
 def _compare(rows: pd.DataFrame, pairs: list[tuple[str, str]], strata: list[str], names: tuple[str, str]) -> pd.DataFrame:
+    """The pairs' tables; where the rows carry the learners' training runs, each pair's interval and t are
+    clustered by environment and by the two groups' runs (`inference.paired_statistics`; issue 45 item 3)."""
+    runs = run_ids(rows)
+    rows = rows if runs is None else rows.assign(_run=runs, _environment=environment_ids(rows))
     records = []
     for first, second in pairs:
         paired = _paired(rows, first, second, strata)
@@ -33,7 +40,10 @@ def _compare(rows: pd.DataFrame, pairs: list[tuple[str, str]], strata: list[str]
             record = {names[0]: first, names[1]: second, **dict(zip(strata, key)),
                       f"upsilon_{names[0]}": part["score_first"].mean(),
                       f"upsilon_{names[1]}": part["score_second"].mean()}
-            record.update(paired_statistics(part["score_first"].to_numpy(), part["score_second"].to_numpy()))
+            clusters = () if runs is None else (part["_environment"].to_numpy(), np.unique(
+                part[["_run_first", "_run_second"]].to_numpy(), axis=0, return_inverse=True)[1].ravel())
+            record.update(paired_statistics(part["score_first"].to_numpy(), part["score_second"].to_numpy(),
+                                            *clusters))
             records.append(record)
     columns = [*names, *strata, f"upsilon_{names[0]}", f"upsilon_{names[1]}", "pairs", "difference", "ci95_low",
                "ci95_high", "cohen_dz", "p_t", "p_wilcoxon"]

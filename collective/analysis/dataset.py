@@ -41,7 +41,7 @@ ANALYSIS_COLUMNS = tuple(dict.fromkeys(
         "training_episodes", "learning_protocol", "learner_training", "profile", "version", "wall_seconds",
         "score_by_behaviour", "motion", "good_displacement_per_iteration", "communication_accounting", "messages_per_iteration", "bits_per_iteration",
         "message_entropy_bits", "information_bits_per_iteration", "distinct_messages_per_iteration",
-        "distinct_information_bits_per_iteration")))
+        "distinct_information_bits_per_iteration", "training_run")))
 # Whole-number settings the tables only group, compare and print, never compute with: kept as categories, one
 # byte a row instead of eight (tests/test_dataset_columns.py checks the tables against the rows as on disk).
 CATEGORY_SETTINGS = ("episodes", "seed", "observation_range", "coordination_threshold", "k_min", "k_max",

@@ -13,21 +13,63 @@ from scipy import stats
 CONFIDENCE = 0.95
 
 
-def clustered_mean_ci(values: np.ndarray, clusters: np.ndarray) -> tuple[int, float, float, float]:
+def clustered_mean_ci(values: np.ndarray, clusters: np.ndarray,
+                      runs: np.ndarray | None = None) -> tuple[int, float, float, float]:
     """(clusters, mean, low, high): the mean of `values` with a cluster-robust 95% interval, SE² =
     C/(C-1) Σ_c (Σ_(i in c) (y_i - ȳ))² / n² and Student-t on C - 1 degrees of freedom (Cameron & Miller
     2015, "A practitioner's guide to cluster-robust inference", §II-III); one value per cluster gives
-    `mean_ci`'s interval. NaN bounds with fewer than two clusters."""
+    `mean_ci`'s interval. With `runs` (the learners' training runs, `base.run_ids`), clustered two ways, by
+    cluster and by run (`two_way_variance`). NaN bounds with fewer than two clusters."""
     n = len(values)
     mean = float(np.mean(values)) if n else math.nan
     codes, inverse = np.unique(clusters, return_inverse=True)
     count = len(codes)
     if count < 2:
         return count, mean, math.nan, math.nan
-    sums = np.bincount(inverse, weights=values - mean)
-    se = math.sqrt(count / (count - 1) * float(np.sum(sums ** 2))) / n
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, count - 1) * se
+    if runs is None:
+        sums = np.bincount(inverse, weights=values - mean)
+        df, se = count - 1, math.sqrt(count / (count - 1) * float(np.sum(sums ** 2))) / n
+    else:
+        df, variance = two_way_variance(values - mean, clusters, runs)
+        se = math.sqrt(variance)
+    if df < 1:
+        return count, mean, math.nan, math.nan
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * se
     return count, mean, mean - half, mean + half
+
+
+def cluster_variance(residuals: np.ndarray, clusters: np.ndarray) -> tuple[int, float]:
+    """(C, V): C clusters and the cluster-robust variance of the mean of the rows whose `residuals` (from that
+    mean) are given, V = C/(C-1) Σ_c (Σ_(i in c) e_i)² / n² (Cameron & Miller 2015 §II-III)."""
+    codes, inverse = np.unique(clusters, return_inverse=True)
+    count, n = len(codes), len(residuals)
+    if count < 2:
+        return count, math.nan
+    sums = np.bincount(inverse, weights=residuals)
+    return count, count / (count - 1) * float(np.sum(sums ** 2)) / n ** 2
+
+
+def two_way_variance(residuals: np.ndarray, environments: np.ndarray, runs: np.ndarray | None) -> tuple[int, float]:
+    """(df, V): the variance of a mean clustered by environment and, given `runs`, by training run too (issue
+    45 item 3: a learner's rows share its table's luck as a group's rows share an environment). Two-way
+    (Cameron, Gelbach & Miller 2011, "Robust inference with multiway clustering", §2.3): V = V_environment +
+    V_run - V_(environment x run), each one-way with its own C/(C-1); where that is not positive, the larger
+    one-way variance; Student-t on min(C_environment, C_run) - 1 df (their §2.3, small C). A row whose run is a
+    run of its own (no kept table) adds nothing beyond the environments: without kept tables V and df are
+    `cluster_variance`'s by environment; so are they with one run, which holds nothing to measure a table's luck
+    by (the interval is then conditional on that run's tables, as before runs were counted)."""
+    count, by_environment = cluster_variance(residuals, environments)
+    if runs is None:
+        return count - 1, by_environment
+    run_count, by_run = cluster_variance(residuals, runs)
+    if run_count < 2:
+        return count - 1, by_environment
+    _, by_both = cluster_variance(residuals, np.unique(np.stack([environments, runs]), axis=1,
+                                                       return_inverse=True)[1].ravel())
+    variance = by_environment + by_run - by_both
+    if not variance > 0:
+        variance = max(by_environment, by_run)
+    return min(count, run_count) - 1, variance
 
 
 def mean_ci(values: np.ndarray) -> tuple[int, float, float, float]:
@@ -40,16 +82,25 @@ def mean_ci(values: np.ndarray) -> tuple[int, float, float, float]:
     return n, mean, mean - half, mean + half
 
 
-def paired_statistics(first: np.ndarray, second: np.ndarray) -> dict:
+def paired_statistics(first: np.ndarray, second: np.ndarray, environments: np.ndarray | None = None,
+                      runs: np.ndarray | None = None) -> dict:
     """Mean difference with its paired-t 95% CI, Cohen's d_z, paired t and Wilcoxon signed-rank p. Differences
     that do not vary beyond rounding (a constant shift, computed in floating point) have no t and no d_z: their
-    spread is rounding error, not a standard deviation to divide by."""
+    spread is rounding error, not a standard deviation to divide by. With `runs` (each pair's training runs, as
+    one id, `base.run_ids`) and the pairs' `environments`, the CI and t's p are clustered by both
+    (`two_way_variance`; issue 45 item 3): a learner's pairs share its table's luck. Wilcoxon's p counts pairs."""
     differences = first - second
     n, mean, low, high = mean_ci(differences)
     sd = float(np.std(differences, ddof=1)) if n > 1 else math.nan
     rounding = 16 * np.finfo(float).eps * float(max(np.abs(first).max(), np.abs(second).max())) if n else 0.0
     sd = 0.0 if sd <= rounding else sd
     p_t = float(stats.ttest_rel(first, second).pvalue) if n > 1 and sd > 0 else math.nan
+    if runs is not None and n > 1:
+        df, variance = two_way_variance(differences - mean, environments, runs)
+        se = math.sqrt(variance) if df >= 1 and sd > 0 else math.nan
+        half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se if df >= 1 else math.nan
+        low, high = mean - half, mean + half
+        p_t = float(2 * stats.t.sf(abs(mean) / se, df)) if se > 0 else math.nan
     p_wilcoxon = float(stats.wilcoxon(differences).pvalue) if n > 1 and np.any(differences) else math.nan
     return dict(pairs=n, difference=mean, ci95_low=low, ci95_high=high,
                 cohen_dz=mean / sd if sd > 0 else math.nan, p_t=p_t, p_wilcoxon=p_wilcoxon)
@@ -79,9 +130,11 @@ def stratified_difference(cells: np.ndarray, subject: np.ndarray, baseline: np.n
                 cohen_dz=float(frame["difference"].mean()) / sd if sd > 0 else math.nan, p_t=p)
 
 
-def ceiling_accuracy(scores: np.ndarray, ceilings: np.ndarray, random: np.ndarray) -> tuple[float, float, float]:
+def ceiling_accuracy(scores: np.ndarray, ceilings: np.ndarray, random: np.ndarray, environments: np.ndarray | None = None,
+                     runs: np.ndarray | None = None) -> tuple[float, float, float]:
     """(accuracy, low, high) of `upsilon.ACCURACY_NOTE` from a level's scores and ceilings (paired by episode) and the
-    random group's scores on the same grid; NaN where not defined."""
+    random group's scores on the same grid; NaN where not defined. With `runs` (the learners' training runs,
+    `base.run_ids`) and the rows' `environments`, the level's term is clustered by both (`two_way_variance`)."""
     n = len(scores)
     if n == 0 or len(random) == 0 or not np.isfinite(ceilings).all():
         return math.nan, math.nan, math.nan
@@ -92,10 +145,17 @@ def ceiling_accuracy(scores: np.ndarray, ceilings: np.ndarray, random: np.ndarra
     accuracy = (float(np.mean(scores)) - base) / span
     if n < 2:
         return accuracy, math.nan, math.nan
-    variance = float(np.var(scores - accuracy * ceilings, ddof=1)) / n
+    df = n - 1
+    if runs is None:
+        variance = float(np.var(scores - accuracy * ceilings, ddof=1)) / n
+    else:
+        residuals = scores - accuracy * ceilings
+        df, variance = two_way_variance(residuals - residuals.mean(), environments, runs)
+        if df < 1:
+            return accuracy, math.nan, math.nan
     if len(random) > 1:
         variance += (accuracy - 1) ** 2 * float(np.var(random, ddof=1)) / len(random)
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * math.sqrt(variance) / span
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * math.sqrt(variance) / span
     return accuracy, accuracy - half, accuracy + half
 
 

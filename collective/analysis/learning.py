@@ -22,8 +22,9 @@ import pandas as pd
 
 from scipy import stats
 
-from collective.analysis.base import (Analysis, Table, cell_ids, environment_ids, is_reference, learns, per_distinct,
-                                      random_references, reference_keys, reference_upsilon, training_experience)
+from collective.analysis.base import (Analysis, Table, environment_ids, is_reference, learns, per_distinct,
+                                      random_references, reference_keys, reference_upsilon, table_ids,
+                                      training_experience)
 from collective.analysis.cluster_robust import clustered_slope
 from collective.analysis.inference import CONFIDENCE, ceiling_accuracy, clustered_mean_ci, mean_ci
 
@@ -160,7 +161,8 @@ CURVES_NOTE = (
     "or per test episode (per_episode). The q_training_passes passes replay them passes/novel times "
     "(replays_per_episode): curves of different replays are different curves, and the untrained level "
     "(q_training_passes 0, training_episodes 0) starts every curve of its group. 95% CI of Υ clustered at the "
-    "level the data vary (ci_unit): the table (seed, cell) when a kept-table level has two or more, else the "
+    "level the data vary (ci_unit): the table (seed, cell, training run) when a kept-table level has two or more, "
+    "else the "
     "environment (seed, cell, episode; then conditional on the one table); Student-t on clusters - 1 df "
     "(Cameron & Miller 2015). Accuracy CI: the accuracy table's delta method over episodes.")
 EFFICIENCY_NOTE = (
@@ -179,7 +181,8 @@ SHARING_NOTE = (
     "agent-episodes (the group's total experience in one table against one agent's own); a shared table pooling "
     "perfectly scores the difference 0 there. Paired by environment (seed, cell, episode) when the two levels "
     "share environments (one sweep), the mean of the per-environment differences with a Student-t CI clustered by "
-    "table (seed, cell) when kept tables give two or more (ci_unit), else over environments; otherwise the "
+    "table (seed, cell, training run) when kept tables give two or more (ci_unit), else over environments; "
+    "otherwise the "
     "difference of two independent means with a Welch CI, over the tables' means when each side has two or more "
     "tables, else over episodes (then conditional on the tables trained).")
 
@@ -199,7 +202,7 @@ def _curve_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _level_point(ids: pd.DataFrame, level: pd.DataFrame, random: np.ndarray, kept: bool) -> dict:
     """Υ with its clustered CI and accuracy with its CI at one level of a curve (CURVES_NOTE); `ids`: every
-    row's cell ("table") and environment ids."""
+    row's table (`base.table_ids`) and environment ids."""
     tables = ids["table"].loc[level.index].to_numpy() if kept else np.zeros(len(level), int)
     by_table = kept and len(np.unique(tables)) > 1
     clusters = tables if by_table else ids["environment"].loc[level.index].to_numpy()
@@ -220,7 +223,7 @@ def learning_curves(rows: pd.DataFrame) -> pd.DataFrame:
     learners = learners[[column for column in dict.fromkeys(read) if column in learners]]  # the columns read
     references = random_references(rows)
     if not learners.empty:
-        ids = pd.DataFrame({"table": cell_ids(rows), "environment": environment_ids(rows)}, index=rows.index)
+        ids = pd.DataFrame({"table": table_ids(rows), "environment": environment_ids(rows)}, index=rows.index)
     records = []
     for key, group in learners.groupby(keys, sort=True):
         untrained = group[group["novel"] == 0]
@@ -293,7 +296,7 @@ def _difference(environments: pd.Series, tables: pd.Series, shared: pd.DataFrame
                 kept: bool) -> dict:
     """Υ(shared) - Υ(independent) (SHARING_NOTE): paired by environment when they share any, clustered by table
     when kept tables give two or more; else independent means, of the tables' means when each side has two.
-    `environments` and `tables`: every row's environment and cell ids (`environment_ids`, `cell_ids`)."""
+    `environments` and `tables`: every row's environment and table ids (`environment_ids`, `table_ids`)."""
     first = shared.groupby(environments.loc[shared.index])["score"].mean()
     second = independent.groupby(environments.loc[independent.index])["score"].mean()
     common = first.index.intersection(second.index)
@@ -325,7 +328,7 @@ def sharing_table(rows: pd.DataFrame) -> pd.DataFrame:
     shared_rows = learners[learners["protocol"] == "shared_q"]
     if not shared_rows.empty:
         environments = pd.Series(environment_ids(rows), index=rows.index)
-        tables = pd.Series(cell_ids(rows), index=rows.index)
+        tables = pd.Series(table_ids(rows), index=rows.index)
     independent_rows = learners[learners["protocol"] == "none"]
     for key, shared in shared_rows.groupby(keys, sort=True):
         behaviour, size = key[0], key[1]

@@ -10,19 +10,23 @@ import numpy as np
 import pandas as pd
 
 from collective.analysis.base import (ENVIRONMENT_CLASS_COLUMNS, DatasetError, environment_ids, levels,
-                                      random_references, reference_keys)
+                                      random_references, reference_keys, run_ids)
 from collective.analysis.inference import ceiling_accuracy, clustered_mean_ci
 
 
 def upsilon_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Υ (mean R̄ over episodes, paper 003 Definition 3) with a 95% CI for every level of `by`; the CI is
-    clustered by environment, so groups pooled in one level count a shared environment once."""
-    rows = rows.assign(_environment=environment_ids(rows))
+    clustered by environment, so groups pooled in one level count a shared environment once, and where the rows
+    carry the learners' training runs by run too (`base.run_ids`, `inference.two_way_variance`): a learner's
+    episodes share its table's luck, so its Υ is replicated by runs, not episodes (issue 45 item 3)."""
+    runs = run_ids(rows)
+    rows = rows.assign(_environment=environment_ids(rows), _run=-1 if runs is None else runs)
     labelled = "centralised" in rows.columns  # datasets before issue 24 lack it
     records = []
-    for key, part in levels(rows, by, columns=["score", "_environment", "centralised"], observed=True, sort=True,
-                            dropna=False):
-        environments, mean, low, high = clustered_mean_ci(part["score"].to_numpy(), part["_environment"].to_numpy())
+    for key, part in levels(rows, by, columns=["score", "_environment", "_run", "centralised"], observed=True,
+                            sort=True, dropna=False):
+        environments, mean, low, high = clustered_mean_ci(part["score"].to_numpy(), part["_environment"].to_numpy(),
+                                                          None if runs is None else part["_run"].to_numpy())
         records.append(dict(zip(by, key), episodes=len(part), environments=environments, upsilon=mean,
                             ci95_low=low, ci95_high=high))
         if labelled:  # a behaviour that declared its agents act on each other's observations (issue 24 point 4)
@@ -118,8 +122,10 @@ ACCURACY_NOTE = (
     "grid (and environment class), over all its group sizes (its expectation does not depend on G). Always per "
     "grid: Υ is defined for one H (paper 003 Definition 3). 95% CI: delta method for a ratio of means (Cochran "
     "1977, Sampling Techniques §6.3), Var = [Var(mean(R̄ - A·best)) + (A - 1)² Var(Υ_random)] / (Υ_best - "
-    "Υ_random)², the random group's mean an independent sample; Student-t on episodes - 1 df. Blank without a "
-    "random group on the grid, or a ceiling not above Υ_random.")
+    "Υ_random)², the random group's mean an independent sample; Student-t on episodes - 1 df. Where the rows carry "
+    "the learners' training runs, Var(mean(R̄ - A·best)) is clustered by environment and run (Cameron, Gelbach & "
+    "Miller 2011), on min(environments, runs) - 1 df (issue 45 item 3). Blank without a random group on the "
+    "grid, or a ceiling not above Υ_random.")
 
 
 def accuracy_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -129,12 +135,17 @@ def accuracy_table(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     keys = [*by, *[c for c in reference if c not in by]]
     references = random_references(rows)
     ceilings = rows["upsilon_best"] if "upsilon_best" in rows else pd.Series(math.nan, index=rows.index)
+    runs = run_ids(rows)  # the learners' training runs: the level's term clustered by environment and run
+    rows = rows.assign(_best=ceilings, _run=-1 if runs is None else runs,
+                       _environment=-1 if runs is None else environment_ids(rows))
     records = []
-    for key, part in levels(rows.assign(_best=ceilings), keys, columns=["score", "_best"], observed=True, sort=True,
+    for key, part in levels(rows, keys, columns=["score", "_best", "_environment", "_run"], observed=True, sort=True,
                             dropna=False):
         level = dict(zip(keys, key))
         random = references.get(tuple(level[c] for c in reference), np.empty(0))
-        accuracy, low, high = ceiling_accuracy(part["score"].to_numpy(float), part["_best"].to_numpy(float), random)
+        accuracy, low, high = ceiling_accuracy(part["score"].to_numpy(float), part["_best"].to_numpy(float), random,
+                                               *((part["_environment"].to_numpy(), part["_run"].to_numpy())
+                                                 if runs is not None else ()))
         records.append(dict(level, episodes=len(part), upsilon=float(part["score"].mean()),
                             upsilon_random=float(random.mean()) if len(random) else math.nan,
                             upsilon_best=float(part["_best"].mean()), accuracy=accuracy, ci95_low=low, ci95_high=high))

@@ -27,7 +27,8 @@ DATASET_ORDER = ("behaviour", "group_size", "mix", "rows", "cols", "iterations",
                  "landscape_noise", "landscape_normalisation", "landscape_entropy", "landscape_motion", "q_alpha",
                  "q_gamma", "q_epsilon", "q_initial", "q_training_passes", "q_reward_scale", "learning_protocol",
                  "training_episodes", "learner_state", "learner_training", "legg_hutter_estimator",
-                 "communication_accounting", "communication_control", "paired_group_sizes", *CPP_SWITCHES)
+                 "communication_accounting", "communication_control", "paired_group_sizes", *CPP_SWITCHES,
+                 "training_runs")
 
 
 def _in_dataset_order(cls):

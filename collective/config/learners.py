@@ -24,6 +24,10 @@ LEARNER_STATES = ("cell_time", "window_signs")
 # the test episodes, in episode order, scored as it goes (paper 000's anytime intent: it carries what it learned
 # from one environment to the next), from the start of each evaluation (or sweep block) on
 LEARNER_TRAININGS = ("per_episode", "pretrained", "online")
+# Independent table sets a kept table trains per evaluation or sweep cell (issue 45 item 3): a learner's score
+# varies with its table's luck as much as with its episodes, so Υ's interval must count tables, not episodes
+# alone (Agarwal et al. 2021, "Deep RL at the edge of the statistical precipice", §3: runs are the unit of
+# replication). Episode e plays the tables of run e mod training_runs (`evaluation.tables.episode_runs`).
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class LearnersSection:
     training_episodes: int = 1  # held_out: fresh episodes the training passes cycle through
     learner_state: str = "cell_time"  # see LEARNER_STATES
     learner_training: str = "per_episode"  # see LEARNER_TRAININGS
+    training_runs: int = 1  # kept tables: independent training runs per cell, episode e on run e mod this
 
     @functools.cached_property
     def learner_count(self) -> int:
@@ -70,7 +75,12 @@ class LearnersSection:
     def training_steps(self, episodes: int) -> int:
         """Learner agent-steps of training behind `episodes` scored episodes: per episode, or once per table."""
         once = self.iterations * self.learner_count * self.q_training_passes
-        return once * episodes if self.learner_training == "per_episode" else once * (self.learner_count > 0)
+        return once * episodes if self.learner_training == "per_episode" else once * self.runs_played(episodes)
+
+    def runs_played(self, episodes: int) -> int:
+        """Kept table sets that `episodes` consecutive episodes play (episode e on run e mod training_runs);
+        0 without kept tables."""
+        return min(self.training_runs, episodes) if self.keeps_tables else 0
 
     @property
     def learner(self) -> LearnerParameters:
@@ -99,6 +109,7 @@ def validate_learners(c: LearnersSection) -> None:
                                                f"passes play every training episode (got {episodes})")
     require_choice(c, "learner_state", LEARNER_STATES)
     require_choice(c, "learner_training", LEARNER_TRAININGS)
+    require_int(c, "training_runs", 1, " (independent kept-table sets per cell)")
     if c.learner_training != "per_episode" and c.learning_protocol != "held_out":
         raise ConfigError("learner_training", f"{c.learner_training} trains one table on held-out episodes of the "
                                               "cell: use learning_protocol held_out (replay trains on each scored "

@@ -37,7 +37,7 @@ def memory_needs(c, batch: int | None = None, batches: int = 1) -> dict[str, int
     """Estimated bytes of the largest arrays of a run, by the field that drives them, from their
     shapes: ⊕/⊖ paths (episodes, T+1) int32 per batch and in the K-range probe, start cells, the
     landscapes (episodes, cells) float64, the protocol's grid field, the learners' Q-tables
-    (cells·T states × 9 float64 + a flag), the per-agent arrays and the stepping core's windows (and
+    (cells·T states × 9 float64 + a flag; kept tables once per training run), the per-agent arrays and the stepping core's windows (and
     under the sham control each member's copy of the protocol's grid field).
     `batch` is the episodes played in one call: by default an evaluation's batch (`evaluation.batches.batch_episodes`; a
     sweep's work unit may play more); `batches` the batches whose environments are in memory at once
@@ -50,8 +50,9 @@ def memory_needs(c, batch: int | None = None, batches: int = 1) -> dict[str, int
     probes = REACHABLE_PROBES if c.k_min is not None or c.k_max is not None else 0
     window = (2 * c.observation_range + 1) ** 2 * 8 * 2 if c.on_stepping_core else 0
     tables = learner_table_bytes(c)
-    if c.keeps_tables:  # a pretrained table's training passes, one chunk of episodes at a time
-        tables += training_chunk(c) * (2 * (c.iterations + 1) + c.group_size) * 8
+    if c.keeps_tables:  # each training run's tables (an evaluation holds them all, `evaluation_tables`), and a
+        # pretrained table's training passes, one chunk of episodes at a time
+        tables = tables * c.runs_played(c.episodes) + training_chunk(c) * (2 * (c.iterations + 1) + c.group_size) * 8
     logs = batch * c.iterations * (2 * agents + 1) * 8 if c.on_stepping_core and c.protocol != "none" else 0
     prepared = batches * batch  # episodes whose environments are in memory
     # held-out training episodes: their paths and fields, and the kernel's (n, T+1) coordinates of them

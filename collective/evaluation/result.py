@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats
 
 from collective.analysis.scores import ExactSum, ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.config import EvaluationConfig
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.evaluation.runs import EpisodeRun
+from collective.evaluation.tables import episode_runs
 from collective.version import VERSION
 
 
@@ -103,6 +105,7 @@ class BatchTotals:
         self.entropy_episodes = 0  # the episodes with messages
         self.generation_wait = 0.0
         self.threads = 1
+        self.runs: dict[int, tuple[ExactSum, list[int]]] = {}  # kept tables: each training run's R̄ sum, episodes
 
     def add(self, run: EpisodeRun, waited: float) -> None:
         """A played batch, and the seconds its evaluation waited for its environments."""
@@ -115,6 +118,11 @@ class BatchTotals:
             pattern_log2_probabilities(config, environments)
             if config.legg_hutter_estimator == "importance_bits" else None)
         self.scores.add(run.mean_rewards, k_raw, environments.k_normalised, weights)
+        runs = episode_runs(config, environments.episode_index) if environments.episode_index is not None else None
+        for number in () if runs is None else np.unique(runs):
+            total, count = self.runs.setdefault(int(number), (ExactSum(), [0]))
+            total.add(run.mean_rewards[runs == number])
+            count[0] += int(np.sum(runs == number))
         self.best.add(environments.upsilon_best)
         if environments.k_evil is not None:
             self.k_evil.add(environments.k_evil)
@@ -132,12 +140,26 @@ class BatchTotals:
             self.optima.add(environments.local_optima)
             self.correlation.add(environments.correlation_length)
 
+    def estimate(self) -> UpsilonEstimate:
+        """The scores' estimate; with kept tables of two or more training runs, Υ's interval across runs (issue 45
+        item 3): every episode is an environment of its own, so the two-way interval of the tables
+        (`analysis.inference.two_way_variance`) is the one clustered by run, SE² = R/(R-1) Σ_r (S_r - n_r Υ)² /
+        n², Student-t on R - 1 df (Cameron & Miller 2015 §II-III), from each run's exact sum."""
+        estimate = self.scores.estimate()
+        count = len(self.runs)
+        if count < 2:
+            return estimate
+        mean, n = estimate.upsilon, estimate.episodes
+        deviations = np.array([total.value - episodes[0] * mean for total, episodes in self.runs.values()])
+        half = stats.t.ppf(0.975, count - 1) * math.sqrt(count / (count - 1) * float(np.sum(deviations ** 2))) / n
+        return replace(estimate, ci95_low=mean - half, ci95_high=mean + half)
+
     def result(self, compile_seconds: float, started: float) -> EvaluationResult:
         """The evaluation's result, its wall seconds counted from `started` (`time.perf_counter`) to now, the
         estimate included."""
         config, episodes, spoken = self.config, self.config.episodes, self.entropy_episodes
         return EvaluationResult(
-            config=config, estimate=self.scores.estimate(), entropy_bits=config.environment().entropy_bits,
+            config=config, estimate=self.estimate(), entropy_bits=config.environment().entropy_bits,
             wall_seconds=time.perf_counter() - started, kernel_seconds=self.kernel_seconds,
             compile_seconds=compile_seconds, agent_steps=episodes * config.iterations * config.group_size,
             training_steps=config.training_steps(episodes),

@@ -46,3 +46,18 @@ def joined_runs(runs: list[EpisodeRun], environments: EnvironmentBatch, threads:
                       sum(run.messages for run in runs), sum(run.bits for run in runs), joined("agent_scores"),
                       transfers=sum(run.transfers for run in runs), message_entropy=joined("message_entropy"),
                       distinct_messages=joined("distinct_messages"), threads=threads)
+
+
+def interleaved_runs(runs: list[EpisodeRun], rows: list[np.ndarray], environments: EnvironmentBatch) -> EpisodeRun:
+    """Runs of parts of `environments` (part i its episodes `rows[i]`, in order) as one run of the whole batch:
+    per-episode arrays put back in the batch's order, counts and kernel seconds summed."""
+    order = np.argsort(np.concatenate(rows), kind="stable")
+
+    def joined(name: str):
+        parts = [getattr(run, name) for run in runs]
+        return None if parts[0] is None else np.concatenate(parts)[order]
+
+    return EpisodeRun(joined("mean_rewards"), environments, sum(run.kernel_seconds for run in runs),
+                      sum(run.messages for run in runs), sum(run.bits for run in runs), joined("agent_scores"),
+                      joined("positions"), joined("rewards"), sum(run.transfers for run in runs),
+                      joined("message_entropy"), joined("distinct_messages"), max(run.threads for run in runs))

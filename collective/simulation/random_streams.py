@@ -55,12 +55,14 @@ def training_seed_table(seed: int, episode: int, draws: np.ndarray, prefix: tupl
 TABLE_BRANCH = 0x7EA2  # entropy word of the episodes a kept learner table trains on (`learner_training`)
 
 
-def table_training_seed_table(seed: int, passes: np.ndarray, prefix: tuple[int, ...] = ()) -> np.ndarray:
-    """Seeds of the given training passes of a kept learner table (`learner_training` pretrained or online),
-    shape (passes, 3) as `episode_seed_table`'s: row p is SeedSequence([seed, TABLE_BRANCH], spawn_key=(*prefix,
-    p)), so one set per evaluation or sweep cell, the same for any batch split or worker. A root of its own,
+def table_training_seed_table(seed: int, passes: np.ndarray, prefix: tuple[int, ...] = (), run: int = 0) -> np.ndarray:
+    """Seeds of the given training passes of training run `run` of a kept learner table (`learner_training`
+    pretrained or online; `training_runs`), shape (passes, 3) as `episode_seed_table`'s: row p is
+    SeedSequence([seed, TABLE_BRANCH], spawn_key=(*prefix, p)) for run 0, the one run there was before runs were
+    counted (so training_runs = 1 keeps its numbers), and spawn_key=(*prefix, p, run) for run >= 1: one branch
+    per run, one set per evaluation or sweep cell, the same for any batch split or worker. A root of its own,
     like `training_seed_table`'s: never a test episode's seeds."""
-    return keyed_seed_states([seed, TABLE_BRANCH], prefix, passes, 3)
+    return keyed_seed_states([seed, TABLE_BRANCH], prefix, passes, 3, (run,) if run else ())
 
 
 @functools.cache

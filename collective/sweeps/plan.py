@@ -32,13 +32,13 @@ from collective.evaluation.environments import generate_environments, with_ceili
 from collective.evaluation.play import play
 from collective.evaluation.runs import joined_runs
 from collective.evaluation.stepping_group import plugin_group
-from collective.evaluation.tables import trained_tables
+from collective.evaluation.tables import episode_runs, trained_tables
 from collective.environments.pattern_probability import pattern_log2_probabilities
 from collective.environments.motion import pattern_motion, row_motion
 from collective.simulation.plugins import PluginError
 from collective.simulation.random_streams import keyed_seed_states
 from collective.environments.lambda_star import EnvironmentBatch
-from collective.sweeps.store import config_column_value, row_schema
+from collective.sweeps.store import NO_TRAINING_RUN, config_column_value, row_schema
 from collective.sweeps.spec import SweepSpec
 from collective.version import VERSION
 
@@ -124,10 +124,17 @@ def episode_cost(config: EvaluationConfig) -> int:
 
 
 def training_cost(config: EvaluationConfig) -> int:
-    """Agent-steps of a kept table's training (`learner_training` pretrained or online): q_training_passes
+    """Agent-steps of one training run of a kept table (`learner_training` pretrained or online): q_training_passes
     passes of the whole group (`evaluation.tables.trained_tables`), done again by every unit that plays the
-    group (a process keeps the latest tables only), so counted per unit; 0 for other groups."""
+    group for each run its episodes play (a process keeps the latest tables only), so counted per unit and run
+    (`unit_trainings`); 0 for other groups."""
     return config.iterations * config.group_size * config.q_training_passes if config.keeps_tables else 0
+
+
+def unit_trainings(config: EvaluationConfig, unit: WorkUnit) -> int:
+    """Kept-table trainings a unit does for a group: one per training run its episodes play (episode e plays run
+    e mod training_runs, `evaluation.tables.episode_runs`); 0 without kept tables."""
+    return config.runs_played(unit.stop - unit.first)
 
 
 def plan(spec: SweepSpec) -> tuple[EnvironmentBlock, ...]:
@@ -190,8 +197,8 @@ class PlanSize:
     agent_steps: int
     environments: int  # episodes generated: each cell's, shared by its groups
     environment_cell_steps: int  # Σ over them of cells x T: what generating one and its ceiling scale with
-    trainings: dict[tuple[int, int], int] = field(default_factory=dict)  # (cell, group) -> units training its
-    # kept table (`training_cost`, counted in agent_steps)
+    trainings: dict[tuple[int, int], int] = field(default_factory=dict)  # (cell, group) -> trainings of its kept
+    # tables, one per unit and training run (`unit_trainings`, `training_cost`, counted in agent_steps)
     cost: int = 0  # agent_steps weighted by what each costs (`episode_cost`): what the work takes, in a searcher's steps
 
 
@@ -199,7 +206,8 @@ def plan_size(spec: SweepSpec) -> PlanSize:
     """The plan's size in time independent of the number of episodes and of the training passes (a dry
     run of 10**12 of either stays instant): counted from `plan` up to SUMMARY_BLOCKS blocks, else by
     arithmetic per cell from one full and one partial block, without `_taper`'s finer tail. Its
-    agent-steps (and their weighted cost) count every unit's training of a kept table (`training_cost`)."""
+    agent-steps (and their weighted cost) count every unit's training of each run of a kept table
+    (`unit_trainings`, `training_cost`)."""
     sizes = [block_episodes(spec, c) for c in range(len(spec.cells))]
     blocks = sum(math.ceil(spec.episodes / size) for size in sizes)
     rows = spec.episodes * sum(len(cell.playing) for cell in spec.cells)
@@ -213,7 +221,8 @@ def plan_size(spec: SweepSpec) -> PlanSize:
     def count(units: tuple[WorkUnit, ...], times: int = 1) -> int:
         for unit in units:
             configs = spec.cells[unit.cell].configs
-            trainings.update({(unit.cell, g): times for g in unit.groups if configs[g].keeps_tables})
+            trainings.update({(unit.cell, g): times * unit_trainings(configs[g], unit) for g in unit.groups
+                              if configs[g].keeps_tables})
         return len(units) * times
 
     if blocks <= SUMMARY_BLOCKS:
@@ -475,6 +484,8 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
             "version": [VERSION] * n, "centralised": [config.centralised] * n, **motion_columns,
         }
         columns.update({name: [config_column_value(value)] * n for name, value in config.as_record().items()})
+        runs = episode_runs(config, episodes)
+        columns["training_run"] = np.full(n, NO_TRAINING_RUN) if runs is None else runs
         tables.append(pa.table(columns, schema=row_schema()))
     return pa.concat_tables(tables)
 

@@ -509,9 +509,13 @@ def _cell(profile: object, base: dict, choice: dict[str, tuple[int | None, objec
     # environments' seeds
     unkeyed_when_off = CPP_SWITCHES + ("paired_group_sizes", "lazy_segment_shuffle", "pattern_pool")
     paired = ("group_size",) if record["paired_group_sizes"] else ()
-    environment = {name: value for name, value in record.items()
-                   if (name not in unkeyed_when_off or name == "paired_group_sizes" and value) and name not in paired}
-    identity = {name: value for name, value in record.items() if name not in unkeyed_when_off or value}
+    environment = {name: value for name, value in record.items() if name != "training_runs" and
+                   (name not in unkeyed_when_off or name == "paired_group_sizes" and value) and name not in paired}
+    # training_runs (issue 45 item 3) changes the rows only of groups that keep tables, and 1 plays as before it
+    # was counted: cells where it changes nothing keep their keys, and it never enters the environments' seeds
+    runs_count = record["training_runs"] != 1 and any(config.keeps_tables for config in played)
+    identity = {name: value for name, value in record.items()
+                if (name not in unkeyed_when_off or value) and (name != "training_runs" or runs_count)}
     return Cell(key=stable_key(identity), seed_key=stable_key(environment), factors=factor_values,
                 configs=tuple(configs))
 

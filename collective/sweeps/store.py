@@ -95,6 +95,12 @@ RESULT_FIELDS = (
     # observations; collective.testing checks every other behaviour acts on its own slice only)
     ("centralised", pa.bool_()),
 )
+# Per-row columns after the config fields (added since, so that earlier datasets' columns stay a prefix): the
+# training run whose kept tables played the episode (`evaluation.tables.episode_runs`), NO_TRAINING_RUN without kept
+# tables: a per-episode learner trains its own table for every episode, and a group without learners has none (a
+# number, not a missing value, so that a dataset rewritten by pandas keeps the column whole numbers).
+TRAILING_FIELDS = (("training_run", pa.int64()),)
+NO_TRAINING_RUN = -1
 # The names a sweep gives the files it writes into dataset/ (see `plan._units` and `ChunkWriter.write`): chunks,
 # and their temporaries, which carry the store id (sweep.json's "store") and the lock token of the holding that
 # wrote them (a unit retried within a holding rewrites its temporary; a worker outliving its driver never shares it).
@@ -123,7 +129,8 @@ def row_schema() -> pa.Schema:
         kinds = [kind for kind in typing.get_args(hints[field.name]) if kind is not type(None)] \
             if isinstance(hints[field.name], types.UnionType) else [hints[field.name]]
         config_fields.append(pa.field(field.name, _ARROW_TYPES.get(kinds[0], pa.string())))
-    return pa.schema([pa.field(name, kind) for name, kind in RESULT_FIELDS] + config_fields)
+    return pa.schema([pa.field(name, kind) for name, kind in RESULT_FIELDS] + config_fields
+                     + [pa.field(name, kind) for name, kind in TRAILING_FIELDS])
 
 
 def config_column_value(value: object) -> object:
