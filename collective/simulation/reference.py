@@ -261,7 +261,7 @@ def _heard(world: ReferenceWorld, cell: int, target: int | None) -> int:
     if target is None:
         return NOTHING_HEARD
     (r, c), (tr, tc) = world.coordinates(cell), world.coordinates(target)
-    return ACTION_MOVES.index((_axis_step(r, tr, world.rows), _axis_step(c, tc, world.cols)))
+    return ACTION_MOVES.index((_axis_step(r, tr, world.rows, world.direct_ties), _axis_step(c, tc, world.cols, world.direct_ties)))
 
 
 def _state(world: ReferenceWorld, learner: LearnerSettings, cell: int, t: int, pays, heard: int | None = None):
