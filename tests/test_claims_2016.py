@@ -14,6 +14,7 @@ from sweep_support import collective, write_spec
 
 SIDES = (5, 7, 10)
 SIZES = (1, 2, 3, 4, 5)
+SIX_SIDES = (4, 5, 6, 7, 8, 10)  # the grid claim's errors are clustered by grid: a type's slope needs several
 STRUCTURE_LABELS = {"wisdom": "WOC local search", "stigmergy": "FR local search", "auction": "Bidding LS",
                     "hierarchy": "LS binary tree", "dictatorship": "Dictator LS"}
 
@@ -54,7 +55,7 @@ def headline(table, claim):
 
 
 def test_true_claims_are_supported():
-    table = claims_2016(rows_of(world(0.03, -0.02, ranked(CLAIMED_RANKING))))
+    table = claims_2016(rows_of(world(0.03, -0.02, ranked(CLAIMED_RANKING)), sides=SIX_SIDES))
     for claim in (WISDOM, GRID, RANKING):
         assert headline(table, claim)["verdict"] == "supported", claim
     wisdom = headline(table, WISDOM)
@@ -67,7 +68,7 @@ def test_true_claims_are_supported():
 
 
 def test_false_claims_are_contradicted():
-    table = claims_2016(rows_of(world(-0.03, 0.02, ranked(CLAIMED_RANKING[::-1]))))
+    table = claims_2016(rows_of(world(-0.03, 0.02, ranked(CLAIMED_RANKING[::-1])), sides=SIX_SIDES))
     for claim in (WISDOM, GRID, RANKING):
         assert headline(table, claim)["verdict"] == "contradicted", claim
     assert headline(table, WISDOM)["estimate"] == pytest.approx(-0.03, abs=0.01)
@@ -86,6 +87,20 @@ def test_null_effects_are_undecided():
     """No trend and no ranking, only noise: nothing is decided either way."""
     table = claims_2016(rows_of(world(0.0, 0.0, {}), seed=3))
     assert set(table["verdict"]) == {"undecided"}
+
+
+def test_grids_that_depart_from_a_line_do_not_decide_the_grid_claim():
+    """Review of issue 45 item 5: H varies by grid, so each grid's departure from a straight line in H (here an
+    offset drawn per grid, and no trend) is shared by all its cells; clustered by cell, the claim came out decided
+    in about 70% of such worlds. Clustered by grid, it is decided at about the nominal rate."""
+    decided = 0
+    for seed in range(20):
+        offsets = dict(zip((4, 5, 6, 7, 8, 10), np.random.default_rng(100 + seed).normal(0, 0.05, 6)))
+        base = world(0.0, 0.0, {})
+        rows = rows_of(lambda label, side, size, bits: base(label, side, size, bits) + offsets[side] * (label != "Random"),
+                       sides=tuple(offsets), sizes=tuple(range(1, 11)), episodes=4, seed=seed)
+        decided += headline(claims_2016(rows), GRID)["verdict"] != "undecided"
+    assert decided <= 3  # 5% of 20 is 1; main: 14 of 20
 
 
 def test_a_reversed_pair_contradicts_the_ranking():

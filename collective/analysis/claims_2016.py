@@ -73,9 +73,10 @@ def cell_means(rows: pd.DataFrame) -> pd.DataFrame:
         grid=("grid", "first")).reset_index()
 
 
-def _slope(means: pd.DataFrame, x: str, effects: list[str]) -> tuple[float, float, float, float]:
-    """(slope, low, high, p) of Υ on `x` with fixed effects for the levels of `effects`, CR2 by cell,
-    Satterthwaite df; NaN where the design does not identify it."""
+def _slope(means: pd.DataFrame, x: str, effects: list[str], cluster: str = "cell") -> tuple[float, float, float, float]:
+    """(slope, low, high, p) of Υ on `x` with fixed effects for the levels of `effects`, CR2 clustered by the
+    level `x` varies at (`cluster`: a cell for G, a grid for H, whose cells share the grid's departure from a line;
+    Bell & McCaffrey 2002), Satterthwaite df; NaN where the design does not identify it."""
     if len(means) < 3 or np.ptp(means[x].to_numpy(float)) == 0:
         return math.nan, math.nan, math.nan, math.nan
     levels = means[effects].astype(str).agg("|".join, axis=1) if effects else pd.Series("", index=means.index)
@@ -83,8 +84,8 @@ def _slope(means: pd.DataFrame, x: str, effects: list[str]) -> tuple[float, floa
     design = np.column_stack([dummies, means[x].to_numpy(float)])
     if np.linalg.matrix_rank(design) < design.shape[1] or len(means) <= design.shape[1]:
         return math.nan, math.nan, math.nan, math.nan
-    cells = (means["seed"].astype(str) + "|" + means["cell"].astype(str)).to_numpy()
-    fit = clustered_ols(means["upsilon"].to_numpy(float), design, cells, [*range(dummies.shape[1]), x], degrees=True)
+    clusters = (means["seed"].astype(str) + "|" + means[cluster].astype(str)).to_numpy()
+    fit = clustered_ols(means["upsilon"].to_numpy(float), design, clusters, [*range(dummies.shape[1]), x], degrees=True)
     estimate, error, df = float(fit.params[-1]), float(fit.std_errors[-1]), float(fit.df[-1])
     if not (error > 0 and df > 0):
         return estimate, math.nan, math.nan, math.nan
@@ -101,12 +102,13 @@ def verdict(estimate: float, p: float, sign: int) -> str:
 
 
 def _trend_rows(claim: str, means: pd.DataFrame, x: str, scope_column: str, effects: list[str],
-                tests: tuple[str, str], sign: int) -> list[dict]:
+                tests: tuple[str, str], sign: int, cluster: str = "cell") -> list[dict]:
     """The claim's headline (every scope, `scope_column` among the fixed effects) and one row per scope; `tests`
-    describes each."""
-    headline = dict(zip(("estimate", "ci95_low", "ci95_high", "p"), _slope(means, x, [scope_column, *effects])))
+    describes each; errors clustered by `cluster` (`_slope`)."""
+    headline = dict(zip(("estimate", "ci95_low", "ci95_high", "p"),
+                        _slope(means, x, [scope_column, *effects], cluster)))
     scopes = pd.DataFrame([dict(scope=str(scope), **dict(zip(("estimate", "ci95_low", "ci95_high", "p_t"),
-                                                             _slope(part, x, effects))))
+                                                             _slope(part, x, effects, cluster))))
                            for scope, part in means.groupby(scope_column, sort=True)])
     scopes = holm(scopes).rename(columns={"p_t": "p"}) if not scopes.empty else scopes
     records = [dict(claim=claim, scope="all", test=tests[0], **headline, p_holm=math.nan,
@@ -161,7 +163,8 @@ def claims_2016(rows: pd.DataFrame) -> pd.DataFrame:
     records = _trend_rows(WISDOM, means[means["type"] == "WOC local search"], "group_size", "grid", [],
                           ("slope of Υ on G within grids", "slope of Υ on G in this grid"), 1)
     records += _trend_rows(GRID, means[means["type"] != "Random"], "bits", "type", ["group_size"],
-                           ("slope of Υ on H (bits) within type and G", "slope of Υ on H within G, this type"), -1)
+                           ("slope of Υ on H (bits) within type and G", "slope of Υ on H within G, this type"), -1,
+                           cluster="grid")
     records += _ranking_rows(chosen)
     frame = pd.DataFrame(records)
     frame["source"] = np.where(frame["scope"].isin(["all", " > ".join(CLAIMED_RANKING)]),
