@@ -3,6 +3,7 @@ killed worker process, a killed driver resumed, a Ctrl-C that keeps the finished
 started with `ray start` and joined by address, and multi-node clusters on loopback (a raylet per
 node): workers writing their own chunks, workers that cannot see --out, a worker node killed."""
 import contextlib
+import io
 import os
 import re
 import signal
@@ -283,3 +284,21 @@ def test_a_spec_too_big_to_pass_inline_prints_only_our_lines(tmp_path):
     assert [line for line in done.stderr.splitlines() if not line.startswith("collective")] == []
     assert "GroupHost" in (tmp_path / "out" / "ray.log").read_text()
     assert pq.read_table(tmp_path / "out" / "dataset").num_rows == 6 * 20 * 4
+
+
+def test_ray_messages_leave_a_callers_own_stderr_alone(tmp_path, capfd):
+    """Review of the descriptor-2 redirection: a caller whose sys.stderr is not descriptor 2 (Jupyter, a
+    redirect_stderr) keeps the sweep's lines there while Ray's C-level writes go to the log; a caller on
+    descriptor 2 keeps its lines on descriptor 2's old file."""
+    from collective.sweeps.runtime import ray_messages_to
+
+    caught = io.StringIO()
+    with contextlib.redirect_stderr(caught), ray_messages_to(tmp_path / "ray.log"):
+        print("ours", file=sys.stderr)
+        os.write(2, b"from C\n")
+    assert caught.getvalue() == "ours\n"
+    with ray_messages_to(tmp_path / "ray.log"):
+        print("ours again", file=sys.stderr)
+        os.write(2, b"from C again\n")
+    assert capfd.readouterr().err == "ours again\n"
+    assert (tmp_path / "ray.log").read_text() == "from C\nfrom C again\n"

@@ -166,15 +166,22 @@ def ray_messages_to(path: Path):
     actor whose constructor arguments are in the object store), which would otherwise mix with the sweep's
     lines. sys.stdout is the file meanwhile, and sys.stderr a copy of descriptor 2 as it was: the sweep prints
     there."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    sys.stderr.flush()
-    terminal = os.dup(2)
     stderr = sys.stderr
+    try:  # sys.stderr follows descriptor 2's old file only where it writes there (not Jupyter's or capsys's)
+        on_descriptor_2 = stderr is not None and stderr.fileno() == 2
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError and a ValueError
+        on_descriptor_2 = False
+    if stderr is not None:
+        stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     with open(fd, "a", buffering=1) as log, contextlib.redirect_stdout(log), \
-            open(terminal, "w", buffering=1, encoding=stderr.encoding, errors=stderr.errors) as ours:
+            open(os.dup(2), "w", buffering=1, encoding=getattr(stderr, "encoding", None),
+                 errors=getattr(stderr, "errors", None)) as ours:
+        terminal = ours.fileno()
         os.set_inheritable(terminal, False)
         os.dup2(fd, 2)
-        sys.stderr = ours
+        if on_descriptor_2:
+            sys.stderr = ours
         logger = logging.getLogger("ray")
         handlers, propagate = logger.handlers, logger.propagate
         logger.handlers, logger.propagate = [logging.StreamHandler(log)], False
@@ -184,7 +191,8 @@ def ray_messages_to(path: Path):
             logger.handlers, logger.propagate = handlers, propagate
             ours.flush()
             os.dup2(terminal, 2)
-            sys.stderr = stderr
+            if on_descriptor_2:
+                sys.stderr = stderr
 
 
 @contextlib.contextmanager
