@@ -389,14 +389,28 @@ def libraries_html() -> str:
             f'    var script = document.createElement("script");\n'
             f'    script.onload = resolve; script.onerror = reject; script.src = url; document.head.append(script);\n'
             f'  }});\n'
-            f'}}).then(drawPlots);\n'
+            f'}}).then(domReady).then(drawPlots);\n'
             f'window.dataTablesModule = unpacked("{tables}").then(function (url) {{ return import(url); }});'
             f'</script>')
 
 
 # Unpack a gzipped, base64 script into a blob URL; draw each pending figure from its JSON once Plotly runs.
 UNPACK = """
+function domReady() {  // the figures' JSON is in the body: the parser must have reached all of it
+  return new Promise(function (resolve) {
+    if (document.readyState !== 'loading') { resolve(); } else { document.addEventListener('DOMContentLoaded', resolve); }
+  });
+}
 function unpacked(packed) {
+  if (!window.DecompressionStream) {  // Chrome 80+, Firefox 113+, Safari 16.4+
+    domReady().then(function () {
+      var note = document.createElement('p');
+      note.textContent = 'This browser cannot unpack the figures and tables of this report (it lacks DecompressionStream); '
+        + 'open the report in a current Chrome, Firefox or Safari.';
+      document.body.prepend(note);
+    });
+    return Promise.reject(new Error('no DecompressionStream'));
+  }
   var bytes = Uint8Array.from(atob(packed), function (c) { return c.charCodeAt(0); });
   var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
   return new Response(stream).blob().then(function (blob) {
