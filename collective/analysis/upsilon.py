@@ -124,7 +124,7 @@ ACCURACY_NOTE = (
     "1977, Sampling Techniques §6.3), Var = [Var(mean(R̄ - A·best)) + (A - 1)² Var(Υ_random)] / (Υ_best - "
     "Υ_random)², the random group's mean an independent sample; Student-t on episodes - 1 df. Where the rows carry "
     "the learners' training runs, Var(mean(R̄ - A·best)) is clustered by environment and run (Cameron, Gelbach & "
-    "Miller 2011), on min(environments, runs) - 1 df (issue 45 item 3). Blank without a random group on the "
+    "Miller 2011), on min(environments, runs) - 1 df. Blank without a random group on the "
     "grid, or a ceiling not above Υ_random.")
 
 
