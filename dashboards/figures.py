@@ -392,7 +392,8 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
     present = {k for table in summary.values() for k in table.index.get_level_values(0)}
     k_levels = [k for k in rows[K_BIN].cat.categories if k in present]
     most_sizes = max((table.index.get_level_values(1).nunique() for table in summary.values()), default=1)
-    inner = (options.width - 0.6) / columns - 0.55, figure.get_figheight() / math.ceil(len(panels) / columns) - 0.6
+    panel_height = figure.get_figheight() / math.ceil(len(panels) / columns)  # as `_grid` made it
+    inner = (options.width - 0.6) / columns - 0.55, panel_height - 0.6
     text = _cell_text(inner[0] / most_sizes, inner[1] / max(len(k_levels), 1))
     image = None
     for number, (ax, panel) in enumerate(zip(axes, panels)):
@@ -412,7 +413,7 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
         ax.grid(False)
         _panel_title(ax, f"{panel[0]}: {types.loc[panel[1], 'display']}", columns, beside=0.6, margin=HEAT_TITLE_MARGIN)
         ax.set_xlabel("group size $G$")
-    short = figure.get_figheight() / math.ceil(len(panels) / columns) < PANEL_HEIGHT  # the unit is in the caption
+    short = panel_height < PANEL_HEIGHT  # the unit is in the caption
     for ax in axes[::columns]:
         ax.set_ylabel(r"$K(\mu)$" if short else r"$K(\mu)$ (LZ76 phrases)")
     if image is not None:
