@@ -229,10 +229,11 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                             "need; default none), or MODULE:CLASS")
     group.add_argument("--protocol-param", type=parse_param, action="append", default=[],
                        metavar="KEY=VALUE", help="a protocol parameter; repeatable")
-    group.add_argument("--communication-control", default=None, metavar="real|sham|deaf",
+    group.add_argument("--communication-control", default=None, metavar="real|sham|deaf|noise",
                        help="sham: each member keeps its own sensing and hears from the others what they said "
                             "in another episode of the same setting (same traffic, no information from the "
-                            "others); deaf: learners under stigmergy, broadcast or wisdom take part but hear nothing "
+                            "others); deaf: learners under stigmergy, broadcast or wisdom take part but hear nothing; "
+                            "noise: they hear a uniform draw among the ten symbols instead (the same table size) "
                             "(default real)")
     group.add_argument("--communication-accounting", default=None, metavar="writes|reads_and_writes",
                        help="how traffic is counted (paper, lambdastar2016: writes; sound: reads_and_writes)")

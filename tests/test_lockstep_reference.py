@@ -20,8 +20,8 @@ def reference_protocol(config: EvaluationConfig) -> ReferenceProtocol:
     protocol = get_protocol(config.protocol)
     params = {p.name: str(p.default) for p in protocol.parameters} | dict(config.protocol_params) | protocol.fixed
     typed = {k: (float(v) if k in ("gamma", "weight", "divisor", "dictator") else v) for k, v in params.items()}
-    return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members),
-                             config.communication_control == "deaf")
+    hearing = config.communication_control if config.communication_control in ("deaf", "noise") else "real"
+    return ReferenceProtocol(config.protocol, typed, tuple(bool(x) for x in config.protocol_members), hearing)
 
 
 def reference_learner(config: EvaluationConfig) -> LearnerSettings:
@@ -197,12 +197,14 @@ HEARING_CASES = [
 def test_hearing_learners_match_reference(protocol, params, mix, variant):
     """Learners that are members of a talking protocol (issue 45): they report, deposit and read as members,
     hear the king move toward the target the protocol gives them, learn on (state, heard), and train with the
-    whole group under the protocol; Q-learners' updates wait for the next state's symbol."""
+    whole group under the protocol; Q-learners' updates wait for the next state's symbol. The deaf control hears
+    nothing, the noise control a draw from each learner's noise stream in the symbol's place."""
     config = EvaluationConfig.from_profile("paper", mix=mix, protocol=protocol, protocol_params=params,
                                            **{**SMALL, "rows": 8, "cols": 7, **variant})
     assert config.learners_hear
     assert_lockstep(config)
     assert_lockstep(config.with_changes(communication_accounting="reads_and_writes", communication_control="deaf"))
+    assert_lockstep(config.with_changes(communication_control="noise"))
 
 
 @pytest.mark.parametrize("profile", ["paper", "lambdastar2016"])

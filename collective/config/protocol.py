@@ -10,10 +10,12 @@ import numpy as np
 from collective.behaviours import learns, load_behaviour
 from collective.config.checks import ConfigError, refuse_repeated_keys, require_choice
 from collective.protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
-from collective.simulation.kernel import HEAR_DIRECTION, HEAR_NONE, HEAR_NOTHING
+from collective.simulation.kernel import HEAR_DIRECTION, HEAR_NOISE, HEAR_NONE, HEAR_NOTHING
 
-# `communication_control` (issue 14 point 4; collective.evaluation.sham; "deaf": issue 45)
-COMMUNICATION_CONTROLS = ("real", "sham", "deaf")
+# `communication_control` (issue 14 point 4; collective.evaluation.sham; "deaf" and "noise": issue 45)
+COMMUNICATION_CONTROLS = ("real", "sham", "deaf", "noise")
+# The controls of learners that hear the protocol (`learners_hear`), and how each makes them hear it
+HEARING_CONTROLS = {"deaf": HEAR_NOTHING, "noise": HEAR_NOISE}
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,10 @@ class ProtocolSection:
     # played beside a shadow episode of the same cell; each member keeps its own sensing and its own part in the
     # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
     # traffic and rule, with no information from the others about the episode; or "deaf", for learners that hear the
-    # protocol (`learners_hear`): they take part and train as members, and hear nothing (their state is their own)
+    # protocol (`learners_hear`): they take part and train as members, and hear nothing (their state is their own);
+    # or "noise", for them too: they take part, train and hear as members, each symbol replaced by a uniform draw among
+    # the ten (`simulation.kernel.noise_symbol`): hearing's table, told nothing, so real - noise is what the symbols
+    # tell, where real - deaf mixes it with the ten-fold table's slower training
     communication_control: str = "real"
 
     @property
@@ -65,7 +70,7 @@ class ProtocolSection:
         """How the learners hear the protocol, as the kernel takes it (`simulation.kernel.HEAR_NONE`...)."""
         if not self.learners_hear:
             return HEAR_NONE
-        return HEAR_NOTHING if self.communication_control == "deaf" else HEAR_DIRECTION
+        return HEARING_CONTROLS.get(self.communication_control, HEAR_DIRECTION)
 
     def _joins_builtin(self, name: str, protocol: type) -> bool:
         """Whether agents of behaviour `name` take part in the built-in `protocol`: it applies to them, or the
@@ -124,9 +129,11 @@ def validate_communication(c: ProtocolSection) -> None:
     learn from the shadow episodes as well)."""
     require_choice(c, "communication_accounting", COMMUNICATION_ACCOUNTINGS)
     require_choice(c, "communication_control", COMMUNICATION_CONTROLS)
-    if c.communication_control == "deaf" and not c.learners_hear:
-        raise ConfigError("communication_control", "deaf silences learners that hear the protocol: it needs "
-                                                   "q_learning or sarsa agents under stigmergy, broadcast or wisdom")
+    if c.communication_control in HEARING_CONTROLS and not c.learners_hear:
+        acts = {"deaf": "deaf silences learners that hear the protocol",
+                "noise": "noise replaces what learners hear of the protocol"}[c.communication_control]
+        raise ConfigError("communication_control", f"{acts}: it needs q_learning or sarsa agents under stigmergy, "
+                                                   "broadcast or wisdom")
     if not c.sham:
         return
     protocol = load_protocol(c.protocol)

@@ -39,7 +39,9 @@ counted), and hears one symbol each step, the king move toward the target the pr
 nothing. Its state is (its state above, the symbol): table row `row * HEARD_SYMBOLS + symbol`, ten times the states;
 it still acts by its own ε-greedy choice. Its group trains together, under the protocol, in `_play_pass`, and a
 Q-learner's update waits for the next state's symbol (the protocol speaks after the move), as SARSA's does. The deaf
-control (HEAR_NOTHING) is the same with every symbol replaced by nothing: its state is its own.
+control (HEAR_NOTHING) is the same with every symbol replaced by nothing: its state is its own. The noise control
+(HEAR_NOISE) is the same with every symbol replaced by a uniform draw among the HEARD_SYMBOLS (`noise_symbol`): the
+same table, trained the same way, told nothing about the episode.
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ from collective.behaviours.decisions import (SearchTable, greedy_action_masked, 
 from collective.simulation.array_copies import copy_into
 from collective.simulation.lent_arrays import lent
 from collective.simulation.prefetch import prefetch
-from collective.simulation.random_streams import derive_stream_seed, uniform_int
+from collective.simulation.random_streams import advance_uniform_int, derive_stream_seed, skipped, uniform_int
 from collective.environments.scene import (Scene, field_ref, is_landscape, is_reset, reset_scene, scene_blind,
                                            scene_reward)
 from collective.environments.torus import (axis_proximities, axis_step_toward, cell_coordinates, chebyshev,
@@ -82,8 +84,12 @@ PER_EPISODE, PRETRAINED, ONLINE = 0, 1, 2  # learner table modes (`learner_train
 # toward the target the protocol gives it (0..8, `_play_pass`'s action order), or NOTHING_HEARD
 HEARD_SYMBOLS, NOTHING_HEARD = 10, 9
 # Whether the learners hear (`simulate_batch`'s `hearing`): not members of a talking protocol; members that hear the
-# direction; members that hear nothing (the deaf control: they take part and train as members, their state their own)
-HEAR_NONE, HEAR_DIRECTION, HEAR_NOTHING = 0, 1, 2
+# direction; members that hear nothing (the deaf control: they take part and train as members, their state their own);
+# members that hear noise (the noise control: as hearing the direction, each symbol a uniform draw, `noise_symbol`)
+HEAR_NONE, HEAR_DIRECTION, HEAR_NOTHING, HEAR_NOISE = 0, 1, 2, 3
+# The noise control's streams: agent i's in a pass has stream id NOISE_STREAMS + i (`derive_stream_seed`), above any
+# agent's own (i + 1), so its draws are apart from every draw the agents make
+NOISE_STREAMS = 1 << 32
 _U9 = np.uint64(9)  # actions per state, unsigned (divisions without a sign fix-up)
 WORLD_STREAM = 0  # stream id of the world (the hidden oracle's start); agent i has id i + 1
 TABLED_REWARD_READS = 2  # the fewest reads per entry, on average, for which the learners' training rewards are tabled
@@ -221,8 +227,9 @@ def table_states(state_encoding: int, rows: int, cols: int, iterations: int) -> 
 @register_jitable
 def heard_symbols(hearing: int) -> int:
     """The symbols a learner's state pairs its own with: HEARD_SYMBOLS when the learners hear the direction
-    (HEAR_DIRECTION), else 1. Plain Python when called from Python (the memory check)."""
-    return HEARD_SYMBOLS if hearing == HEAR_DIRECTION else 1
+    (HEAR_DIRECTION) or noise in its place (HEAR_NOISE), else 1. Plain Python when called from Python (the memory
+    check)."""
+    return HEARD_SYMBOLS if hearing == HEAR_DIRECTION or hearing == HEAR_NOISE else 1
 
 
 @njit(cache=True, inline="always")
@@ -236,6 +243,18 @@ def heard_symbol(r, c, target, cell_row, cell_col, rows, cols, direct_ties):
     cell = np.uintp(target)
     return (3 * (axis_step_toward(r, cell_row[cell], rows, direct_ties) + 1)
             + axis_step_toward(c, cell_col[cell], cols, direct_ties) + 1)
+
+
+@njit(cache=True, inline="always")
+def noise_symbol(episode_seed, agent, pass_index, t):
+    """What a learner hears at iteration t under the noise control (HEAR_NOISE): the (t+1)-th `uniform_int` draw
+    among the HEARD_SYMBOLS of its noise stream in the pass (stream NOISE_STREAMS + agent, `derive_stream_seed`),
+    read at its counter (`skipped`), so independent of the episode's play and of the agent's own draws. Uniform,
+    not the real symbols' marginal (which only a first run could measure): its entropy is the most ten symbols
+    hold, so noise splits the table's states at least as finely as the protocol's symbols do; real - noise then
+    errs, if at all, toward more than what the symbols tell, real - deaf (no split) toward less (issue 45)."""
+    state = skipped(derive_stream_seed(episode_seed, agent + NOISE_STREAMS, pass_index), t)
+    return advance_uniform_int(state, HEARD_SYMBOLS)[1]
 
 
 @njit(cache=True, inline="always")
@@ -410,6 +429,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                 if rules.hears == HEAR_DIRECTION:  # its state pairs its own with what it hears (module docstring)
                     row = row * HEARD_SYMBOLS + heard_symbol(r, c, targets[i], cell_row, cell_col, rows, cols,
                                                                   rules.approach_ties)
+                elif rules.hears == HEAR_NOISE:  # the noise control: a draw in the symbol's place
+                    row = row * HEARD_SYMBOLS + noise_symbol(episode_seed, agent_ids[i], pass_index, t)
                 base = _state_base(rules, scene, t, row, r, c, n_cells)
                 states[i] = base
                 if talk.code == SHARED_Q:  # every access to the group's table is traffic (protocols/shared_q.py)

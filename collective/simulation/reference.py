@@ -82,13 +82,14 @@ def _axis_step(a: int, b: int, size: int, direct_ties: bool) -> int:
 @dataclass(frozen=True)
 class ReferenceProtocol:
     """A protocol as the reference plays it (spec §6): its name, its parameters by name (with
-    defaults filled in), which agents take part, and whether its learners are deaf (the deaf control: they take
-    part, and hear nothing)."""
+    defaults filled in), which agents take part, and what its learners hear: "real" (the protocol), "deaf" (the
+    deaf control: they take part, and hear nothing) or "noise" (the noise control: a uniform draw among the
+    HEARD_SYMBOLS each step, from their noise streams, `_noise_streams`)."""
 
     name: str = "none"
     params: dict = field(default_factory=dict)
     members: tuple[bool, ...] = ()
-    deaf: bool = False
+    hearing: str = "real"
 
 
 @dataclass
@@ -188,11 +189,13 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
               _hidden_start(episode.world, behaviours, episode.seed, episode.starts, imitation)
               if len(trainees) == len(behaviours) else None,
               streams, {k: tables[i] for k, i in enumerate(trainees) if i in tables}, learner,
-              _restrict(training_protocol, trainees), cost, cpp, learning=True)
+              _restrict(training_protocol, trainees), cost, cpp, learning=True,
+              noise=_noise_streams(protocol, seed, trainees, p + 1))
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
     cost.contents.clear()  # the scored pass's messages only
     positions, rewards = _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner,
-                               protocol, cost, cpp, learning=online)
+                               protocol, cost, cpp, learning=online,
+                               noise=_noise_streams(protocol, seed, list(range(len(behaviours))), 0))
     return positions, rewards, cost
 
 
@@ -247,6 +250,16 @@ def learner_tables(behaviours: list[str], learner: LearnerSettings, protocol: Re
 
 LEARNERS = ("q_learning", "sarsa")
 NOTHING_HEARD = 9  # what a hearing learner without a target hears (its king moves are 0..8, ACTION_MOVES)
+HEARD_SYMBOLS = 10  # what a hearing learner may hear: a king move or nothing
+NOISE_STREAMS = 1 << 32  # agent i's noise stream in a pass has stream id NOISE_STREAMS + i
+
+
+def _noise_streams(protocol: ReferenceProtocol, seed: int, agents: list[int], pass_index: int):
+    """Under the noise control, each agent's noise stream in the pass (`SplitMix64.for_stream`), which the
+    learners draw their symbol from, one uniform draw among the HEARD_SYMBOLS each iteration; None otherwise."""
+    if protocol.hearing != "noise":
+        return None
+    return [SplitMix64.for_stream(seed, NOISE_STREAMS + i, pass_index) for i in agents]
 
 
 def _hears(behaviours: list[str], protocol: ReferenceProtocol) -> bool:
@@ -281,7 +294,7 @@ def _table_states(world: ReferenceWorld, learner: LearnerSettings) -> int:
 
 def _restrict(protocol: ReferenceProtocol, agents: list[int]) -> ReferenceProtocol:
     members = tuple(protocol.members[i] for i in agents) if protocol.members else ()
-    return ReferenceProtocol(protocol.name, protocol.params, members, protocol.deaf)
+    return ReferenceProtocol(protocol.name, protocol.params, members, protocol.hearing)
 
 
 def _oracle_target(world, cell, t, good, cpp):
@@ -429,10 +442,11 @@ def _targets(world, protocol, here, pays, streams, memory, cost, cpp=frozenset()
 
 
 def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner, protocol, cost, cpp,
-          learning, heard=None, overheard=None):
+          learning, heard=None, overheard=None, noise=None):
     """One pass. `heard`, when given, receives per iteration the cells, payoffs and copies of the streams
     the protocol spoke from; with `overheard` (another pass's `heard`) the members hear the sham control's
-    messages (`_overheard_targets`) instead of their own protocol's."""
+    messages (`_overheard_targets`) instead of their own protocol's. `noise`: the agents' noise streams
+    (`_noise_streams`), under the noise control."""
     T = world.iterations
     world = replace(world, direct_ties="cpp_approach_position" in cpp)
     hears = _hears(behaviours, protocol)  # the learners hear the protocol (their state pairs it with their own)
@@ -476,7 +490,11 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                     moved.append(_local_search(world, cell, pays, stream))
             else:
                 q = tables[i]
-                symbol = _heard(world, cell, targets.get(i)) if hears and not protocol.deaf else None
+                symbol = None
+                if hears and noise is not None:  # the noise control: a draw in the symbol's place
+                    symbol = noise[i].uniform_int(HEARD_SYMBOLS)
+                elif hears and protocol.hearing == "real":
+                    symbol = _heard(world, cell, targets.get(i))
                 state = _state(world, learner, cell, t, pays, symbol)
                 if learning and hears and behaviour == "q_learning" and i in pending:  # s' known: the last update
                     s0, a0, r0 = pending.pop(i)
