@@ -20,12 +20,17 @@ map, a shared Q-table); its *bits* are the width of its content: a cell ⌈log2 
   cell) to the parent; wisdom: one write per searcher with non-zero rewards in sight (cell + reward
   each) and m reads of the whole map (N rewards); stigmergy: one write per deposit of something
   ((2k+1)² values; a fake reward of 0 changes no cell and is no message) and m reads of the
-  searcher's window of the field; shared_q: per learner step a read of the state's 9 values, and
-  in training a write of one value (plus the next state's 9 values read for a Q-learning target),
-  each with its ⌈log2 (table size)⌉-bit address.
+  searcher's window of the field; shared_q: per learner step of a table that learns a read of the
+  state's 9 values and a write of one value (plus the next state's 9 values read for a Q-learning
+  target), each with its ⌈log2 (table size)⌉-bit address.
 - `writes` (profiles `paper`, `lambdastar2016`; the counts before this accounting existed): the
   same direct messages, the writes of shared media and no reads; the paper form of stigmergy
-  counts every searcher's deposit, even of nothing, and shared_q only its training writes.
+  counts every searcher's deposit, even of nothing, and shared_q only its writes.
+
+Both count the scored pass only (the columns are per scored iteration): a group's training passes, where
+its learners train together under the protocol, add nothing. So shared_q counts only under
+`learner_training` online, whose table learns while the group is scored; a table frozen while the group
+is scored (per_episode, pretrained) is read as each learner's own copy, and counts no message.
 
 Information (Chmait, Dowe, Green & Li, AGI 2015, LNCS 9205, measure communication by its entropy
 in bits): every message of `reads_and_writes` also has a *symbol*, a hash of its kind and content

@@ -78,22 +78,6 @@ def test_direct_messages_count_alike_under_both_accountings(protocol, messages):
     assert writes.messages == 2 * 10 * messages == both.transfers
 
 
-def test_shared_table_counts_reads_and_writes():
-    """3 Q-learners, 2 episodes of T = 20, 7 training passes: per training step one write and one read
-    of the state's 9 values, plus the next state's read for the target (not at the last step); per
-    scored step one read. Each access names a value of the 100·20·9-value table (15 bits)."""
-    config = EvaluationConfig.from_profile("paper", behaviour="q_learning", group_size=3, protocol="shared_q",
-                                           iterations=20, episodes=2, q_training_passes=7,
-                                           communication_accounting="reads_and_writes")
-    run = play(config, generate_environments(config, np.arange(2)))
-    address = math.ceil(math.log2(100 * 20 * 9))
-    writes = 2 * 7 * 20 * 3
-    reads = writes + 2 * 7 * 19 * 3 + 2 * 20 * 3
-    assert run.messages == writes + reads
-    assert run.bits == writes * (64 + address) + reads * (9 * 64 + address)
-    assert np.isnan(run.message_entropy).all()  # a shared table's accesses have no logged symbols
-
-
 @pytest.mark.parametrize("name, value", [("communication_accounting", "both"), ("communication_control", "fake")])
 def test_unknown_accounting_or_control_is_refused(name, value):
     with pytest.raises(ConfigError, match=f"{name}: unknown value") as error:

@@ -142,15 +142,6 @@ def test_message_counts(name, messages):
     assert run.messages == 3 * 20 * messages(5)
 
 
-def test_shared_table_counts_each_training_write():
-    config = EvaluationConfig.from_profile("paper", behaviour="q_learning", group_size=3, protocol="shared_q",
-                                           iterations=20, episodes=2, q_training_passes=7)
-    run = play(config, generate_environments(config, np.arange(2)))
-    writes = 2 * 7 * 20 * 3
-    assert run.messages == writes
-    assert run.bits == writes * (64 + math.ceil(math.log2(100 * 20 * 9)))
-
-
 # ---- configuration: meaningless pairs and bad parameters are refused ----
 
 @pytest.mark.parametrize("settings, field", [

@@ -16,7 +16,7 @@ class EpisodeRun:
     mean_rewards: np.ndarray  # (episodes,) R̄ per episode (paper 003 Definition 2)
     environments: EnvironmentBatch
     kernel_seconds: float
-    messages: float  # sent by the protocol over the batch, training passes included (the config's accounting)
+    messages: float  # sent by the protocol in the batch's scored passes (the config's accounting)
     bits: float
     # (episodes, agents) each agent's mean reward per iteration; None for a homogeneous group on the fused
     # kernel (its per-capita score is R̄; see `simulate_batch`)

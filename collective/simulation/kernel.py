@@ -42,6 +42,10 @@ Q-learner's update waits for the next state's symbol (the protocol speaks after 
 control (HEAR_NOTHING) is the same with every symbol replaced by nothing: its state is its own. The noise control
 (HEAR_NOISE) is the same with every symbol replaced by a uniform draw among the HEARD_SYMBOLS (`noise_symbol`): the
 same table, trained the same way, told nothing about the episode.
+
+Traffic (`Talk.comm`) is the scored pass's: `simulate_batch` restores the count of before an episode's training
+passes once they are played, as the rows' columns are per scored iteration (review finding 2). A shared table's
+accesses are counted only in a pass that learns (protocols/shared_q.py): read while frozen, it is one's own copy.
 """
 from __future__ import annotations
 
@@ -70,7 +74,7 @@ from collective.protocols.broadcast import broadcast_rule
 from collective.protocols.dictatorship import dictatorship_rule
 from collective.protocols.hierarchy import hierarchy_rule
 from collective.protocols.kernel_support import COMM_SLOTS, empty_log, table_distinct, table_entropy_bits, table_log
-from collective.protocols.shared_q import count_learning_accesses, count_table_accesses
+from collective.protocols.shared_q import count_learning_accesses
 from collective.protocols.stigmergy import stigmergy_rule
 
 SCORED_PASS = 0  # pass index of the scored pass; training pass p has index p + 1
@@ -433,9 +437,8 @@ def _play_pass(codes, agent_ids, table_row, starts, rules, paths, hidden_start, 
                     row = row * HEARD_SYMBOLS + noise_symbol(episode_seed, agent_ids[i], pass_index, t)
                 base = _state_base(rules, scene, t, row, r, c, n_cells)
                 states[i] = base
-                if talk.code == SHARED_Q:  # every access to the group's table is traffic (protocols/shared_q.py)
-                    count_table_accesses(comm, learning, code == Q_LEARNING and t + 1 < iterations,
-                                         table_address_bits)
+                if talk.code == SHARED_Q and learning:  # every access to a table that learns is traffic
+                    count_learning_accesses(comm, 1, code == Q_LEARNING and t + 1 < iterations, table_address_bits)
                 if learning:
                     if rules.table_mode == PER_EPISODE and not dirty[base // 9]:
                         dirty[base // 9] = True
@@ -676,6 +679,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
     # of their own (one per learner when they need tables of their own, else the blocks in turn)
     round_width = min(blocks, side_by_side_width(state_encoding, rows, cols, iterations) if tabled else 1)
     world = np.empty(1, np.uint64)
+    scored_comm = np.empty_like(talk.comm)  # the traffic before an episode's training passes (module docstring)
     no_positions = np.empty((0, 0), np.int32)
     no_rewards = np.empty((0, 0), np.float64)
     mean_reward = np.empty(episodes, np.float64)
@@ -701,6 +705,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
         positions_out = rec_positions[e] if record else no_positions
         rewards_out = rec_rewards[e] if record else no_rewards
         if together:
+            copy_into(scored_comm, talk.comm)
             if threshold > 1 or hearing != HEAR_NONE:  # rewards depend on everyone, or learners hear: all train
                 for p in range(passes):
                     j = p % n_training
@@ -723,6 +728,7 @@ def simulate_batch(codes, rows, cols, iterations, view, radius, threshold,
                     _train_round(codes, learner_ids[first:stop], table_row, training.starts, rules, training,
                                  seeds[e], passes, tables, moves, rewards)
                     first = stop
+            copy_into(talk.comm, scored_comm)  # the traffic is the scored pass's: the training passes' is dropped
             empty_log(talk.log)  # the message entropy is the scored pass's (protocols.kernel_support)
             if searchers:
                 total = _search_pass(agent_ids, starts[e], rules, paths, seeds[e], scored_learning, scratch, record,
@@ -1065,7 +1071,8 @@ def _side_by_side_q_passes(agent_ids, table_rows, starts, rules, training, episo
 def _shared_training_passes(codes, agent_ids, starts, rules, training, episode_seed, passes, lists, q, dirty,
                             written, n_written, comm, moves, rewards):
     """`passes` training passes of the learners `codes` (global ids `agent_ids`) together on their one shared
-    table (row 0, `shared_q`), counting its traffic in `comm`: `_play_pass`'s steps for these agents, learning,
+    table (row 0, `shared_q`), counting its traffic in `comm` (which `simulate_batch` then drops, as it drops every
+    training pass's: the traffic is the scored pass's): `_play_pass`'s steps for these agents, learning,
     with nothing recorded and no hidden oracle, the same operations in the same order (every agent decides,
     then every agent is paid and updates), so the same table, traffic and streams to the bit; its own loop for
     the reasons of `_lone_training_passes` (tests/test_training_loops.py compares it with `_play_pass`).

@@ -94,7 +94,7 @@ class ReferenceProtocol:
 
 @dataclass
 class Traffic:
-    """A protocol's traffic (protocols/__init__.py): (messages, bits) under each accounting over all passes,
+    """A protocol's traffic (protocols/__init__.py): (messages, bits) under each accounting in the scored pass,
     and the contents of the scored pass's messages of `reads_and_writes`, one tuple per message."""
 
     counts: dict = field(default_factory=lambda: {"writes": [0, 0], "reads_and_writes": [0, 0]})
@@ -160,7 +160,7 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
                       kept_tables: dict | None = None, online: bool = False
                       ) -> tuple[list[list[int]], list[list[float]], Traffic]:
     """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
-    and the protocol's traffic. Training pass p plays training[p mod n] (held-out episodes), or the
+    and traffic (the training passes' is not counted). Training pass p plays training[p mod n] (held-out episodes), or the
     scored episode itself when `training` is None (paper 003 §5.2.1). `cpp` names the 2016
     switches on (collective.config.CPP_SWITCHES); `first_episode`: this is the evaluation's episode
     0, whose hidden oracle keeps its own random cell under cpp_imitation. With `kept_tables`
@@ -189,10 +189,10 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
               _hidden_start(episode.world, behaviours, episode.seed, episode.starts, imitation)
               if len(trainees) == len(behaviours) else None,
               streams, {k: tables[i] for k, i in enumerate(trainees) if i in tables}, learner,
-              _restrict(training_protocol, trainees), cost, cpp, learning=True,
+              _restrict(training_protocol, trainees), Traffic(), cpp, learning=True,
               noise=_noise_streams(protocol, seed, trainees, p + 1))
     streams = [SplitMix64.for_stream(seed, i + 1, pass_index=0) for i in range(len(behaviours))]
-    cost.contents.clear()  # the scored pass's messages only
+    # the traffic is the scored pass's (its columns are per scored iteration): the training passes' is dropped
     positions, rewards = _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, learner,
                                protocol, cost, cpp, learning=online,
                                noise=_noise_streams(protocol, seed, list(range(len(behaviours))), 0))
@@ -499,12 +499,11 @@ def _play(world, behaviours, good, evil, starts, hidden_start, streams, tables, 
                 if learning and hears and behaviour == "q_learning" and i in pending:  # s' known: the last update
                     s0, a0, r0 = pending.pop(i)
                     q[s0][a0] += learner.alpha * (r0 + learner.gamma * max(q[state]) - q[s0][a0])
-                if protocol.name == "shared_q":  # protocols/shared_q.py: reads, and writes in training
+                if protocol.name == "shared_q" and learning:  # protocols/shared_q.py: a table that learns
                     address = math.ceil(math.log2(max(2, _table_states(world, learner) * 9)))
-                    bootstraps = learning and behaviour == "q_learning" and t + 1 < T
+                    bootstraps = behaviour == "q_learning" and t + 1 < T
                     cost.add(1 + bootstraps, (1 + bootstraps) * (9 * 64 + address), ("reads_and_writes",))
-                    if learning:
-                        cost.add(1, 64 + address)
+                    cost.add(1, 64 + address)
                 if learning and learner.epsilon > 0 and stream.uniform_float() < learner.epsilon:
                     action = stream.uniform_int(9)
                 else:
