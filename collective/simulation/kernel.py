@@ -258,7 +258,7 @@ def noise_symbol(episode_seed, agent, pass_index, t):
     hold, so noise splits the table's states at least as finely as the protocol's symbols do; real - noise then
     errs, if at all, toward more than what the symbols tell, real - deaf (no split) toward less (issue 45)."""
     state = skipped(derive_stream_seed(episode_seed, agent + NOISE_STREAMS, pass_index), t)
-    return advance_uniform_int(state, HEARD_SYMBOLS)[1]
+    return advance_uniform_int(state, np.int64(HEARD_SYMBOLS))[1]  # a run-time int: no variant of its own
 
 
 @njit(cache=True, inline="always")
