@@ -160,8 +160,8 @@ def reference_episode(world: ReferenceWorld, behaviours: list[str], good: list[i
                       kept_tables: dict | None = None, online: bool = False
                       ) -> tuple[list[list[int]], list[list[float]], Traffic]:
     """Play one episode; returns the scored pass's positions [T+1][agents], rewards [T][agents],
-    and traffic (the training passes' is not counted). Training pass p plays training[p mod n] (held-out episodes), or the
-    scored episode itself when `training` is None (paper 003 §5.2.1). `cpp` names the 2016
+    and traffic (the training passes' is not counted). Training pass p plays training[p mod n] (held-out
+    episodes), or the scored episode itself when `training` is None (paper 003 §5.2.1). `cpp` names the 2016
     switches on (collective.config.CPP_SWITCHES); `first_episode`: this is the evaluation's episode
     0, whose hidden oracle keeps its own random cell under cpp_imitation. With `kept_tables`
     (`learner_tables`; learner_training pretrained or online) the learners play with those tables,
