@@ -1,10 +1,14 @@
 """The content-free communication control (issue 45 item 4): the sham with each episode emptied as its shadow, so
 that every report, bid, deposit or write of the other members says "nothing seen" and real - content_free is the
 information value alone."""
+import json
 import math
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from collective import Messages
@@ -158,3 +162,41 @@ def test_what_cannot_be_played_content_free_is_refused(settings, says):
     with pytest.raises(ConfigError, match=says) as error:
         EvaluationConfig.from_profile("paper", communication_control="content_free", **settings)
     assert error.value.field == "communication_control" and "\n" not in str(error.value)
+
+
+SWEEP = """
+name = "content_free"
+seed = 3
+profile = "paper"
+episodes = 12
+iterations = 30
+[factors]
+grid = ["8x8"]
+group_size = [4]
+[groups]
+behaviours = ["local_search"]
+protocols = [{ name = "none" }, { name = "broadcast", controls = ["real", "content_free"] }]
+"""
+
+
+def test_a_sweep_records_the_content_free_control_and_the_sham_table_reads_it(tmp_path):
+    """`controls = ["real", "content_free"]` puts a [content_free] group beside the real one; its rows record the
+    control, and `collective analyze --tables sham` gives the information value over it and the mechanics."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SWEEP)
+    swept = subprocess.run([sys.executable, "-m", "collective", "sweep", spec, "--out", tmp_path / "run",
+                            "--executor", "serial"], capture_output=True, text=True, timeout=900)
+    assert swept.returncode == 0, swept.stderr
+    rows = pd.read_parquet(tmp_path / "run" / "dataset")
+    controls = rows.groupby("group", observed=True)["communication_control"].first().to_dict()
+    assert controls == {"local_search": "real", "local_search+broadcast": "real",
+                        "local_search+broadcast[content_free]": "content_free"}
+    analysed = subprocess.run([sys.executable, "-m", "collective", "analyze", tmp_path / "run", "--tables", "sham",
+                               "--format", "json"], capture_output=True, text=True, timeout=600)
+    assert analysed.returncode == 0, analysed.stderr
+    (row,) = json.loads(analysed.stdout)["sham"]["rows"]
+    assert (row["real"], row["content_free"], row["information_baseline"]) == \
+        ("local_search+broadcast", "local_search+broadcast[content_free]", "content_free")
+    assert row["information_value"] == pytest.approx(row["upsilon_real"] - row["upsilon_content_free"])
+    assert row["mechanics"] == pytest.approx(row["upsilon_content_free"] - row["upsilon_isolated"])
+    assert "sham" not in row and "reliance" in row
