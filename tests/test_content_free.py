@@ -41,9 +41,10 @@ class Walker:
 @pytest.mark.parametrize("settings", [dict(coordination_threshold=2, cpp_first_observation=True),
                                       dict(env="landscape", landscape_peaks=3)], ids=["lambda_star", "landscape"])
 def test_the_empty_world_shows_and_pays_nothing(settings):
-    """The content-free shadow shows every member a window of zeros and pays it 0 at every iteration, Λ* under the
-    2016 first observation and the coordination variant (whose quorum rule, were its group not played at threshold
-    1, would still charge ⊖) as well as a landscape, while the same walkers see and earn in the episodes themselves."""
+    """The content-free shadow shows every member a window of zeros and pays it 0 at every iteration, Λ* under
+    the 2016 first observation and the coordination variant (whose quorum rule, were its group not played at
+    threshold 1, would still charge ⊖) as well as a landscape, while the same walkers see and earn in the episodes
+    themselves."""
     config = EvaluationConfig.from_profile("paper", behaviour=f"{__name__}:Walker", group_size=4, rows=6, cols=6,
                                            iterations=40, episodes=8, protocol="broadcast",
                                            communication_control="content_free", **settings)

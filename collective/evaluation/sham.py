@@ -69,8 +69,8 @@ def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: 
 
 
 def sham_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, threads: int) -> EpisodeRun:
-    """A built-in group's sham (or content-free) control on `threads` runs of consecutive episodes at once, each with a group
-    of its own (the stepping core's compiled steps release the GIL), joined in episode order (`joined_runs`):
-    the numbers of one call, as each episode's play and shadow depend on its own seeds only."""
+    """A built-in group's sham (or content-free) control on `threads` runs of consecutive episodes at once, each
+    with a group of its own (the stepping core's compiled steps release the GIL), joined in episode order
+    (`joined_runs`): the numbers of one call, as each episode's play and shadow depend on its own seeds only."""
     return joined_in_threads(lambda part: play_sham(config, part, False, plugin_group(config)), environments,
                              threads, threads)
