@@ -56,16 +56,15 @@ def play_sham(config: EvaluationConfig, environments: EnvironmentBatch, record: 
     it when every other member is where it is in the shadow (`play_overhearing`). The group keeps the
     protocol's rule, traffic and herding, but no other member tells it about its own episode. Traffic and
     message entropy are the shadow's (what the others said). `shadows`: other shadows than the episodes'
-    own (the validity suite's `sham_mechanism` gives each episode itself).
+    own (the validity suite's `sham_mechanism` gives each episode itself), played by the group as configured.
 
     The content-free control (communication_control = content_free, issue 45 item 4) is this sham with each
     episode's empty shadow (`shadow_play`): the others see nothing, so every report, bid, deposit or write of
     theirs says "nothing seen" (broadcast's reports all 0, no write to wisdom's map, no stigmergy deposit,
     bids and reports of 0 under auction, dictatorship and hierarchy), from where they stand, moving from the
     episode's own start cells with its own draws. What is left is the protocol's mechanics without information."""
-    speaker, own = shadow_play(config, environments)
-    return stepping_run(play_overhearing(group, speaker, environments, own if shadows is None else shadows, record),
-                        environments)
+    speaker, shadows = shadow_play(config, environments) if shadows is None else (plugin_group(config), shadows)
+    return stepping_run(play_overhearing(group, speaker, environments, shadows, record), environments)
 
 
 def sham_in_threads(config: EvaluationConfig, environments: EnvironmentBatch, threads: int) -> EpisodeRun:
