@@ -229,12 +229,13 @@ def _add_group_options(parser: argparse.ArgumentParser, group_size: int = 1, epi
                             "need; default none), or MODULE:CLASS")
     group.add_argument("--protocol-param", type=parse_param, action="append", default=[],
                        metavar="KEY=VALUE", help="a protocol parameter; repeatable")
-    group.add_argument("--communication-control", default=None, metavar="real|sham|deaf|noise",
+    group.add_argument("--communication-control", default=None, metavar="real|sham|content_free|deaf|noise",
                        help="sham: each member keeps its own sensing and hears from the others what they said "
                             "in another episode of the same setting (same traffic, no information from the "
-                            "others); deaf: learners under stigmergy, broadcast or wisdom take part but hear nothing; "
-                            "noise: they hear a uniform draw among the ten symbols instead (the same table size) "
-                            "(default real)")
+                            "others); content_free: the same with the others in the episode emptied, every report "
+                            "saying nothing seen (the protocol's mechanics without information); deaf: learners under "
+                            "stigmergy, broadcast or wisdom take part but hear nothing; noise: they hear a uniform "
+                            "draw among the ten symbols instead (the same table size) (default real)")
     group.add_argument("--communication-accounting", default=None, metavar="writes|reads_and_writes",
                        help="how traffic is counted (paper, lambdastar2016: writes; sound: reads_and_writes)")
     rl = parser.add_argument_group("learners (q_learning, sarsa; paper 003 Algorithm 1)")
@@ -527,9 +528,9 @@ def strict_json(value) -> str:
 
 
 def _protocol_label(record: dict) -> str:
-    """The protocol, marked [sham] or [deaf] under those communication controls."""
+    """The protocol, marked [sham], [content_free] or [deaf] under those communication controls."""
     control = record.get("communication_control")
-    return record["protocol"] + (f"[{control}]" if control in ("sham", "deaf") else "")
+    return record["protocol"] + (f"[{control}]" if control not in (None, "real") else "")
 
 
 def format_table(records: list[dict]) -> str:

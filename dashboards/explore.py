@@ -40,7 +40,9 @@ HEADERS = {
     "first": "First", "second": "Second", "winner": "Winner", "check": "Check", "subject": "Subject",
     "status": "Verdict", "figure": "Figure", "criterion": "Criterion", "entropy_bits": "H (bits)",
     "k": "K (LZ76 phrases)", "protocol": "Protocol", "behaviour": "Behaviour", "real": "Protocol (real)",
-    "sham": "Sham control", "information_value": "Information value: Υ(real) − Υ(sham)",
+    "sham": "Sham control", "content_free": "Content-free control",
+    "information_value": "Information value: Υ(real) − Υ(baseline)", "information_baseline": "Baseline",
+    "mechanics": "Mechanics: Υ(content-free) − Υ(isolated)",
     "gain_over_isolated": "Gain over isolated: Υ(real) − Υ(isolated)", "reliance": "Reliance: Υ(isolated) − Υ(sham)",
 }
 UNIT_SUFFIXES = (("_bits", "bits"), ("_seconds", "s"), ("_steps", "agent-steps"), ("_episodes", "episodes"))
@@ -55,7 +57,8 @@ FIGURES = (
     ("accuracy", "accuracy", "accuracy against the ceiling", "Accuracy against the ceiling (random 0, ceiling 1)"),
     ("upsilon", "upsilon", "Υ (mean episode score)", "Υ by group size"),
     ("gains", "difference", "Υ(collective) − Υ(isolated)", "Gain of collectives over isolated agents"),
-    ("sham", "information_value", "Υ(real) − Υ(sham)", "Information value of the messages (real − sham)"),
+    ("sham", "information_value", "Υ(real) − Υ(baseline)",
+     "Information value of the messages (real − content-free control, else real − sham)"),
 )
 
 
@@ -227,7 +230,8 @@ def headline_html(analysis: Analysis, protocols: dict[str, str]) -> str:
             ("accuracy", "accuracy", "Accuracy against the ceiling (95% CI)", ()),
             ("gains", "difference", "Gain over isolated agents, Υ difference (95% CI)",
              ("collective", "isolated", "p_holm")),
-            ("sham", "information_value", "Information value (real − sham), Υ difference (95% CI)", ("p_holm",))):
+            ("sham", "information_value", "Information value (real − content-free, else − sham), Υ difference "
+                                          "(95% CI)", ("p_holm",))):
         table = tables.get(name)
         if table is None or table.frame.empty or value not in table.frame:
             continue

@@ -133,6 +133,34 @@ def test_sham_table_names_each_reading_for_what_it_measures():
     assert row["bits_per_iteration_real"] == row["bits_per_iteration_sham"] == 500
 
 
+def test_the_content_free_control_is_the_information_baseline_when_present():
+    """Issue 45 item 4: with a content-free group, information_value = real - content_free (0.15) and mechanics =
+    content_free - isolated (0.05, what the protocol's mechanics buy with nothing said); the sham still gives the
+    reliance (0.1); information_baseline names the baseline, the sham's where no content-free group played."""
+    shifted = {"alone": 0.0, "talk": 0.2, "talk[sham]": -0.1, "talk[content_free]": 0.05}
+    groups = {label: (protocol, control, lambda c, rng, n, label=label: shifted[label] + rng.normal(0, 0.05, n))
+              for label, protocol, control in (("alone", "none", "real"), ("talk", "broadcast", "real"),
+                                               ("talk[sham]", "broadcast", "sham"),
+                                               ("talk[content_free]", "broadcast", "content_free"))}
+    rows = rows_of(groups, traffic=lambda label, c, rng, n: (np.full(n, 0.0 if label == "alone" else
+                                                                     100.0 if "content_free" in label else 500.0),
+                                                            rng.uniform(2, 3, n)))
+    row = sham_table(rows, []).iloc[0]
+    assert (row["real"], row["sham"], row["content_free"], row["information_baseline"]) == \
+        ("talk", "talk[sham]", "talk[content_free]", "content_free")
+    for reading, value in (("information_value", 0.15), ("mechanics", 0.05), ("reliance", 0.1)):
+        assert row[reading] == pytest.approx(value, abs=0.02)
+        assert 0 < row[f"{reading}_ci95_low"] < row[reading] < row[f"{reading}_ci95_high"]
+    assert row["information_value"] + row["mechanics"] == pytest.approx(row["gain_over_isolated"])
+    assert (row["bits_per_iteration_sham"], row["bits_per_iteration_content_free"]) == (500, 100)
+    without = sham_table(rows[rows.group != "talk[content_free]"], []).iloc[0]
+    assert without["information_baseline"] == "sham" and "content_free" not in without
+    assert without["information_value"] == pytest.approx(without["gain_over_isolated"] + without["reliance"])
+    assert math.isnan(without["mechanics"])
+    alone = sham_table(rows[rows.group != "talk[sham]"], []).iloc[0]  # a content-free control needs no sham
+    assert alone["information_baseline"] == "content_free" and math.isnan(alone["reliance"])
+
+
 def test_analyse_adds_the_tables_it_can():
     groups = {"alone": ("none", "real", noise(0.05)), "talk": ("broadcast", "real", noise(0.05)),
               "talk[sham]": ("broadcast", "sham", noise(0.05))}

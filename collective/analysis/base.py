@@ -27,7 +27,8 @@ ENVIRONMENT_CLASS_COLUMNS = ("env", "grid", "iterations", "pattern_generator", "
 
 
 # The columns of the analysis tables that hold a group identifier (each names one group of the rows).
-GROUP_COLUMNS = ("group", "collective", "real", "first", "second", "sham", "isolated", "focal", "background")
+GROUP_COLUMNS = ("group", "collective", "real", "first", "second", "sham", "content_free", "isolated", "focal",
+                 "background")
 
 
 class DatasetError(ValueError):

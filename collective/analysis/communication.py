@@ -1,6 +1,6 @@
 """Communication in the analysis (spec §6; issue 14 points 3-4): what a collective gains per bit it sends,
-how Υ goes with the entropy of its messages, and what its sham control tells: the information value of its
-messages and the members' reliance on them.
+how Υ goes with the entropy of its messages, and what its controls tell: the information value of its
+messages, what the protocol's mechanics buy without information, and the members' reliance on reports.
 
 - `communication`: each collective (a group with a protocol) against the isolated agents of the same
   behaviour or mix, paired by (cell, episode): the gain in Υ, its traffic (the rows' accounting), its
@@ -11,10 +11,11 @@ messages and the members' reliance on them.
   cells (episodes of a cell whose messages carried more or less), and within cells and K (episodes of a
   cell and of the same K: the entropy rises with K and Υ falls with it, so only this slope reads what the
   messages carried beyond what K sets; issue 22 point 6);
-- `sham`: each sham group (communication_control = sham: each member keeps its own sensing and part in
-  the protocol and hears the others as they were in a shadow episode) beside its real group and the
-  isolated agents: gain over isolated of both, and the real group's gain over its sham, the part of the
-  gain that needs the others' messages to be about the episode.
+- `sham`: each real group beside its controls (communication_control = sham: each member keeps its own
+  sensing and part in the protocol and hears the others as they were in a shadow episode; content_free: the
+  same with the episode emptied as the shadow, every report saying nothing seen) and the isolated agents:
+  the gain over isolated agents, the information value over the content-free control (else the sham), the
+  mechanics (content-free over isolated) and the reliance (isolated over sham).
 
 Gains follow the design at the cell level, as the focal table does (`inference.stratified_difference`): groups
 of a cell play the same environments, so scores are paired by (cell, episode); cells are strata, the estimate is
@@ -69,16 +70,22 @@ ENTROPY_NOTE = (
     "Data, 2nd ed., §10.5, fixed effects). CR2 errors clustered by cell (Bell & McCaffrey 2002), t on cells - "
     "1 df; blank with too few cells (across: 3), no variation, or no k_raw column.")
 SHAM_NOTE = (
-    "Sham control (communication_control = sham): a second copy of the group plays a shadow episode of the "
-    "same cell for real; each sham member keeps its own sensing and its own part in the protocol (report, bid, "
-    "deposit, write) and hears, each iteration, what the protocol tells it with every other member as it was "
-    "in the shadow: the protocol's rule and traffic (messages, bits, entropy: compare the columns), nothing "
-    "from the others about the scored episode. Three readings, each paired by (cell, episode), stratified by "
-    "cell, t on pairs - cells df: gain_over_isolated = Υ(real) - Υ(isolated agents of the same members), what "
-    "communicating buys; information_value = Υ(real) - Υ(sham), what the others' messages being about the "
-    "episode is worth (p_holm over the table); reliance = Υ(isolated) - Υ(sham), what acting on uninformative "
-    "messages costs (0: the members ignore what they hear; large: they follow any report, and the information "
-    "value then counts that trust as well as the information).")
+    "Controls beside each real group, on the same environments. Sham (communication_control = sham): a second "
+    "copy of the group plays a shadow episode of the same cell for real; each sham member keeps its own sensing "
+    "and its own part in the protocol (report, bid, deposit, write) and hears, each iteration, what the protocol "
+    "tells it with every other member as it was in the shadow: the protocol's rule and traffic (messages, bits, "
+    "entropy: compare the columns), nothing from the others about the scored episode, but their real reports of "
+    "another world. Content-free (communication_control = content_free): the same with each episode emptied as "
+    "its shadow (every cell pays 0; the others' start cells and draws kept), so every report, bid, deposit or "
+    "write of the others says nothing seen: the protocol's mechanics without information. Readings, each paired "
+    "by (cell, episode), stratified by cell, t on pairs - cells df: gain_over_isolated = Υ(real) - Υ(isolated "
+    "agents of the same members), what communicating buys; information_value = Υ(real) - Υ(baseline), what the "
+    "others' messages being about the episode is worth (p_holm over the table), the baseline "
+    "(information_baseline) the content-free control when the group has one (or noise, learners' uninformative "
+    "hearing), else the sham, whose value then counts the members' trust in reports as well as the information; "
+    "mechanics = Υ(content-free) - Υ(isolated), what the protocol's mechanics buy without information (herding, "
+    "tie-breaks toward the others, one's own memory or deposits); reliance = Υ(isolated) - Υ(sham), what acting "
+    "on uninformative reports costs (0: the members ignore what they hear; large: they follow any report).")
 
 
 def group_types(rows: pd.DataFrame) -> pd.DataFrame:
@@ -215,40 +222,55 @@ def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
                                           "within_k_ci95_low", "within_k_ci95_high", "within_k_p"])
 
 
-READINGS = ("gain_over_isolated", "information_value", "reliance")  # the sham table's readings (SHAM_NOTE)
+READINGS = ("gain_over_isolated", "information_value", "mechanics", "reliance")  # the sham table's (SHAM_NOTE)
+# The controls the sham table reads beside a real group (communication_control values; "noise", learners' hearing
+# of uninformative symbols, once a dataset has it), and information_value's baselines, the first present taken:
+# the content-free ones (the protocol's mechanics, nothing seen), else the sham.
+TABLE_CONTROLS = ("sham", "content_free", "noise")
+CONTENT_FREE = ("content_free", "noise")
+INFORMATION_BASELINES = (*CONTENT_FREE, "sham")
 
 
 def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
-    """The `sham` table (SHAM_NOTE): one row per sham group (and level of `strata`) whose real group played."""
+    """The `sham` table (SHAM_NOTE): one row per real group with a control of TABLE_CONTROLS (and level of
+    `strata`); a control's columns only when some row has it."""
     types = group_types(rows)
     identity = ["behaviour", "mix", "protocol", "protocol_params"]
     records = []
-    for label, sham in types[types[CONTROL] == "sham"].iterrows():
-        same = (types[identity] == sham[identity]).all(axis=1) & (types[CONTROL] == "real")
-        for real in types.index[same]:
-            isolated = isolated_counterparts(types, sham)
-            labels = {"real": real, "sham": label, **({"isolated": isolated[0]} if isolated else {})}
-            for key, part in _levels(paired_scores(rows, labels), strata):
-                cells = part["cell"].to_numpy()
-                record = dict(real=real, sham=label, isolated=isolated[0] if isolated else "", **dict(zip(strata, key)),
-                              cells=len(np.unique(cells)), pairs=len(part),
-                              **{f"upsilon_{name}": _stratified_mean(cells, part[f"score_{name}"].to_numpy())
-                                 for name in labels})
-                if isolated:
-                    record.update(_gain(part, "real", "isolated", "gain_over_isolated"))
-                record.update(_gain(part, "real", "sham", "information_value"))
-                if isolated:
-                    record.update(_gain(part, "isolated", "sham", "reliance"))
-                for column in TRAFFIC:
-                    for name in ("real", "sham"):
-                        values = part[f"{column}_{name}"].to_numpy(float) if f"{column}_{name}" in part else \
-                            np.full(len(part), math.nan)
-                        record[f"{column}_{name}"] = _stratified_mean(cells, values)
-                records.append(record)
+    for real, group in types[(types[CONTROL] == "real") & (types["protocol"] != "none")].iterrows():
+        same = (types[identity] == group[identity]).all(axis=1)
+        controls = {name: types.index[same & (types[CONTROL] == name)] for name in TABLE_CONTROLS}
+        controls = {name: labels[0] for name, labels in controls.items() if len(labels)}
+        baseline = next((name for name in INFORMATION_BASELINES if name in controls), None)
+        if baseline is None:
+            continue
+        isolated = isolated_counterparts(types, group)
+        labels = {"real": real, **controls, **({"isolated": isolated[0]} if isolated else {})}
+        for key, part in _levels(paired_scores(rows, labels), strata):
+            cells = part["cell"].to_numpy()
+            record = dict(real=real, **controls, isolated=isolated[0] if isolated else "",
+                          information_baseline=baseline, **dict(zip(strata, key)),
+                          cells=len(np.unique(cells)), pairs=len(part),
+                          **{f"upsilon_{name}": _stratified_mean(cells, part[f"score_{name}"].to_numpy())
+                             for name in labels})
+            if isolated:
+                record.update(_gain(part, "real", "isolated", "gain_over_isolated"))
+            record.update(_gain(part, "real", baseline, "information_value"))
+            if isolated and baseline in CONTENT_FREE:
+                record.update(_gain(part, baseline, "isolated", "mechanics"))
+            if isolated and "sham" in controls:
+                record.update(_gain(part, "isolated", "sham", "reliance"))
+            for column in TRAFFIC:
+                for name in ("real", *controls):
+                    values = part[f"{column}_{name}"].to_numpy(float) if f"{column}_{name}" in part else \
+                        np.full(len(part), math.nan)
+                    record[f"{column}_{name}"] = _stratified_mean(cells, values)
+            records.append(record)
+    present = [name for name in TABLE_CONTROLS if any(name in record for record in records)] or ["sham"]
     gains = [f"{name}{suffix}" for name in READINGS for suffix in ("", "_ci95_low", "_ci95_high")]
-    columns = ["real", "sham", "isolated", *strata, "cells", "pairs", "upsilon_real", "upsilon_sham",
-               "upsilon_isolated", *gains, "information_value_p",
-               *[f"{column}_{name}" for column in TRAFFIC for name in ("real", "sham")]]
+    columns = ["real", *present, "isolated", "information_baseline", *strata, "cells", "pairs", "upsilon_real",
+               *[f"upsilon_{name}" for name in present], "upsilon_isolated", *gains, "information_value_p",
+               *[f"{column}_{name}" for column in TRAFFIC for name in ("real", *present)]]
     frame = pd.DataFrame(records).reindex(columns=columns).rename(columns={"information_value_p": "p_t"})
     return holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
 
@@ -267,8 +289,8 @@ def add_communication_tables(analysis: Analysis, rows: pd.DataFrame, strata: lis
     else:
         analysis.add(Table("communication_entropy", "Υ against the entropy of the messages", ENTROPY_NOTE,
                            communication_entropy_table(rows)))
-    if (types[CONTROL] == "sham").any():
+    if types[CONTROL].isin(TABLE_CONTROLS).any():
         in_strata = f" within {', '.join(strata)}" if strata else ""
-        analysis.add(Table("sham", f"Communication readings: gain over isolated agents, information value and "
-                                   f"reliance (sham control){in_strata}",
+        analysis.add(Table("sham", f"Communication readings: gain over isolated agents, information value, "
+                                   f"mechanics and reliance (sham and content-free controls){in_strata}",
                            SHAM_NOTE, sham_table(rows, strata)))

@@ -12,8 +12,8 @@ from collective.config.checks import ConfigError, refuse_repeated_keys, require_
 from collective.protocols import COMMUNICATION_ACCOUNTINGS, NONE, SHARED_Q, load_protocol
 from collective.simulation.kernel import HEAR_DIRECTION, HEAR_NOISE, HEAR_NONE, HEAR_NOTHING
 
-# `communication_control` (issue 14 point 4; collective.evaluation.sham; "deaf" and "noise": issue 45)
-COMMUNICATION_CONTROLS = ("real", "sham", "deaf", "noise")
+# `communication_control` (issue 14 point 4; collective.evaluation.sham; "deaf", "noise", "content_free": issue 45)
+COMMUNICATION_CONTROLS = ("real", "sham", "deaf", "noise", "content_free")
 # The controls of learners that hear the protocol (`learners_hear`), and how each makes them hear it
 HEARING_CONTROLS = {"deaf": HEAR_NOTHING, "noise": HEAR_NOISE}
 
@@ -29,11 +29,13 @@ class ProtocolSection:
     # "real", or "sham": the sham-communication control (collective.evaluation.sham): each scored episode is
     # played beside a shadow episode of the same cell; each member keeps its own sensing and its own part in the
     # protocol, and what the others tell it is what they told in the shadow (issue 22 point 2): the protocol's
-    # traffic and rule, with no information from the others about the episode; or "deaf", for learners that hear the
-    # protocol (`learners_hear`): they take part and train as members, and hear nothing (their state is their own);
-    # or "noise", for them too: they take part, train and hear as members, each symbol replaced by a uniform draw among
-    # the ten (`simulation.kernel.noise_symbol`): hearing's table, told nothing, so real - noise is what the symbols
-    # tell, where real - deaf mixes it with the ten-fold table's slower training
+    # traffic and rule, with no information from the others about the episode; or "content_free", that sham with
+    # each episode emptied as its shadow (every cell pays 0): the others' every report, bid, deposit or write says
+    # "nothing seen"; or "deaf", for learners that hear the protocol (`learners_hear`): they take part and train as
+    # members, and hear nothing (their state is their own); or "noise", for them too: they take part, train and hear
+    # as members, each symbol replaced by a uniform draw among the ten (`simulation.kernel.noise_symbol`): hearing's
+    # table, told nothing, so real - noise is what the symbols tell, where real - deaf mixes it with the ten-fold
+    # table's slower training
     communication_control: str = "real"
 
     @property
@@ -79,7 +81,9 @@ class ProtocolSection:
 
     @property
     def sham(self) -> bool:
-        return self.communication_control == "sham"
+        """Whether the group is played beside shadow episodes: the sham control, or the content-free one (the sham
+        with an empty shadow, `collective.evaluation.sham.play_sham`)."""
+        return self.communication_control in ("sham", "content_free")
 
     @property
     def accounting_offset(self) -> int:
@@ -123,10 +127,10 @@ def validate_protocol(c: ProtocolSection) -> None:
 
 
 def validate_communication(c: ProtocolSection) -> None:
-    """The accounting and the control are known; the sham control is refused where it cannot be made:
-    without messages, with learners (the stepping core, where the sham plays, has none) or a shared
-    table (its traffic happens inside the learners' training), or with a persistent plug-in (it would
-    learn from the shadow episodes as well)."""
+    """The accounting and the control are known; the sham and content-free controls are refused where they cannot
+    be made: without messages, with learners (the stepping core, where they play, has none) or a shared table
+    (its traffic happens inside the learners' training), or with a persistent plug-in (it would learn from the
+    shadow episodes as well)."""
     require_choice(c, "communication_accounting", COMMUNICATION_ACCOUNTINGS)
     require_choice(c, "communication_control", COMMUNICATION_CONTROLS)
     if c.communication_control in HEARING_CONTROLS and not c.learners_hear:
@@ -136,19 +140,22 @@ def validate_communication(c: ProtocolSection) -> None:
                                                    "broadcast or wisdom")
     if not c.sham:
         return
+    control = c.communication_control
     protocol = load_protocol(c.protocol)
     code = protocol.cls.code if protocol.builtin else None
     if code == NONE:
-        raise ConfigError("communication_control", "sham needs a communicating protocol: protocol none sends no "
+        raise ConfigError("communication_control", f"{control} needs a communicating protocol: protocol none sends no "
                                                    "message to exchange between episodes")
     if code == SHARED_Q:
-        raise ConfigError("communication_control", "shared_q cannot be shammed: its learners read and write the "
+        played = "shammed" if control == "sham" else f"played under {control}"
+        raise ConfigError("communication_control", f"shared_q cannot be {played}: its learners read and write the "
                                                    "table while they train inside the fused kernel, with no message "
                                                    "that could be exchanged between episodes")
     learners = sorted(name for name in c.behaviour_counts if learns(name))
     if learners:
-        raise ConfigError("communication_control", f"sham plays on the stepping core, where {', '.join(learners)} "
-                                                   "cannot play (it trains inside the fused kernel)")
+        raise ConfigError("communication_control", f"{control} plays on the stepping core, where "
+                                                   f"{', '.join(learners)} cannot play (it trains inside the fused "
+                                                   "kernel)")
     if c.persistent:
-        raise ConfigError("communication_control", "sham cannot be played with a persistent plug-in: it would "
+        raise ConfigError("communication_control", f"{control} cannot be played with a persistent plug-in: it would "
                                                    "learn from the shadow episodes as well")

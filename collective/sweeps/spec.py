@@ -46,7 +46,8 @@ episode), the first word of the rows' `spawn_key`.
     # `group_sizes` limits it to cells of those sizes (a protocol needs at least 2 members).
     # A mix fixes its own group size: it plays in the cells of that size.
     # `controls = ["real", "sham"]` adds beside each group of the entry its sham control (label
-    # "...+broadcast[sham]", config communication_control = "sham"), on the same environments.
+    # "...+broadcast[sham]", config communication_control = "sham"), on the same environments; likewise
+    # "content_free" (the sham with an empty shadow) and "deaf" (learners that hear nothing).
     # Display labels (figures; never in a key or seed): a behaviour or mix may be written
     # { name = "my_pkg.agents:Homing", label = "homing" } and a protocol entry may have label = "gossip";
     # the group "my_pkg.agents:Homing+my_pkg.talk:Gossip" is then shown as "homing, gossip".
