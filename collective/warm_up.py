@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -112,11 +113,12 @@ def compile_share(share: int) -> None:
         with_ceiling(config, generate_environments(config, np.arange(1)))
 
 
-def lock_compiles(folder: Path) -> None:
-    """In each process of a parallel warm-up, compile a function of numba's cache for one signature under an
-    exclusive lock on a file of `folder` named after both: a process that reaches a callee the other is compiling
-    waits for it and loads it from the cache (numba looks there first), rather than compiling it again. The
-    locks a process holds are a chain of callers and callees, so two processes never wait for each other."""
+@contextmanager
+def compile_locks(folder: Path):
+    """Within it, this process compiles a function of numba's cache for one signature under an exclusive lock on a
+    file of `folder` named after both: of two warm-up processes, the one that reaches a callee the other is
+    compiling waits for it and loads it from the cache (numba looks there first), rather than compiling it again.
+    The locks a process holds are a chain of callers and callees, so two processes never wait for each other."""
     import fcntl
     import hashlib
 
@@ -124,8 +126,6 @@ def lock_compiles(folder: Path) -> None:
     from numba.core.dispatcher import Dispatcher
 
     compile = Dispatcher.compile
-    if getattr(compile, "locked", False):
-        return
 
     def locked_compile(self, sig):
         args, _ = sigutils.normalize_signature(sig)
@@ -137,8 +137,11 @@ def lock_compiles(folder: Path) -> None:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             return compile(self, sig)
 
-    locked_compile.locked = True
     Dispatcher.compile = locked_compile
+    try:
+        yield
+    finally:
+        Dispatcher.compile = compile
 
 
 def lock_cache_saves() -> bool:
@@ -180,16 +183,16 @@ def default_processes() -> int:
 def warm_up(processes: int | None = None) -> float:
     """Load (compiling when missing) every variant above, the shares in `processes` processes (at most
     one per share; by default `default_processes`); returns the seconds it took. Two processes compile
-    disjoint functions (`lock_compiles`), each about half of the CPU time of one process; on busy cores they
+    disjoint functions (`compile_locks`), each about half of the CPU time of one process; on busy cores they
     would save nothing (notes/compile-time.md: Parallel warm-up)."""
     started = time.perf_counter()
     processes = default_processes() if processes is None else processes
     processes = min(SHARES, processes)
-    with tempfile.TemporaryDirectory(prefix="collective-warm-up-") as locks:  # kept until the last compile
+    with tempfile.TemporaryDirectory(prefix="collective-warm-up-") as locks, ExitStack() as locked:
         if processes > 1 and os.name == "posix" and lock_cache_saves():  # the cache's lock is fcntl's
             from numba.core import config
 
-            lock_compiles(Path(locks))
+            locked.enter_context(compile_locks(Path(locks)))
             helpers = [subprocess.Popen([sys.executable, "-m", "collective.warm_up", "--share", str(share),
                                          "--locks", locks], env={**os.environ, "NUMBA_CACHE_DIR": config.CACHE_DIR})
                        for share in range(1, processes)]
@@ -221,9 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     record = CompileRecord() if os.name == "posix" else None  # the record's lock is fcntl's
     if args.share is not None:
         lock_cache_saves()
-        if args.locks:
-            lock_compiles(args.locks)
-        compile_share(args.share)
+        with compile_locks(args.locks) if args.locks else nullcontext():
+            compile_share(args.share)
         if record:
             record.save()
         return 0

@@ -56,17 +56,18 @@ SLOW = "import numba\n\n\n@numba.njit(cache=True)\ndef slow(x):\n" + "".join(
 # compile `slow`, with or without the warm-up's compile locks; each prints whether it loaded it from the cache.
 COMPILE_AT_ONCE = textwrap.dedent("""
     import sys, time
+    from contextlib import nullcontext
     from pathlib import Path
     folder, me, locked = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "locked"
     sys.path.insert(0, str(folder))
     from slow_module import slow
     if locked:
-        from collective.warm_up import lock_compiles
-        lock_compiles(folder / "locks")
-    (folder / f"ready-{me}").touch()
-    while len(list(folder.glob("ready-*"))) < 2:
-        time.sleep(0.01)
-    slow(1)
+        from collective.warm_up import compile_locks
+    with compile_locks(folder / "locks") if locked else nullcontext():
+        (folder / f"ready-{me}").touch()
+        while len(list(folder.glob("ready-*"))) < 2:
+            time.sleep(0.01)
+        slow(1)
     print(sum(slow.stats.cache_hits.values()))
 """)
 
