@@ -130,11 +130,14 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
     """Ray's runtime environment shipping the spec's plug-in code to the workers (Ray's `py_modules`):
     a module plug-in's top-level package (or single module), a file plug-in's file, with the files'
     names mapped for `plugins._import_file`. Code installed in the interpreter (site-packages, the
-    standard library) is not shipped: every worker must have it installed."""
+    standard library) is not shipped: every worker must have it installed; nor is the package's own
+    (a built-in plug-in such as `heading_search`): every worker runs the package."""
     installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     shipped, files = set(), {}
     for cell in spec.cells:
         for plugin in (p for config in cell.configs if config is not None for p in config.plugins):
+            if plugin.cls.__module__.partition(".")[0] == "collective":  # a built-in plug-in: workers run the package
+                continue
             if not is_import_path(plugin.spec):
                 raise PluginError(plugin.spec, "", "is registered by name in this process only: name it by import "
                                                    "path (MODULE:CLASS or FILE.py:CLASS) to run it on Ray")
