@@ -109,6 +109,11 @@ def test_an_interrupted_growth_resumes_without_losing_or_repeating_a_row(tmp_pat
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode != 0 and "interrupted" in stderr, stderr
+    files = {path: path.stat().st_mtime_ns for path in grown.rglob("*")}
+    plain = collective("sweep", str(spec), "--out", str(grown), "--executor", "serial")  # episodes=600 forgotten
+    assert plain.returncode == 2 and len(plain.stderr.splitlines()) == 1, plain.stderr
+    assert "episodes = 300 would leave rows out: pass episodes=600 to resume or finish it" in plain.stderr
+    assert {path: path.stat().st_mtime_ns for path in grown.rglob("*")} == files  # nothing written
     sweep(spec, grown, "episodes=600")
     grown_rows = rows(grown / "dataset")
     assert len(grown_rows) == 600 * 6 and grown_rows.drop(columns="sweep_id").equals(fresh)

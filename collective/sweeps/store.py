@@ -153,7 +153,8 @@ def continued_sweep(directory: str | Path, sweep_id: str, source: dict) -> Conti
     """The sweep that a run of the spec `source` (id `sweep_id`) continues in `directory`: its own (a resume),
     or one whose spec differs only by fewer `episodes` (a growth: the new episodes are added to its dataset).
     None where nothing can be continued (no readable sweep.json: `ResultsStore` says why, or starts one).
-    StoreError in one line for a sweep of another spec, naming what differs, and for fewer episodes."""
+    StoreError in one line for a sweep of another spec, naming what differs, and for fewer episodes, naming the
+    `episodes=M` to pass (the plain command after an interrupted growth asks for fewer than the sweep now holds)."""
     try:
         previous = _parse_sweep_bytes(_read_own(Path(directory) / SPEC_FILE) or b"")
     except (OSError, StoreError):
@@ -176,7 +177,8 @@ def continued_sweep(directory: str | Path, sweep_id: str, source: dict) -> Conti
     growth = previous.get("growth") if isinstance(previous.get("growth"), list) else [{"episodes": had, "at": None}]
     if isinstance(had, int) and wanted < had:
         raise StoreError(f"{directory} holds sweep {existing} with {had} episodes; episodes = {wanted} would leave "
-                         f"rows out: a sweep only grows in place, a smaller one needs a new --out directory")
+                         f"rows out: pass episodes={had} to resume or finish it (more to grow it further), or give "
+                         f"a new --out directory for fewer")
     if wanted != had:
         growth = [*growth, {"episodes": wanted, "at": utc_now()}]
     return Continued(existing, had if isinstance(had, int) else wanted, growth)
