@@ -673,8 +673,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from collective.behaviours import behaviour_names, get_behaviour
         from collective.config import PROFILES
 
-        lines = [f"{name:<14}{get_behaviour(name).description}" for name in behaviour_names()]
-        lines.append(f"{'MODULE:CLASS':<14}your own: any class with act(self, obs) (collective docs tutorial: bring your own agent)")
+        width = max(map(len, behaviour_names())) + 2
+        lines = [f"{name:<{width}}{get_behaviour(name).description}" for name in behaviour_names()]
+        lines.append(f"{'MODULE:CLASS':<{width}}your own: any class with act(self, obs) (collective docs tutorial: bring your own agent)")
         lines.append("q_learning and sarsa coincide exactly when training is greedy (epsilon 0: profiles paper and "
                      f"lambdastar2016); they differ with epsilon > 0 (profile sound: {PROFILES['sound']['q_epsilon']})")
         write_stdout("\n".join(lines))

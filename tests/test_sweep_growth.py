@@ -9,7 +9,9 @@ import tomllib
 import pytest
 
 from collective.sweeps.plan import TARGET_UNIT_AGENT_STEPS, plan
+from collective.sweeps.runtime import SerialExecutor
 from collective.sweeps.spec import parse_spec
+from collective.sweeps.store import ResultsStore
 from sweep_support import collective, rows, start_collective, write_spec
 
 # Units of every kind: a sham control costly enough to be cut into several units of a few dozen episodes (kept
@@ -109,6 +111,11 @@ def test_an_interrupted_growth_resumes_without_losing_or_repeating_a_row(tmp_pat
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode != 0 and "interrupted" in stderr, stderr
+    files = {path: path.stat().st_mtime_ns for path in grown.rglob("*")}
+    plain = collective("sweep", str(spec), "--out", str(grown), "--executor", "serial")  # episodes=600 forgotten
+    assert plain.returncode == 2 and len(plain.stderr.splitlines()) == 1, plain.stderr
+    assert "episodes = 300 would leave rows out: pass episodes=600 to resume or finish it" in plain.stderr
+    assert {path: path.stat().st_mtime_ns for path in grown.rglob("*")} == files  # nothing written
     sweep(spec, grown, "episodes=600")
     grown_rows = rows(grown / "dataset")
     assert len(grown_rows) == 600 * 6 and grown_rows.drop(columns="sweep_id").equals(fresh)
@@ -157,3 +164,36 @@ def test_the_dry_run_of_a_growth_says_how_many_episodes_it_adds(tmp_path):
     line = next(line for line in result.stdout.splitlines() if "growing sweep" in line)
     assert "from 40 to 100 episodes: adds 60 per cell and group (360 rows); plays " in line
     assert {path: path.stat().st_mtime_ns for path in out.rglob("*")} == files
+
+
+def written_bytes() -> int:
+    """The bytes this process has written so far (Linux's /proc/self/io `wchar`: files, pipes, terminals), and
+    its reaped children."""
+    return next(int(line.split()[1]) for line in open("/proc/self/io") if line.startswith("wchar:"))
+
+
+def test_the_worker_stamps_a_grown_sweeps_kept_chunks_not_the_driver(tmp_path):
+    """No central process does work per row: the kept chunks' `episodes` column, rewritten whole when a sweep
+    grows, is rewritten by the executor's worker (here the serial executor's child process). The driver (this
+    process) finds them from their footers (`ResultsStore.unstamped`) and writes less than a tenth of what the
+    chunks hold (their manifest lines)."""
+    spec = parse_spec(tomllib.loads(CHEAP_SPEC), "stamped")
+    blocks = plan(spec)
+    with ResultsStore(tmp_path, spec.sweep_id, {}, planned={u.id for block in blocks for u in block.units}) as store:
+        executor = SerialExecutor(spec)
+        executor.writer = store.writer
+        with executor:
+            for _, record in executor.run(blocks):
+                store.commit(record)
+            chunks = sum(record.bytes for record in store.finished.values())
+            stale = store.unstamped(80)
+            assert sorted(stale) == sorted(store.finished) and not store.unstamped(40)
+            before = written_bytes()
+            records = executor.stamp(stale, 80)
+            for _ in stale:
+                store.commit(next(records)[1])
+            assert written_bytes() - before < chunks / 10  # before the worker is reaped (Linux then adds its I/O)
+            records.close()
+        assert not store.unstamped(80)
+    stamped = rows(tmp_path / "dataset")
+    assert len(stamped) == 40 * 6 and (stamped["episodes"] == 80).all()

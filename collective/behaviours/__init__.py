@@ -110,3 +110,8 @@ class ImitationBehaviour(Behaviour):
     code = IMITATION
     description = "follows a hidden oracle when it is in view, local search otherwise"
     privileged = True  # its guide knows the future
+
+
+from collective.behaviours.heading import HeadingSearch  # noqa: E402 - a plug-in built-in, registered last
+
+register(HeadingSearch)

@@ -206,8 +206,7 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False,
         if continued and continued.episodes < spec.episodes:
             print(f"collective sweep: notice: {growth_text(spec, continued.episodes, planned, set(store.finished))}",
                   file=sys.stderr)
-        if len(growth) > 1:
-            store.stamp_episodes(spec.episodes)
+        stale = store.unstamped(spec.episodes) if len(growth) > 1 else []  # kept chunks a worker stamps
         resumed = dict(store.finished)
         if resumed:
             _notice_changed_plugins(store.previous.get("plugins", {}), spec.plugin_digests())
@@ -231,13 +230,15 @@ def run_spec(spec: SweepSpec, out: str | Path, executor, progress: bool = False,
         with Progress(total, "searcher-steps", "collective sweep", spec.name, initial=initial, enabled=progress,
                       bookends=True) as bar:
             bar.update(0, status())
-            if todo:
+            if todo or stale:
                 executor.report_phase, executor.writer = bar.phase, store.writer
                 try:
                     with executor:
                         compilation_done()  # the workers are warm
                         for notice in executor.notices:
                             print(f"collective sweep: notice: {notice}", file=sys.stderr)
+                        for _, record in executor.stamp(stale, spec.episodes) if stale else ():
+                            store.commit(record)
                         bar.phase(PLAYING)
                         for unit, record in executor.run(todo):
                             if record.rows != unit.rows:  # written, never listed: a rerun removes the chunk

@@ -130,11 +130,14 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
     """Ray's runtime environment shipping the spec's plug-in code to the workers (Ray's `py_modules`):
     a module plug-in's top-level package (or single module), a file plug-in's file, with the files'
     names mapped for `plugins._import_file`. Code installed in the interpreter (site-packages, the
-    standard library) is not shipped: every worker must have it installed."""
+    standard library) is not shipped: every worker must have it installed; nor is the package's own
+    (a built-in plug-in such as `heading_search`): every worker runs the package."""
     installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     shipped, files = set(), {}
     for cell in spec.cells:
         for plugin in (p for config in cell.configs if config is not None for p in config.plugins):
+            if plugin.cls.__module__.partition(".")[0] == "collective":  # a built-in plug-in: workers run the package
+                continue
             if not is_import_path(plugin.spec):
                 raise PluginError(plugin.spec, "", "is registered by name in this process only: name it by import "
                                                    "path (MODULE:CLASS or FILE.py:CLASS) to run it on Ray")
@@ -243,24 +246,32 @@ class SerialExecutor:
 
     def run(self, blocks: list[EnvironmentBlock]) -> Iterator[tuple[WorkUnit, ChunkRecord]]:
         units = [unit for block in blocks for unit in block.units]
+        yield from self._in_child(_play_units, (self.spec, units), units)
+
+    def stamp(self, units: list[str], episodes: int) -> Iterator[tuple[str, ChunkRecord]]:
+        """Stamp the kept chunks of `units` with `episodes` (`ChunkWriter.stamp`) in the worker; yield each record."""
+        yield from self._in_child(_stamp_chunks, (units, episodes), units)
+
+    def _in_child(self, target, args: tuple, jobs: list) -> Iterator[tuple[object, ChunkRecord]]:
+        """Run `target(*args, writer, connection, driver)` in the forked worker; yield each job with the record
+        it sends back, in order."""
         receiving, sending = multiprocessing.Pipe(duplex=False)
         self.child = multiprocessing.get_context("fork").Process(
-            target=_play_units, args=(self.spec, units, self.writer, sending, os.getpid()), name="collective-serial",
-            daemon=True)
+            target=target, args=(*args, self.writer, sending, os.getpid()), name="collective-serial", daemon=True)
         sys.stdout.flush()  # else the child, a copy of this process, would print what is buffered again
         sys.stderr.flush()
         self.child.start()
         sending.close()
         try:
-            for done, unit in enumerate(units):
+            for done, job in enumerate(jobs):
                 try:
                     record = receiving.recv()
                 except EOFError:
                     self.child.join()
-                    raise self._ended_early(len(units) - done, len(units)) from None
+                    raise self._ended_early(len(jobs) - done, len(jobs)) from None
                 if isinstance(record, BaseException):
                     raise record
-                yield unit, record
+                yield job, record
         finally:
             receiving.close()
             self._stop_child()
@@ -297,17 +308,30 @@ def _die_with(driver: int) -> None:
 
 
 def _play_units(spec: SweepSpec, units: list[WorkUnit], writer: ChunkWriter, connection, driver: int) -> None:
-    """The serial executor's child: play `units` in order, write each chunk and send its record, or the
-    error that stopped it. A Ctrl-C (the command line's handler, inherited, tells it from a plug-in's own
-    KeyboardInterrupt) or the driver's SIGTERM ends it silently: the driver, stopping too, says what is kept;
-    the driver's death ends it (`_die_with`)."""
+    """The serial executor's child: play `units` in order, write each chunk and send its record (`_send_each`)."""
+    def played():
+        cache = EnvironmentCache(spec)
+        for unit in units:
+            yield writer.write(unit.id, play_unit(spec, unit, cache.environments(unit)))
+
+    _send_each(played(), connection, driver)
+
+
+def _stamp_chunks(units: list[str], episodes: int, writer: ChunkWriter, connection, driver: int) -> None:
+    """The serial executor's child stamping a grown sweep's kept chunks (`ChunkWriter.stamp`), each record sent."""
+    _send_each((writer.stamp(unit, episodes) for unit in units), connection, driver)
+
+
+def _send_each(records: Iterator[ChunkRecord], connection, driver: int) -> None:
+    """Send each record to the driver as it is made, or the error that stopped them. A Ctrl-C (the command
+    line's handler, inherited, tells it from a plug-in's own KeyboardInterrupt) or the driver's SIGTERM ends
+    the child silently: the driver, stopping too, says what is kept; the driver's death ends it (`_die_with`)."""
     _die_with(driver)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    cache = EnvironmentCache(spec)
     try:
         try:
-            for unit in units:
-                connection.send(writer.write(unit.id, play_unit(spec, unit, cache.environments(unit))))
+            for record in records:
+                connection.send(record)
         except Exception as error:  # the driver raises it as it would have been raised here
             try:
                 error = pickle.loads(pickle.dumps(error))
@@ -352,6 +376,11 @@ class GroupHost(_Actor):
         (`arrow_stream`) where this host does not see the sweep's directory."""
         rows = play_unit(self.spec, unit, self.cache.environments(unit))
         return self.writer.write(unit.id, rows) if self.writer else arrow_stream(rows)
+
+    def stamp(self, unit: str, episodes: int) -> ChunkRecord | None:
+        """Stamp the unit's kept chunk (`ChunkWriter.stamp`); None where this host does not see the sweep's
+        directory (the driver then stamps it, as it writes such a host's rows)."""
+        return self.writer.stamp(unit, episodes) if self.writer else None
 
 
 class RayExecutor:
@@ -489,6 +518,22 @@ class RayExecutor:
                 raise self._worker_died([unit] + [held for host, held in running.values() if host == h]) from None
             submit()
             yield unit, result if isinstance(result, ChunkRecord) else self.writer.write(unit.id, stream_table(result))
+
+    def stamp(self, units: list[str], episodes: int) -> Iterator[tuple[str, ChunkRecord]]:
+        """Stamp the kept chunks of `units` with `episodes` (`ChunkWriter.stamp`), spread over the hosts; yield
+        each record as it comes."""
+        import ray
+
+        running = {self.hosts[i % len(self.hosts)].stamp.remote(unit, episodes): unit for i, unit in enumerate(units)}
+        while running:
+            [finished], _ = ray.wait(list(running), num_returns=1)
+            unit = running.pop(finished)
+            try:
+                record = ray.get(finished)
+            except ray.exceptions.RayActorError:
+                raise WorkerLost(f"the Ray worker stamping chunk {unit} died: out of memory, or killed from outside; "
+                                 "rerun the same command to resume") from None
+            yield unit, record or self.writer.stamp(unit, episodes)
 
     def _worker_died(self, units: list[WorkUnit]) -> Exception:
         """The error for a GroupHost that died, its restarts used up, holding `units` (the one it was

@@ -153,7 +153,8 @@ def continued_sweep(directory: str | Path, sweep_id: str, source: dict) -> Conti
     """The sweep that a run of the spec `source` (id `sweep_id`) continues in `directory`: its own (a resume),
     or one whose spec differs only by fewer `episodes` (a growth: the new episodes are added to its dataset).
     None where nothing can be continued (no readable sweep.json: `ResultsStore` says why, or starts one).
-    StoreError in one line for a sweep of another spec, naming what differs, and for fewer episodes."""
+    StoreError in one line for a sweep of another spec, naming what differs, and for fewer episodes, naming the
+    `episodes=M` to pass (the plain command after an interrupted growth asks for fewer than the sweep now holds)."""
     try:
         previous = _parse_sweep_bytes(_read_own(Path(directory) / SPEC_FILE) or b"")
     except (OSError, StoreError):
@@ -176,7 +177,8 @@ def continued_sweep(directory: str | Path, sweep_id: str, source: dict) -> Conti
     growth = previous.get("growth") if isinstance(previous.get("growth"), list) else [{"episodes": had, "at": None}]
     if isinstance(had, int) and wanted < had:
         raise StoreError(f"{directory} holds sweep {existing} with {had} episodes; episodes = {wanted} would leave "
-                         f"rows out: a sweep only grows in place, a smaller one needs a new --out directory")
+                         f"rows out: pass episodes={had} to resume or finish it (more to grow it further), or give "
+                         f"a new --out directory for fewer")
     if wanted != had:
         growth = [*growth, {"episodes": wanted, "at": utc_now()}]
     return Continued(existing, had if isinstance(had, int) else wanted, growth)
@@ -458,6 +460,16 @@ class ChunkWriter:
         return ChunkRecord(unit=unit, file=name, rows=table.num_rows, bytes=data.size,
                            sha256=hashlib.sha256(data).hexdigest())
 
+    def stamp(self, unit: str, episodes: int) -> ChunkRecord:
+        """Rewrite the unit's chunk whole with `episodes` in its `episodes` column, as a sweep of that many from
+        the start holds it (a grown sweep's kept chunk); the sweep records it again (`ResultsStore.commit`), so an
+        interruption leaves it stamped and listed, or listed as it was, or (killed between rename and manifest
+        line) damaged and played again."""
+        with open(_open_own(self.dataset / f"part-{unit}.parquet", os.O_RDONLY), "rb") as handle:
+            table = pq.read_table(handle)
+        column = table.schema.get_field_index("episodes")
+        return self.write(unit, table.set_column(column, "episodes", pa.array([episodes] * table.num_rows, pa.int64())))
+
     def _check_replaceable(self, path: Path, unit: str) -> None:
         """StoreError unless `path` is free or holds this unit's chunk from this directory's sweep (a
         worker of a killed driver finishing its unit late): the rename never replaces anything else."""
@@ -664,26 +676,19 @@ class ResultsStore:
         return ChunkWriter(directory / DATASET_DIR, directory / LOCK_FILE, self.lock.token, self.sweep_id,
                            self.store_id)
 
-    def stamp_episodes(self, episodes: int) -> int:
-        """Set the `episodes` column of the kept chunks of a grown sweep to its episode count (their rows were
-        played when it had fewer), as a sweep of that many from the start holds it; returns how many chunks were
-        rewritten. Each is rewritten whole and recorded again (`commit`), so an interruption leaves it stamped
-        and listed, or listed as it was, or (killed between rename and manifest line) damaged and played again."""
-        stamped = 0
-        for unit, record in list(self.finished.items()):
-            path = self.dataset / record.file
-            with open(_open_own(path, os.O_RDONLY), "rb") as handle:
+    def unstamped(self, episodes: int) -> list[str]:
+        """The units of the kept chunks whose `episodes` column is not `episodes` (a grown sweep's, played when it
+        had fewer), from each chunk's footer statistics alone: metadata, one read per chunk. Workers stamp them
+        (`ChunkWriter.stamp`), so that no rows go through the sweep's own process."""
+        units = []
+        for unit, record in self.finished.items():
+            with open(_open_own(self.dataset / record.file, os.O_RDONLY), "rb") as handle:
                 metadata = pq.read_metadata(handle)
             column = metadata.schema.to_arrow_schema().get_field_index("episodes")
             statistics = [metadata.row_group(r).column(column).statistics for r in range(metadata.num_row_groups)]
-            if all(s is not None and s.has_min_max and s.min == s.max == episodes for s in statistics):
-                continue
-            with open(_open_own(path, os.O_RDONLY), "rb") as handle:
-                table = pq.read_table(handle)
-            table = table.set_column(column, "episodes", pa.array([episodes] * table.num_rows, pa.int64()))
-            self.commit(self.writer.write(unit, table))
-            stamped += 1
-        return stamped
+            if not all(s is not None and s.has_min_max and s.min == s.max == episodes for s in statistics):
+                units.append(unit)
+        return units
 
     def commit(self, record: ChunkRecord) -> ChunkRecord:
         """Record a chunk a writer wrote in the manifest: from here on a resumed sweep keeps it."""
