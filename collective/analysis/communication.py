@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from collective.analysis.base import Analysis, Table, cell_ids, levels
+from collective.analysis.base import Analysis, Table, cell_ids, environment_ids, levels, run_ids
 from collective.analysis.cluster_robust import clustered_slope
-from collective.analysis.inference import CONFIDENCE, holm, stratified_difference
+from collective.analysis.inference import CONFIDENCE, holm, stratified_difference, two_way_variance
 
 KEY = ["cell", "episode"]
 ACCOUNTING = "communication_accounting"
@@ -77,15 +77,21 @@ SHAM_NOTE = (
     "entropy: compare the columns), nothing from the others about the scored episode, but their real reports of "
     "another world. Content-free (communication_control = content_free): the same with each episode emptied as "
     "its shadow (every cell pays 0; the others' start cells and draws kept), so every report, bid, deposit or "
-    "write of the others says nothing seen: the protocol's mechanics without information. Readings, each paired "
-    "by (cell, episode), stratified by cell, t on pairs - cells df: gain_over_isolated = Υ(real) - Υ(isolated "
+    "write of the others says nothing seen: the protocol's mechanics without information. Learners that hear the "
+    "protocol: noise (each symbol a uniform draw among the ten: the same table, told nothing) and deaf (one "
+    "symbol: a table ten times smaller). Readings, each paired by (cell, episode), stratified by cell, t on pairs "
+    "- cells df (with learners' kept tables, clustered by environment and by training run, two-way, t on the "
+    "smaller count - 1): gain_over_isolated = Υ(real) - Υ(isolated "
     "agents of the same members), what communicating buys; information_value = Υ(real) - Υ(baseline), what the "
     "others' messages being about the episode is worth (p_holm over the table), the baseline "
     "(information_baseline) the content-free control when the group has one (or noise, learners' uninformative "
     "hearing), else the sham, whose value then counts the members' trust in reports as well as the information; "
     "mechanics = Υ(content-free) - Υ(isolated), what the protocol's mechanics buy without information (herding, "
     "tie-breaks toward the others, one's own memory or deposits); reliance = Υ(isolated) - Υ(sham), what acting "
-    "on uninformative reports costs (0: the members ignore what they hear; large: they follow any report).")
+    "on uninformative reports costs (0: the members ignore what they hear; large: they follow any report); "
+    "gain_over_heading = Υ(real) - Υ(heading_search alone), a searcher's gain over one that keeps its heading "
+    "when it sees nothing (what the group buys beyond persistence); dilution = Υ(deaf) - Υ(noise), what "
+    "hearing uninformative symbols costs a learner (its table split ten ways).")
 
 
 def group_types(rows: pd.DataFrame) -> pd.DataFrame:
@@ -115,17 +121,27 @@ def _levels(frame: pd.DataFrame, keys: list[str]):
 
 def paired_scores(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Rows of several groups on the same environments: one row per (cell, episode) all played, with the
-    first group's other columns, and `score_<name>` (plus traffic columns `<column>_<name>`) for each
-    name -> group label."""
+    first group's other columns, and `score_<name>` (plus traffic columns `<column>_<name>`, and `_run_<name>`
+    where the rows carry training runs, `_with_runs`) for each name -> group label."""
     (first_name, first), *others = labels.items()
-    traffic = [c for c in TRAFFIC if c in rows]
+    carried = [c for c in TRAFFIC if c in rows] + (["_run"] if "_run" in rows else [])
     frame = rows[rows["group"] == first].rename(columns={"score": f"score_{first_name}",
-                                                         **{c: f"{c}_{first_name}" for c in traffic}})
+                                                         **{c: f"{c}_{first_name}" for c in carried}})
     for name, label in others:
-        part = rows[rows["group"] == label][KEY + ["score"] + traffic]
-        frame = frame.merge(part.rename(columns={"score": f"score_{name}", **{c: f"{c}_{name}" for c in traffic}}),
+        part = rows[rows["group"] == label][KEY + ["score"] + carried]
+        frame = frame.merge(part.rename(columns={"score": f"score_{name}", **{c: f"{c}_{name}" for c in carried}}),
                             on=KEY)
     return frame
+
+
+def _with_runs(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with `_run` (the training run behind a learner's tables, `base.run_ids`; -1 for rows without
+    kept tables) and `_environment` (`base.environment_ids`) where some row has a run, else as they are."""
+    runs = run_ids(rows)
+    if runs is None:
+        return rows
+    kept = rows["training_run"].to_numpy() >= 0
+    return rows.assign(_run=np.where(kept, runs, -1), _environment=environment_ids(rows))
 
 
 def _stratified_mean(cells: np.ndarray, values: np.ndarray) -> float:
@@ -134,8 +150,25 @@ def _stratified_mean(cells: np.ndarray, values: np.ndarray) -> float:
 
 
 def _gain(part: pd.DataFrame, subject: str, baseline: str, prefix: str) -> dict:
-    statistics = stratified_difference(part["cell"].to_numpy(), part[f"score_{subject}"].to_numpy(),
-                                       part[f"score_{baseline}"].to_numpy())
+    """subject - baseline, stratified by cell (`inference.stratified_difference`); where either group's learners
+    keep tables trained in runs (`_with_runs`), its SE is clustered by environment and by the pair of runs too
+    (`inference.two_way_variance`, issue 45 item 3: a learner's pairs share its tables' luck), on its df."""
+    cells = part["cell"].to_numpy()
+    first, second = part[f"score_{subject}"].to_numpy(), part[f"score_{baseline}"].to_numpy()
+    statistics = stratified_difference(cells, first, second)
+    runs = part[[f"_run_{subject}", f"_run_{baseline}"]].to_numpy() if f"_run_{subject}" in part else None
+    if runs is not None and (runs >= 0).any() and len(part) > 1:
+        differences = first - second
+        frame = pd.DataFrame({"cell": cells, "d": differences})
+        means, sizes = frame.groupby("cell")["d"].transform("mean"), frame.groupby("cell")["d"].transform("size")
+        weights = len(part) / (frame["cell"].nunique() * sizes.to_numpy())  # the stratified mean's, times n
+        pair_runs = np.unique(runs, axis=0, return_inverse=True)[1].ravel()
+        df, variance = two_way_variance((differences - means.to_numpy()) * weights, part["_environment"].to_numpy(),
+                                        pair_runs)
+        mean, se = statistics["difference"], math.sqrt(variance) if variance > 0 else math.nan
+        half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se if df >= 1 else math.nan
+        statistics.update(ci95_low=mean - half, ci95_high=mean + half,
+                          p_t=float(2 * stats.t.sf(abs(mean) / se, df)) if df >= 1 and se > 0 else math.nan)
     return {prefix: statistics["difference"], f"{prefix}_ci95_low": statistics["ci95_low"],
             f"{prefix}_ci95_high": statistics["ci95_high"], f"{prefix}_p": statistics["p_t"]}
 
@@ -222,11 +255,13 @@ def communication_entropy_table(rows: pd.DataFrame) -> pd.DataFrame:
                                           "within_k_ci95_low", "within_k_ci95_high", "within_k_p"])
 
 
-READINGS = ("gain_over_isolated", "information_value", "mechanics", "reliance")  # the sham table's (SHAM_NOTE)
+# the sham table's readings (SHAM_NOTE)
+READINGS = ("gain_over_isolated", "gain_over_heading", "information_value", "mechanics", "reliance", "dilution")
 # The controls the sham table reads beside a real group (communication_control values; "noise", learners' hearing
 # of uninformative symbols, once a dataset has it), and information_value's baselines, the first present taken:
 # the content-free ones (the protocol's mechanics, nothing seen), else the sham.
-TABLE_CONTROLS = ("sham", "content_free", "noise")
+HEADING = "heading_search"  # the isolated searcher that keeps its heading when blind (collective.behaviours.heading)
+TABLE_CONTROLS = ("sham", "content_free", "noise", "deaf")
 CONTENT_FREE = ("content_free", "noise")
 INFORMATION_BASELINES = (*CONTENT_FREE, "sham")
 
@@ -235,6 +270,8 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     """The `sham` table (SHAM_NOTE): one row per real group with a control of TABLE_CONTROLS (and level of
     `strata`); a control's columns only when some row has it."""
     types = group_types(rows)
+    rows = _with_runs(rows)
+    cells = rows.groupby("group", observed=True)["cell"].agg(set)  # a baseline pairs only where it played all
     identity = ["behaviour", "mix", "protocol", "protocol_params"]
     records = []
     for real, group in types[(types[CONTROL] == "real") & (types["protocol"] != "none")].iterrows():
@@ -245,21 +282,29 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
         if baseline is None:
             continue
         isolated = isolated_counterparts(types, group)
-        labels = {"real": real, **controls, **({"isolated": isolated[0]} if isolated else {})}
+        heading = [label for label in types.index[(types["behaviour"] == HEADING) & (types["protocol"] == "none")]
+                   if group["behaviour"] == "local_search" and not group["mix"] and cells[real] <= cells[label]]
+        labels = {"real": real, **controls, **({"isolated": isolated[0]} if isolated else {}),
+                  **({"heading": heading[0]} if heading else {})}
         for key, part in _levels(paired_scores(rows, labels), strata):
             cells = part["cell"].to_numpy()
             record = dict(real=real, **controls, isolated=isolated[0] if isolated else "",
+                          **({"heading": heading[0]} if heading else {}),
                           information_baseline=baseline, **dict(zip(strata, key)),
                           cells=len(np.unique(cells)), pairs=len(part),
                           **{f"upsilon_{name}": _stratified_mean(cells, part[f"score_{name}"].to_numpy())
                              for name in labels})
             if isolated:
                 record.update(_gain(part, "real", "isolated", "gain_over_isolated"))
+            if heading:
+                record.update(_gain(part, "real", "heading", "gain_over_heading"))
             record.update(_gain(part, "real", baseline, "information_value"))
             if isolated and baseline in CONTENT_FREE:
                 record.update(_gain(part, baseline, "isolated", "mechanics"))
             if isolated and "sham" in controls:
                 record.update(_gain(part, "isolated", "sham", "reliance"))
+            if "deaf" in controls and "noise" in controls:
+                record.update(_gain(part, "deaf", "noise", "dilution"))
             for column in TRAFFIC:
                 for name in ("real", *controls):
                     values = part[f"{column}_{name}"].to_numpy(float) if f"{column}_{name}" in part else \
@@ -268,8 +313,10 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
             records.append(record)
     present = [name for name in TABLE_CONTROLS if any(name in record for record in records)] or ["sham"]
     gains = [f"{name}{suffix}" for name in READINGS for suffix in ("", "_ci95_low", "_ci95_high")]
-    columns = ["real", *present, "isolated", "information_baseline", *strata, "cells", "pairs", "upsilon_real",
-               *[f"upsilon_{name}" for name in present], "upsilon_isolated", *gains, "information_value_p",
+    heading = ["heading"] if any(record.get("heading") for record in records) else []
+    columns = ["real", *present, "isolated", *heading, "information_baseline", *strata, "cells", "pairs",
+               "upsilon_real", *[f"upsilon_{name}" for name in present], "upsilon_isolated",
+               *[f"upsilon_{name}" for name in heading], *gains, "information_value_p",
                *[f"{column}_{name}" for column in TRAFFIC for name in ("real", *present)]]
     frame = pd.DataFrame(records).reindex(columns=columns).rename(columns={"information_value_p": "p_t"})
     return holm(frame).drop(columns=["p_wilcoxon_holm"], errors="ignore")
