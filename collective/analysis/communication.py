@@ -271,7 +271,7 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
     `strata`); a control's columns only when some row has it."""
     types = group_types(rows)
     rows = _with_runs(rows)
-    cells = rows.groupby("group", observed=True)["cell"].agg(set)  # a baseline pairs only where it played all
+    played = rows.groupby("group", observed=True)["cell"].agg(set)  # a baseline pairs only where it played all
     identity = ["behaviour", "mix", "protocol", "protocol_params"]
     records = []
     for real, group in types[(types[CONTROL] == "real") & (types["protocol"] != "none")].iterrows():
@@ -283,7 +283,7 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
             continue
         isolated = isolated_counterparts(types, group)
         heading = [label for label in types.index[(types["behaviour"] == HEADING) & (types["protocol"] == "none")]
-                   if group["behaviour"] == "local_search" and not group["mix"] and cells[real] <= cells[label]]
+                   if group["behaviour"] == "local_search" and not group["mix"] and played[real] <= played[label]]
         labels = {"real": real, **controls, **({"isolated": isolated[0]} if isolated else {}),
                   **({"heading": heading[0]} if heading else {})}
         for key, part in _levels(paired_scores(rows, labels), strata):
