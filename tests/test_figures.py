@@ -139,7 +139,7 @@ def test_heat_maps_of_many_groups_fit_a_page(tiny, tmp_path):
 
 
 def test_heat_maps_of_more_panels_than_a_page_holds_go_on_pages_each_at_most_a_page(tiny, tmp_path):
-    """Review finding 7: 64 panels (32 group types on 2 grids, the most a figure shows) made one heat map 16 in
+    """Review finding 7: 64 panels (32 group types on 2 grids, the most a figure shows) made one heat map 17.9 in
     tall, past the page it is capped at. They now go on pages NAME, NAME-2, ..., each at most PAGE_HEIGHT tall
     (at both widths, with a title too), every panel once, on one colour scale and the same K rows, each caption
     naming its panels; the CLI writes and lists every page and removes an earlier run's pages beyond them."""
@@ -148,10 +148,10 @@ def test_heat_maps_of_more_panels_than_a_page_holds_go_on_pages_each_at_most_a_p
     for options in (FigureOptions(figures=("heatmap_k_group_size",)),
                     FigureOptions(width=3.5, title=True, figures=("heatmap_k_group_size",))):
         specs = build_figures(dataset, options=options)
+        assert all(spec.figure.get_figheight() <= PAGE_HEIGHT for spec in specs), [s.figure.get_figheight() for s in specs]
         pages = len(specs)
         assert pages > 1 and [s.name for s in specs] == ["heatmap_k_group_size", *(
             f"heatmap_k_group_size-{n}" for n in range(2, pages + 1))]
-        assert all(spec.figure.get_figheight() <= PAGE_HEIGHT for spec in specs), [s.figure.get_figheight() for s in specs]
         panels = [ax for spec in specs for ax in visible_axes(spec.figure) if ax.get_images()]
         titles = [ax.get_title().replace("\n", "").replace(" ", "") for ax in panels]
         assert len(titles) == 64 == len(set(titles))
