@@ -392,3 +392,29 @@ def test_kept_learner_tables_are_clustered_by_cell_where_cells_share_environment
     rejects = lambda fits: np.mean([f.loc["G", "p_value"] < 0.05 for f in fits])  # noqa: E731
     assert rejects(as_learners) <= 0.10 and as_learners[0].loc["G", "errors"].startswith("CR2 clustered by cell")
     assert rejects(as_searchers) >= 0.3
+
+
+def test_a_term_without_an_error_shows_no_df():
+    """Two group sizes a grid leave each grid's Intercept and G no cell-level df: their error, interval and p were
+    blank but their df read 0 or 2.2e-16 (the rounding of 0/0), a number a reader takes for a result; now blank
+    with the rest."""
+    rows = synthetic_rows(np.random.default_rng(1), episodes=10)
+    coefficients = regression(rows[rows["group_size"].isin([1, 2])])[0]
+    assert coefficients["std_error"].isna().any()
+    assert coefficients["df"].isna().equals(coefficients["std_error"].isna())
+
+
+def test_each_estimate_is_read_beside_its_interval_on_an_80_column_terminal():
+    """`collective analyze --tables regression` on 80 columns comes in panels of columns; each panel repeats group,
+    grid and term, and the first holds each estimate with its 95% CI (the estimate stood alone, its interval a
+    panel of every row further down, with a group name as long as local_search+stigmergy)."""
+    from collective.analysis.base import Analysis
+    from collective.analysis.regression import add_regression_tables
+    from collective.analysis.report import format_analysis
+
+    analysis = Analysis()
+    add_regression_tables(analysis, synthetic_rows(np.random.default_rng(2)).assign(group="local_search+stigmergy"))
+    text = format_analysis(analysis, "table", 80).split("Regression fits")[0]
+    headers = [line.split() for line in text.splitlines() if line.split()[:3] == ["group", "grid", "term"]]
+    assert len(headers) > 1 and all(len(line) <= 80 for line in text.splitlines()[2:])
+    assert headers[0][3:6] == ["estimate", "ci95_low", "ci95_high"]

@@ -70,6 +70,9 @@ STILL = "indicator"
 # intercept (the validity suite's negative control, whose null, no G effect, holds in every grid).
 SLOPES = ("per_grid", "pooled")
 NOT_RECORDED = "not recorded"
+# The factors, then each estimate beside its interval (one panel of a terminal's table), then the rest.
+COEFFICIENT_COLUMNS = ["group", "grid", "term", "estimate", "ci95_low", "ci95_high", "p_value", "df", "std_error",
+                       "level", "errors"]
 SEPARATOR = " @ "  # a term's name in the design: "TERM @ GRID"
 ERRORS = "CR2 clustered by cell, Satterthwaite t"
 PAIRED_ERRORS = "CR2 clustered by environment (shared by paired cells), Satterthwaite t"
@@ -95,8 +98,8 @@ NOTE = (
     "average at the grid's share of still episodes (fit table: still). Density G/N is G x 1/N within a grid: a density effect shows as G slopes falling as 1/N. Standard "
     "errors cluster-robust by cell (CR2, Bell & McCaffrey 2002), by environment where cells share environments "
     "(paired_group_sizes: the environment is the unit the design samples), Student-t on each term's Satterthwaite "
-    "df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018); a grid's Intercept and G blank where its cells leave "
-    "no df (cells - its cell-level parameters < 1). Terms with one level in a grid or not identifiable from the "
+    "df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018); a term's interval, p, df and error blank where it has "
+    "under 1 df, as a grid's Intercept and G where its cells leave none (cells - its cell-level parameters < 1). Terms with one level in a grid or not identifiable from the "
     "earlier ones are left out (fit table: dropped).")
 FIT_NOTE = (
     "R² of each group type's regression (every grid's terms); still: how still episodes (⊕ does not move, K at "
@@ -273,7 +276,7 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None, still: str =
             term, grid = _term(name)
             estimable = df >= 1 and error > 0 and (name not in cell_terms or
                                                    (grid_df[grid] if grid else cells - len(cell_terms)) >= 1)
-            error = error if estimable else math.nan
+            error, df = (error, df) if estimable else (math.nan, math.nan)  # no error, no df (not 0 or 2e-16)
             quantile = stats.t.ppf(0.5 + CONFIDENCE / 2, df) if estimable else math.nan
             coefficients.append(dict(
                 group=label, grid=grid, term=term, level="cell" if name in cell_terms else "episode",
@@ -286,8 +289,7 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None, still: str =
                          dropped=", ".join(dropped), r_squared=fit.r_squared, adj_r_squared=fit.adj_r_squared,
                          errors=errors, cell_df=cells - len(cell_terms),
                          **lack_of_fit(part, y, columns, fit, cell_terms)))
-    return (pd.DataFrame(coefficients, columns=["group", "grid", "term", "level", "estimate", "std_error", "ci95_low",
-                                                "ci95_high", "df", "p_value", "errors"]),
+    return (pd.DataFrame(coefficients, columns=COEFFICIENT_COLUMNS),
             pd.DataFrame(fits, columns=["group", "episodes", "cells", "slopes", "still", "still_episodes", "regressors",
                                         "dropped", "r_squared", "adj_r_squared", "errors", "cell_df", "lack_of_fit_f",
                                         "lack_of_fit_df1", "lack_of_fit_df2", "lack_of_fit_p"]))
