@@ -395,9 +395,9 @@ def test_kept_learner_tables_are_clustered_by_cell_where_cells_share_environment
 
 
 def test_a_term_without_an_error_shows_no_df():
-    """Two group sizes a grid leave each grid's Intercept and G no cell-level df: their error, interval and p were
-    blank but their df read 0 or 2.2e-16 (the rounding of 0/0), a number a reader takes for a result; now blank
-    with the rest."""
+    """Two group sizes a grid, clustered by cell, leave every term no df (each cell's rows fit exactly by the
+    grid's intercept and G): their error, interval and p were blank but their df read 0 or 2.2e-16, a ratio of two
+    roundings of 0 that a reader takes for a result; now blank (undefined) with the rest."""
     rows = synthetic_rows(np.random.default_rng(1), episodes=10)
     coefficients = regression(rows[rows["group_size"].isin([1, 2])])[0]
     assert coefficients["std_error"].isna().any()

@@ -98,8 +98,9 @@ NOTE = (
     "average at the grid's share of still episodes (fit table: still). Density G/N is G x 1/N within a grid: a density effect shows as G slopes falling as 1/N. Standard "
     "errors cluster-robust by cell (CR2, Bell & McCaffrey 2002), by environment where cells share environments "
     "(paired_group_sizes: the environment is the unit the design samples), Student-t on each term's Satterthwaite "
-    "df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018); a term's interval, p, df and error blank where it has "
-    "under 1 df, as a grid's Intercept and G where its cells leave none (cells - its cell-level parameters < 1). Terms with one level in a grid or not identifiable from the "
+    "df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018; blank where undefined); a term's error, interval and p "
+    "blank under 1 df, as a grid's Intercept and G where its cells leave none (cells - its cell-level parameters "
+    "< 1). Terms with one level in a grid or not identifiable from the "
     "earlier ones are left out (fit table: dropped).")
 FIT_NOTE = (
     "R² of each group type's regression (every grid's terms); still: how still episodes (⊕ does not move, K at "
@@ -276,7 +277,7 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None, still: str =
             term, grid = _term(name)
             estimable = df >= 1 and error > 0 and (name not in cell_terms or
                                                    (grid_df[grid] if grid else cells - len(cell_terms)) >= 1)
-            error, df = (error, df) if estimable else (math.nan, math.nan)  # no error, no df (not 0 or 2e-16)
+            error = error if estimable else math.nan
             quantile = stats.t.ppf(0.5 + CONFIDENCE / 2, df) if estimable else math.nan
             coefficients.append(dict(
                 group=label, grid=grid, term=term, level="cell" if name in cell_terms else "episode",
