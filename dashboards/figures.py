@@ -394,8 +394,9 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
                              STYLE["axes.titlesize"]).count("\n") + 1 for grid, label in panels), default=1)
     least = HEAT_PANEL_BODY + title_lines * TITLE_LINE
     lines = math.ceil(len(panels) / columns)
-    page_lines = math.ceil(lines / math.ceil(lines / max(1, int(page // least))))  # pages as even as can be
-    pages = math.ceil(lines / page_lines)
+    pages = math.ceil(lines / max(1, int(page // least)))
+    page_lines = math.ceil(lines / pages)  # the first lines % pages pages take one line more than the others
+    edges = [columns * (number * (lines // pages) + min(number, lines % pages)) for number in range(pages + 1)]
     panel_height = min(PANEL_HEIGHT, max(least, page / page_lines))
     # every panel on the same K rows (named in the first column only) and with the same cell text, which the
     # panel with the most group sizes decides
@@ -410,8 +411,8 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
                + (f" (cell text: {shown})" if shown else "")
                + "; the colour bar marks Υ of each grid's random and oracle groups.")
     specs = []
-    for number, start in enumerate(range(0, len(panels), page_lines * columns), 1):
-        chunk = panels[start:start + page_lines * columns]
+    for number, (start, end) in enumerate(zip(edges, edges[1:]), 1):
+        chunk = panels[start:end]
         figure, axes, page_columns = _grid(len(chunk), width, sharey=False, panel_width=panel_width,
                                            height=panel_height * math.ceil(len(chunk) / columns), least=least)
         figure.set_figwidth(options.width)
