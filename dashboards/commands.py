@@ -101,8 +101,9 @@ STILL_TREATMENTS = ("indicator", "excluded", "kept")  # regression.STILL_TREATME
 def _add_still_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--still", choices=STILL_TREATMENTS, default=STILL_TREATMENTS[0],
                         help="how the regression treats still episodes (⊕ does not move, K at its minimum): "
-                             "indicator, a term per grid so K's slope is that of moving episodes (default); "
-                             "excluded, left out (counted in the fit table); kept, K fitted through them")
+                             "indicator, their own intercept and G slope per grid, so K and K x G are those of moving "
+                             "episodes (default); excluded, left out (counted in the fit table); kept, K fitted "
+                             "through them")
 
 
 def add_analysis_commands(commands) -> None:

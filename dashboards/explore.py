@@ -86,7 +86,8 @@ def _is_p_value(column: str) -> bool:
 def format_number(value: object, column: str = "", scientific: bool = False) -> str:
     """The one number format of the report: integers with thousands separators, p-values with 3 significant
     digits (1 below 0.001), other numbers with FLOAT_DECIMALS decimals or, for a `scientific` column (see
-    `is_scientific`), 3 significant digits in scientific notation; NaN empty."""
+    `is_scientific`) and a nonzero number the decimals would show as 0 (a K x G slope beside intercepts), 3
+    significant digits in scientific notation; NaN empty."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value)).lower()
     if isinstance(value, (int, np.integer)):
@@ -99,7 +100,7 @@ def format_number(value: object, column: str = "", scientific: bool = False) -> 
             return "∞" if value > 0 else "−∞"
         if _is_p_value(column):
             return f"{value:.3g}" if value == 0 or value >= 1e-3 else f"{value:.1e}"
-        if scientific:
+        if scientific or 0 < abs(value) < 0.5 * 10.0 ** -FLOAT_DECIMALS:
             return f"{value:.2e}".replace("-", "−")
         return f"{value:,.{FLOAT_DECIMALS}f}".replace("-", "−")
     return "" if value is None else str(value)

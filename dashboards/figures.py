@@ -222,12 +222,18 @@ def _wrap(text: str, inches: float, points: float) -> str:
     return lines.replace("\1 ", "").replace("\1", "").replace("\0", r"\$")
 
 
+def _columns(panels: int, width: float, panel_width: float = PANEL_MIN_WIDTH) -> int:
+    """How many panels of at least `panel_width` inches a line `width` inches wide holds (at least one, at most
+    `panels`): `_grid`'s layout, which the heat maps plan their pages on."""
+    return max(1, min(panels, int(width // panel_width)))
+
+
 def _grid(panels: int, width: float, sharey: bool = True, panel_width: float = PANEL_MIN_WIDTH,
           height: float | None = None, least: float = PANEL_HEIGHT) -> tuple[Figure, list, int]:
     """A figure `width` inches wide with as many panels of at least `panel_width` per line as fit, PANEL_HEIGHT
     tall, or (`height`) sharing that many inches, each at least `least` tall; the figure, its visible axes and
     the number of columns."""
-    columns = max(1, min(panels, int(width // panel_width)))
+    columns = _columns(panels, width, panel_width)
     lines = math.ceil(panels / columns)
     panel_height = PANEL_HEIGHT if height is None else min(PANEL_HEIGHT, max(least, height / lines))
     figure, axes = plt.subplots(lines, columns, figsize=(width, panel_height * lines + 0.1), squeeze=False,
@@ -360,10 +366,13 @@ def _cell_text(cell_width: float, cell_height: float) -> str:
     return "mean" if cell_width >= 4.5 * MIN_FONT_POINTS * CHARACTER_WIDTH and cell_height >= 1.1 * line else ""
 
 
-def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec:
+def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> list[FigureSpec]:
     """Υ over K bins x group size, one panel per grid and group type, annotated with Υ (± CI half-width)
     where the cells are large enough for MIN_FONT_POINTS text; the colour bar marks each grid's random
-    and oracle levels."""
+    and oracle levels. Every page at most PAGE_HEIGHT tall: panels narrow to HEAT_PANEL_MIN_WIDTH when the usual
+    ones would not fit one page, and panels that do not fit one page at their least height (their title's
+    lines and HEAT_PANEL_BODY) go on further pages, NAME-2, NAME-3, ..., each caption naming its panels; every
+    page on one colour scale, the same K rows, panel size and cell text, so the pages read as one figure."""
     series = types.index[types["reference"] == ""]
     labels = list(series) or list(types.index)
     panels = [(grid, label) for grid in _grids(rows) for label in labels
@@ -376,27 +385,68 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
                   if not (part := rows[rows["group"].isin(types.index[types["reference"] == r])
                                        & (rows["grid"] == grid)]).empty}
     levels = values + list(references.values())
-    low, high = (min(levels), max(levels)) if levels else (0.0, 1.0)
-    page = PAGE_HEIGHT - 0.1 - 0.25 * options.title
-    wide = math.ceil(len(panels) / max(1, int((options.width - 0.6) // PANEL_MIN_WIDTH))) * PANEL_HEIGHT <= page
+    scale = (min(levels), max(levels)) if levels else (0.0, 1.0)
+    page, width = PAGE_HEIGHT - 0.1 - 0.25 * options.title, options.width - 0.6  # 0.6 in: the colour bar
+    wide = math.ceil(len(panels) / _columns(len(panels), width)) * PANEL_HEIGHT <= page
     panel_width = PANEL_MIN_WIDTH if wide else HEAT_PANEL_MIN_WIDTH
-    titles = [_wrap(f"{grid}: {types.loc[label, 'display']}", (options.width - 0.6) / max(
-        1, min(len(panels), int((options.width - 0.6) // panel_width))) - HEAT_TITLE_MARGIN, STYLE["axes.titlesize"])
-        for grid, label in panels]
-    title_lines = max((title.count("\n") + 1 for title in titles), default=1)
-    figure, axes, columns = _grid(len(panels), options.width - 0.6, sharey=False, panel_width=panel_width,
-                                  height=page, least=HEAT_PANEL_BODY + title_lines * TITLE_LINE)
-    figure.set_figwidth(options.width)
+    columns = _columns(len(panels), width, panel_width)
+    title_lines = max((_wrap(f"{grid}: {types.loc[label, 'display']}", width / columns - HEAT_TITLE_MARGIN,
+                             STYLE["axes.titlesize"]).count("\n") + 1 for grid, label in panels), default=1)
+    least = HEAT_PANEL_BODY + title_lines * TITLE_LINE
+    lines = math.ceil(len(panels) / columns)
+    pages = math.ceil(lines / max(1, int(page // least)))
+    page_lines = math.ceil(lines / pages)  # the first lines % pages pages take one line more than the others
+    edges = [columns * (number * (lines // pages) + min(number, lines % pages)) for number in range(pages + 1)]
+    panel_height = min(PANEL_HEIGHT, max(least, page / page_lines))
     # every panel on the same K rows (named in the first column only) and with the same cell text, which the
     # panel with the most group sizes decides
     present = {k for table in summary.values() for k in table.index.get_level_values(0)}
     k_levels = [k for k in rows[K_BIN].cat.categories if k in present]
     most_sizes = max((table.index.get_level_values(1).nunique() for table in summary.values()), default=1)
-    panel_height = figure.get_figheight() / math.ceil(len(panels) / columns)  # as `_grid` made it
-    inner = (options.width - 0.6) / columns - 0.55, panel_height - 0.6
-    text = _cell_text(inner[0] / most_sizes, inner[1] / max(len(k_levels), 1))
+    text = _cell_text((width / columns - 0.55) / most_sizes, (panel_height - 0.6) / max(len(k_levels), 1))
+    shown = {"mean±ci": "Υ ± 95% CI half-width", "mean": "Υ", "": ""}[text]
+    ylabel = r"$K(\mu)$" if panel_height < PANEL_HEIGHT else r"$K(\mu)$ (LZ76 phrases)"  # short: in the caption
+    title = r"$\Upsilon$ over complexity $K$ and group size"
+    caption = ("Υ per K bin (K(μ) in LZ76 phrases) and group size for each grid and group type"
+               + (f" (cell text: {shown})" if shown else "")
+               + "; the colour bar marks Υ of each grid's random and oracle groups.")
+    specs = []
+    for number, (start, end) in enumerate(zip(edges, edges[1:]), 1):
+        chunk = panels[start:end]
+        figure, axes, page_columns = _grid(len(chunk), width, sharey=False, panel_width=panel_width,
+                                           height=panel_height * math.ceil(len(chunk) / columns), least=least)
+        figure.set_figwidth(options.width)
+        _heat_page(figure, axes, page_columns, chunk, summary, types, k_levels, text, scale, references, ylabel)
+        suffix = f" (page {number} of {pages})" if pages > 1 else ""
+        if options.title:
+            figure.set_figheight(figure.get_figheight() + 0.25)
+            figure.suptitle(_wrap(title + suffix, options.width - 0.2, STYLE["figure.titlesize"]))
+        where = f" Page {number} of {pages}: {_page_contents(chunk, panels)}." if pages > 1 else ""
+        specs.append(FigureSpec("heatmap_k_group_size" + (f"-{number}" if number > 1 else ""), title + suffix,
+                                caption + where, figure))
+    return specs
+
+
+def _page_contents(chunk: list[tuple[str, str]], panels: list[tuple[str, str]]) -> str:
+    """The panels of a heat-map page by grid: "4x4" where the page holds all of the grid's, else "4x4 (group
+    types 3-12 of 33)", numbered in the legend's order."""
+    parts = []
+    for grid in dict.fromkeys(grid for grid, _ in chunk):
+        mine = [label for g, label in panels if g == grid]
+        here = [mine.index(label) + 1 for g, label in chunk if g == grid]
+        parts.append(grid if len(here) == len(mine) else
+                     f"{grid} (group types {here[0]}-{here[-1]} of {len(mine)})")
+    return ", ".join(parts)
+
+
+def _heat_page(figure: Figure, axes: list, columns: int, chunk: list[tuple[str, str]], summary: dict,
+               types: pd.DataFrame, k_levels: list, text: str, scale: tuple[float, float], references: dict,
+               ylabel: str) -> None:
+    """Draw one heat-map page: a panel per (grid, group type) of `chunk` on the rows `k_levels`, cell text as `text`
+    says, the colours on `scale` with the random and oracle `references` marked on the colour bar."""
+    low, high = scale
     image = None
-    for number, (ax, panel) in enumerate(zip(axes, panels)):
+    for number, (ax, panel) in enumerate(zip(axes, chunk)):
         table = summary[panel]
         sizes = sorted(table.index.get_level_values(1).unique())
         grid = np.full((len(k_levels), len(sizes)), np.nan)
@@ -413,9 +463,8 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
         ax.grid(False)
         _panel_title(ax, f"{panel[0]}: {types.loc[panel[1], 'display']}", columns, beside=0.6, margin=HEAT_TITLE_MARGIN)
         ax.set_xlabel("group size $G$")
-    short = panel_height < PANEL_HEIGHT  # the unit is in the caption
     for ax in axes[::columns]:
-        ax.set_ylabel(r"$K(\mu)$" if short else r"$K(\mu)$ (LZ76 phrases)")
+        ax.set_ylabel(ylabel)
     if image is not None:
         bar = figure.colorbar(image, ax=axes, shrink=0.9, label=r"$\Upsilon$")
         for reference in REFERENCE_STYLE:
@@ -426,15 +475,6 @@ def _heat_maps(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) 
             if grid_levels:
                 bar.ax.text(-0.3, float(np.mean(grid_levels)), reference, transform=bar.ax.get_yaxis_transform(),
                             ha="right", va="center", fontsize=MIN_FONT_POINTS)
-    title = r"$\Upsilon$ over complexity $K$ and group size"
-    if options.title:
-        figure.set_figheight(figure.get_figheight() + 0.25)
-        figure.suptitle(_wrap(title, options.width - 0.2, STYLE["figure.titlesize"]))
-    shown = {"mean±ci": "Υ ± 95% CI half-width", "mean": "Υ", "": ""}[text]
-    return FigureSpec("heatmap_k_group_size", title,
-                      "Υ per K bin (K(μ) in LZ76 phrases) and group size for each grid and group type"
-                      + (f" (cell text: {shown})" if shown else "")
-                      + "; the colour bar marks Υ of each grid's random and oracle groups.", figure)
 
 
 def _structures(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec:
@@ -718,14 +758,15 @@ def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions
         "training_curves": lambda: _training_curves(rows, types, options),
     }
     with plt.rc_context(STYLE):
-        figures = [builders[name]() for name in FIGURE_NAMES if options.figures is None or name in options.figures]
-    return [figure for figure in figures if figure]
+        built = [builders[name]() for name in FIGURE_NAMES if options.figures is None or name in options.figures]
+    return [spec for item in built for spec in (item if isinstance(item, list) else [item]) if spec]  # pages
 
 
 def write_figures(dataset: Dataset, out: str | Path, k_bin_width: int = 4,
                   options: FigureOptions | None = None) -> list[WrittenFigure]:
     """Build the figures and write each to `out` as NAME.pdf, NAME.png and NAME.svg (no dates: the same
-    data give the same files; a previous file replaced only once the new one is whole)."""
+    data give the same files; a previous file replaced only once the new one is whole; an earlier run's pages
+    beyond a figure's pages now removed)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -741,4 +782,14 @@ def write_figures(dataset: Dataset, out: str | Path, k_bin_width: int = 4,
                 spec.figure.set_layout_engine("none")
         plt.close(spec.figure)
         written.append(WrittenFigure(spec.name, spec.title, spec.caption, **paths))
+    _remove_stale_pages(out, {figure.name for figure in written})
     return written
+
+
+def _remove_stale_pages(out: Path, names: set[str]) -> None:
+    """Remove the pages NAME-N.pdf|png|svg an earlier run wrote beyond those of a figure NAME written now (it has
+    fewer pages: fewer group types, another width), so that `out` shows the figure as it now is."""
+    for name in names:
+        for path in out.glob(f"{name}-*"):
+            if path.stem[len(name) + 1:].isdigit() and path.suffix[1:] in FORMATS and path.stem not in names:
+                path.unlink()

@@ -141,15 +141,19 @@ def test_a_protocol_without_a_partner_is_named_under_the_table(tmp_path_factory)
 
 def test_regression_fits_each_grid_and_blanks_errors_without_spare_cells(analysis, rows):
     """2 grids x 2 group sizes: each grid has its intercept, K, G and K x G (and still where some of its episodes
-    have a still ⊕), one fit per grid; a grid's 2 cells leave its intercept and G no cell-level df, so their errors
-    are blank, as are K's where a grid's 2 cells (the clusters) leave none. Still episodes are counted."""
+    have a still ⊕, still x G where they do at two sizes), one fit per grid; a grid's 2 cells leave its intercept
+    and G no cell-level df, so their errors are blank, as are K's where a grid's 2 cells (the clusters) leave none.
+    Still episodes are counted."""
     coefficients = analysis.tables["regression"].frame
     fits = analysis.tables["regression_fit"].frame.set_index("group")
     local = coefficients[coefficients["group"] == "local_search"].set_index(["grid", "term"])
-    still = rows[rows["group"] == "local_search"].groupby("grid")["good_displacement_per_iteration"].apply(
+    local_rows = rows[rows["group"] == "local_search"]
+    still = local_rows.groupby("grid")["good_displacement_per_iteration"].apply(
         lambda values: 0 < (values == 0).sum() < len(values))
+    still_slope = local_rows[local_rows["good_displacement_per_iteration"] == 0].groupby("grid")[
+        "group_size"].nunique().reindex(GRIDS, fill_value=0) > 1  # still episodes at 2+ group sizes: their G slope
     assert set(local.index) == {(grid, term) for grid in GRIDS for term in ("Intercept", "K", "G", "K x G")} | {
-        (grid, "still") for grid in GRIDS if still[grid]}
+        (grid, "still") for grid in GRIDS if still[grid]} | {(grid, "still x G") for grid in GRIDS if still_slope[grid]}
     assert list(local.index.get_level_values("grid")) == sorted(local.index.get_level_values("grid"))  # grids together
     assert fits.loc["local_search", "cells"] == 4 and fits.loc["local_search", "cell_df"] == 0
     assert fits.loc["local_search", "still"] == "indicator" and fits.loc["local_search", "slopes"] == "per_grid"

@@ -288,6 +288,25 @@ def test_figure_hover_carries_the_tables_ci_and_episodes(report):
     assert checked == len(frame)
 
 
+def test_a_small_regression_slope_is_not_shown_as_zero():
+    """The regression table's estimate column holds intercepts (~0.5) and K x G slopes (~1e-4 per phrase and
+    agent): at the column's 3 decimals each K x G and its interval read 0.000 or −0.000; a nonzero number that
+    would read 0 is shown in 3 significant digits."""
+    import numpy as np
+    from test_regression import synthetic_rows
+
+    from collective.analysis.regression import regression
+    from collective.dashboards.explore import table_html
+
+    coefficients = regression(synthetic_rows(np.random.default_rng(3)))[0]
+    rows = table_html("regression", coefficients, {}).split("<tr")[2:]
+    interactions = [row for row in rows if ">K x G</td>" in row]
+    assert interactions and coefficients["estimate"].abs().max() > 0.1
+    for row in interactions:
+        shown = re.findall(r'<td class="number"[^>]*>([^<]*)</td>', row)
+        assert not {"0.000", "−0.000"} & set(shown), shown
+
+
 def test_number_format_and_headers():
     import pandas as pd
 
@@ -297,6 +316,7 @@ def test_number_format_and_headers():
                                               (0.0004, "p_holm"), (0.0421, "p_t"), (float("nan"), "x"))] == \
         ["0.500", "−0.250", "12,345", "4.0e-04", "0.0421", ""]
     assert format_number(0.00004, "gain_per_bit", scientific=True) == "4.00e−05"
+    assert format_number(0.0, "estimate") == "0.000" and format_number(0.0006, "estimate") == "0.001"
     assert is_scientific(pd.Series([0.00004, -0.002, float("nan")])) and not is_scientific(pd.Series([0.0004, 0.5]))
     assert sorted(["20x20", "5x5", "10x10", "5x10"], key=grid_order) == ["5x5", "5x10", "10x10", "20x20"]
     assert header("upsilon") == "Υ (mean score, −1…1)"

@@ -138,6 +138,41 @@ def test_heat_maps_of_many_groups_fit_a_page(tiny, tmp_path):
     plt.close(figure)
 
 
+def test_heat_maps_of_more_panels_than_a_page_holds_go_on_pages_each_at_most_a_page(tiny, tmp_path):
+    """Review finding 7: 64 panels (32 group types on 2 grids, the most a figure shows) made one heat map 17.9 in
+    tall, past the page it is capped at. They now go on pages NAME, NAME-2, ..., each at most PAGE_HEIGHT tall
+    (at both widths, with a title too), every panel once, on one colour scale and the same K rows, each caption
+    naming its panels; the CLI writes and lists every page and removes an earlier run's pages beyond them."""
+    many = many_groups(tiny, tmp_path / "many", 29)  # 33 group types besides random and oracle: 32 shown
+    dataset = load_dataset([many])
+    for options in (FigureOptions(figures=("heatmap_k_group_size",)),
+                    FigureOptions(width=3.5, title=True, figures=("heatmap_k_group_size",))):
+        specs = build_figures(dataset, options=options)
+        heights = [spec.figure.get_figheight() for spec in specs]
+        assert max(heights) <= PAGE_HEIGHT, heights
+        pages = len(specs)
+        assert pages > 1 and [s.name for s in specs] == ["heatmap_k_group_size", *(
+            f"heatmap_k_group_size-{n}" for n in range(2, pages + 1))]
+        panels = [ax for spec in specs for ax in visible_axes(spec.figure) if ax.get_images()]
+        titles = [ax.get_title().replace("\n", "").replace(" ", "") for ax in panels]
+        assert len(titles) == 64 == len(set(titles))
+        assert len({ax.get_images()[0].get_clim() for ax in panels}) == 1
+        assert len({tuple(ax.get_yticks()) for ax in panels}) == 1
+        assert [spec.caption.split(" Page ")[1].split(":")[0] for spec in specs] == [
+            f"{n} of {pages}" for n in range(1, pages + 1)]
+        assert specs[0].caption.endswith(f"{GRIDS[0]}.") or f"{GRIDS[0]} (group types 1-" in specs[0].caption
+        for spec in specs:
+            plt.close(spec.figure)
+    (tmp_path / "figures").mkdir()
+    for stale in ("heatmap_k_group_size-9.pdf", "heatmap_k_group_size-9.png", "heatmap_k_group_size-notes.txt"):
+        (tmp_path / "figures" / stale).write_text("an earlier run's")  # its last page, and a file not ours
+    result = collective("figures", many, "--out", tmp_path / "figures", "--figures", "heatmap_k_group_size")
+    assert result.returncode == 0, result.stderr
+    written = {path.rsplit("/", 1)[1] for path in result.stdout.split()}
+    assert {"heatmap_k_group_size.pdf", "heatmap_k_group_size-2.svg"} <= written
+    assert written | {"heatmap_k_group_size-notes.txt"} == {path.name for path in (tmp_path / "figures").iterdir()}
+
+
 def test_svg_text_stays_text(tiny, tmp_path):
     """Issue 43 point 8: the SVG drew every letter as a path, so no text could be searched or edited."""
     result = collective("figures", tiny, "--out", tmp_path / "figures", "--figures", "structures")

@@ -202,18 +202,19 @@ def test_group_size_effects_differ_between_grids_and_each_is_recovered():
     assert np.mean([fit.loc[("20x20", "G"), "p_value"] < 0.05 for fit in fits]) >= 0.8
 
 
-def still_rows(rng: np.random.Generator, episodes: int = 300, still_share: float = 0.05) -> pd.DataFrame:
+def still_rows(rng: np.random.Generator, episodes: int = 300, still_share: float = 0.05,
+               still_g: float = 0.0) -> pd.DataFrame:
     """Known answer (issue 45 item 2): K has no effect on a moving ⊕'s episodes; a still ⊕ (its displacement 0,
-    K 2, its minimum) is found once and kept: +0.3. Moving episodes have K uniform on 2..23. 3 grids x 3 sizes
-    under `paired_group_sizes` (a grid's sizes share its environments: seed word, K, still, u_environment ~
-    N(0, 0.05²)), zero G effect, ε ~ N(0, 0.15²)."""
+    K 2, its minimum) is found once and kept: +0.3 (+ still_g G: a G slope of their own). Moving episodes have K
+    uniform on 2..23. 3 grids x 3 sizes under `paired_group_sizes` (a grid's sizes share its environments: seed
+    word, K, still, u_environment ~ N(0, 0.05²)), no G effect on moving episodes, ε ~ N(0, 0.15²)."""
     frames = []
     for index, side in enumerate((5, 10, 20)):
         still = rng.random(episodes) < still_share
         k = np.where(still, 2, rng.integers(2, 24, episodes))
         shared = rng.normal(0, 0.05, episodes)
         for size in (1, 4, 8):
-            score = 0.2 + 0.3 * still + shared + rng.normal(0, 0.15, episodes)
+            score = 0.2 + (0.3 + still_g * size) * still + shared + rng.normal(0, 0.15, episodes)
             frames.append(pd.DataFrame(dict(group="searchers", seed=1, cell=100 * index + size, seed_word=index,
                                             episode=np.arange(episodes), grid=f"{side}x{side}", k_raw=k,
                                             good_displacement_per_iteration=np.where(still, 0.0, 0.8),
@@ -247,6 +248,24 @@ def test_k_has_no_effect_apart_from_still_episodes_and_the_still_term_holds_thei
     assert fits.iloc[0]["episodes"] == moving and fits.iloc[0]["still_episodes"] == len(rows) - moving
     k = by_grid(coefficients).loc[("10x10", "K")]
     assert k["ci95_low"] < 0 < k["ci95_high"]
+
+
+def test_a_g_slope_of_still_episodes_is_theirs_not_k_x_g():
+    """Known answer (review finding 3): K has no effect on moving episodes, at any G; still episodes (15%, K 2) gain
+    +0.03 per agent. With K over every row, their G slope loaded on K x G through their low K (rejected 0 in every
+    world); read from moving episodes, each grid's K x G and K cover 0 about 95% of the time, still x G takes
+    +0.03 and G the slopes' average at the still share, 0.15 x 0.03."""
+    rng = np.random.default_rng(3)
+    fits = [regression(still_rows(rng, still_share=0.15, still_g=0.03))[0] for _ in range(60)]
+    terms = pd.concat(fits).set_index("term")
+    covers = lambda term, true: terms.loc[term, "ci95_low"].le(true).mul(  # noqa: E731
+        terms.loc[term, "ci95_high"].ge(true)).mean()
+    assert 0.90 <= covers("K x G", 0.0) <= 0.99 and 0.90 <= covers("K", 0.0) <= 0.99
+    assert terms.loc["K x G", "p_value"].lt(0.05).mean() <= 0.10
+    assert terms.loc["still x G", "estimate"].mean() == pytest.approx(0.03, abs=0.002)
+    assert 0.90 <= covers("still x G", 0.03) <= 0.99
+    assert terms.loc["G", "estimate"].mean() == pytest.approx(0.15 * 0.03, abs=0.001)
+    assert set(terms.loc["still x G", "level"]) == {"episode"}
 
 
 def test_satterthwaite_df_of_a_balanced_mean_is_clusters_minus_one():
@@ -373,3 +392,29 @@ def test_kept_learner_tables_are_clustered_by_cell_where_cells_share_environment
     rejects = lambda fits: np.mean([f.loc["G", "p_value"] < 0.05 for f in fits])  # noqa: E731
     assert rejects(as_learners) <= 0.10 and as_learners[0].loc["G", "errors"].startswith("CR2 clustered by cell")
     assert rejects(as_searchers) >= 0.3
+
+
+def test_a_term_without_an_error_shows_no_df():
+    """Two group sizes a grid, clustered by cell, leave every term no df (each cell's rows fit exactly by the
+    grid's intercept and G): their error, interval and p were blank but their df read 0 or 2.2e-16, a ratio of two
+    roundings of 0 that a reader takes for a result; now blank (undefined) with the rest."""
+    rows = synthetic_rows(np.random.default_rng(1), episodes=10)
+    coefficients = regression(rows[rows["group_size"].isin([1, 2])])[0]
+    assert coefficients["std_error"].isna().any()
+    assert coefficients["df"].isna().equals(coefficients["std_error"].isna())
+
+
+def test_each_estimate_is_read_beside_its_interval_on_an_80_column_terminal():
+    """`collective analyze --tables regression` on 80 columns comes in panels of columns; each panel repeats group,
+    grid and term, and the first holds each estimate with its 95% CI (the estimate stood alone, its interval a
+    panel of every row further down, with a group name as long as local_search+stigmergy)."""
+    from collective.analysis.base import Analysis
+    from collective.analysis.regression import add_regression_tables
+    from collective.analysis.report import format_analysis
+
+    analysis = Analysis()
+    add_regression_tables(analysis, synthetic_rows(np.random.default_rng(2)).assign(group="local_search+stigmergy"))
+    text = format_analysis(analysis, "table", 80).split("Regression fits")[0]
+    headers = [line.split() for line in text.splitlines() if line.split()[:3] == ["group", "grid", "term"]]
+    assert len(headers) > 1 and all(len(line) <= 80 for line in text.splitlines()[2:])
+    assert headers[0][3:6] == ["estimate", "ci95_low", "ci95_high"]

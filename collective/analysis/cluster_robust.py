@@ -15,6 +15,8 @@ from scipy import stats
 
 from collective.analysis.inference import CONFIDENCE
 
+ROUNDING = 1e-9  # a sum of squares under this fraction of its terms' size is 0 to rounding
+
 
 @dataclass(frozen=True)
 class ClusteredFit:
@@ -104,12 +106,14 @@ class _SatterthwaiteSums:
     products, never the clusters x clusters G'G (which grows with the square of the clusters: gigabytes at a few
     ten thousand environments): tr(G'G) = Σ_c (d_c - p_c) and tr((G'G)²) = Σ_c (d_c - p_c)² + tr(B S B S) -
     Σ_c p_c², with d_c = w_c'w_c, m_c = X_c' w_c, p_c = P_cc = m_c' B m_c and S = Σ_c m_c m_c'. Where G'G is 0
-    (every cluster's rows fit exactly, e.g. one cluster) the df is NaN: undefined."""
+    (every cluster's rows fit exactly, e.g. one cluster) the df is NaN: undefined; also where it is 0 to rounding
+    (tr(G'G) under ROUNDING of Σ_c d_c), whose ratio of two roundings read as a df of 0 or 2e-16."""
 
     def __init__(self, bread: np.ndarray):
         terms = len(bread)
         self.bread = bread
         self.trace = np.zeros(terms)  # per j: Σ_c (d_c - p_c)
+        self.size = np.zeros(terms)  # per j: Σ_c d_c, the scale tr(G'G) is 0 against
         self.squares = np.zeros(terms)  # per j: Σ_c (d_c - p_c)² - Σ_c p_c²
         self.s = np.zeros((terms, terms, terms))  # per j: S
 
@@ -120,13 +124,15 @@ class _SatterthwaiteSums:
         m = np.ascontiguousarray(np.moveaxis(np.swapaxes(x, -1, -2) @ weights, -1, 0))  # (j, clusters, terms): m_c'
         p = np.einsum("jct,jct->cj", (m.reshape(-1, len(self.bread)) @ self.bread).reshape(m.shape), m)  # (clusters, j)
         self.trace += np.sum(d - p, axis=0)
+        self.size += np.sum(d, axis=0)
         self.squares += np.sum((d - p) ** 2, axis=0) - np.sum(p * p, axis=0)
         self.s += np.swapaxes(m, -1, -2) @ m
 
     def df(self) -> np.ndarray:
         spread = self.bread @ self.s  # (j, terms, terms): B S
         squares = self.squares + np.einsum("jab,jba->j", spread, spread)
-        return np.divide(self.trace ** 2, squares, out=np.full(len(squares), math.nan), where=squares > 0)
+        defined = (squares > 0) & (self.trace > ROUNDING * self.size)
+        return np.divide(self.trace ** 2, squares, out=np.full(len(squares), math.nan), where=defined)
 
 
 def satterthwaite_df(design: np.ndarray, clusters: np.ndarray) -> np.ndarray:

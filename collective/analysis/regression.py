@@ -10,33 +10,36 @@ small grids read as one mild slope) and a linear H leaves its misfit to terms th
 point 1). Density D = G/N is within a grid G times 1/N, so the grid's G slope holds it: a density effect shows
 as G slopes that fall as 1/N across grids.
 
-A still episode is one whose ⊕ does not move (`good_displacement_per_iteration` 0: `environments.motion`), so
-its K is at its minimum (spec §2: `111111111` -> 2) and it is a different task (the agents find ⊕ once and stay),
-not the low end of a K trend: K's slope fitted through them measures still against moving episodes. Who
-decides: `STILL_TREATMENTS`; the default gives still episodes an indicator per grid (Draper & Smith 1998, ch.
-14, indicator variables), so K's slope is that among moving episodes and `still` the difference of still
-episodes at the same K, G; "excluded" leaves them out (their count in the fit table); "kept" fits K through them
-(the regression before issue 45). The treatment and the count are in the fit table. Rows without the column
+A still episode is one whose ⊕ does not move (`good_displacement_per_iteration` 0: `environments.motion`), so its K
+is at its minimum (spec §2: `111111111` -> 2) and it is a different task (the agents find ⊕ once and stay), not the
+low end of a K trend: K's slope fitted through them measures still against moving episodes. Who decides:
+`STILL_TREATMENTS`; the default gives still episodes their own intercept and G slope per grid (an indicator and
+still x G: Draper & Smith 1998, ch. 14, indicator variables) and builds K from moving episodes (centred among them,
+0 on still ones), so K and K x G are read from moving episodes only: with K over every row, a G slope of still
+episodes that differs loads on K x G through their low K (test_regression's known answer). `still` is then the still
+episodes' difference at the grid's mean G, still x G that of their G slope, and G the two slopes' average at the
+grid's share of still episodes. "excluded" leaves them out (their count in the fit table); "kept" fits K through
+them (the regression before issue 45). The treatment and the count are in the fit table. Rows without the column
 (swept before it was recorded) have no still term ("not recorded").
 
-G takes one value per cell and the grid one per grid; only K and still vary between a cell's episodes. Whatever
-the model misses at the cell level is shared by all rows of the cell, so rows are not independent: standard
+G takes one value per cell and the grid one per grid; only K, still and still x G vary between a cell's episodes.
+Whatever the model misses at the cell level is shared by all rows of the cell, so rows are not independent: standard
 errors are cluster-robust by cell. Without pairing, environments nest in cells (`base.environment_ids`), so
-clustering by cell also covers rows that share an environment. With `paired_group_sizes` the cells of a grid
-that differ only in group size share their seed word: every random draw of a row (⊕'s and ⊖'s paths, the start
-cells, the agents' streams) comes from (seed word, episode), so the rows of one environment are correlated across
-cells and rows of different environments are independent. The errors are then clustered by environment, the
-unit the design samples (the cells are fixed design points, each holding every environment of its grid once).
-Clustering by cell there takes the cells' rows of one environment as independent: K, which varies between
-environments only, gets half its error and a 95% interval that covers ~67% (test_regression's paired known
-answer), and G gets ~2 df instead of ~80. A cell-level misfit of a term (a G effect that is not linear) is then
-part of what the term's slope summarises over the design's fixed sizes, not error. The sandwich is CR2, the bias-reduced linearisation of Bell &
-McCaffrey (2002, "Bias reduction in standard errors for linear regression with multi-stage samples", Survey
-Methodology 28(2)). Each coefficient's t has the Satterthwaite degrees of freedom of its CR2 variance under a
-working model of independent homoskedastic errors (Bell & McCaffrey 2002 §4; Pustejovsky & Tipton 2018, "Small-
-sample methods for cluster-robust variance estimation and hypothesis testing in fixed effects models", JBES
-36(4), eq. 11): about cells - cell-level parameters for a cell-level term, where cells - 1 is anti-conservative.
-A grid's cell-level terms (its intercept and G) rest on that grid's cells: blank where they leave none.
+clustering by cell also covers rows that share an environment. With `paired_group_sizes` the cells of a grid that
+differ only in group size share their seed word: every random draw of a row (⊕'s and ⊖'s paths, the start cells, the
+agents' streams) comes from (seed word, episode), so the rows of one environment are correlated across cells and
+rows of different environments are independent. The errors are then clustered by environment, the unit the design
+samples (the cells are fixed design points, each holding every environment of its grid once). Clustering by cell
+there takes the cells' rows of one environment as independent: K, which varies between environments only, gets half
+its error and a 95% interval that covers ~67% (test_regression's paired known answer), and G gets ~2 df instead of
+~80. A cell-level misfit of a term (a G effect that is not linear) is then part of what the term's slope summarises
+over the design's fixed sizes, not error. The sandwich is CR2, the bias-reduced linearisation of Bell & McCaffrey
+(2002, "Bias reduction in standard errors for linear regression with multi-stage samples", Survey Methodology
+28(2)). Each coefficient's t has the Satterthwaite degrees of freedom of its CR2 variance under a working model of
+independent homoskedastic errors (Bell & McCaffrey 2002 §4; Pustejovsky & Tipton 2018, "Small- sample methods for
+cluster-robust variance estimation and hypothesis testing in fixed effects models", JBES 36(4), eq. 11): about cells
+- cell-level parameters for a cell-level term, where cells - 1 is anti-conservative. A grid's cell-level terms (its
+intercept and G) rest on that grid's cells: blank where they leave none.
 
 Lack of fit (Draper & Smith 1998, "Applied Regression Analysis", 3rd ed., §2.1, lack of fit against pure
 error) is tested on the cells: each cell's mean score, with the fitted episode-level terms removed, is regressed
@@ -57,7 +60,7 @@ from collective.analysis.base import Analysis, Table, cell_ids, environment_ids,
 from collective.analysis.cluster_robust import ClusteredFit, clustered_ols
 from collective.analysis.inference import CONFIDENCE
 
-EPISODE_TERMS = ("K", "still", "K x G")  # vary within a cell; the intercepts and G are cell-level
+EPISODE_TERMS = ("K", "still", "K x G", "still x G")  # vary within a cell; the intercepts and G are cell-level
 STILL_COLUMN = "good_displacement_per_iteration"  # ⊕'s mean king distance moved per iteration: 0 when still
 # How still episodes enter the fit (module docstring): an indicator per grid, left out, or fitted through by K.
 STILL_TREATMENTS = ("indicator", "excluded", "kept")
@@ -66,6 +69,9 @@ STILL = "indicator"
 # intercept (the validity suite's negative control, whose null, no G effect, holds in every grid).
 SLOPES = ("per_grid", "pooled")
 NOT_RECORDED = "not recorded"
+# The factors, then each estimate beside its interval (one panel of a terminal's table), then the rest.
+COEFFICIENT_COLUMNS = ["group", "grid", "term", "estimate", "ci95_low", "ci95_high", "p_value", "df", "std_error",
+                       "level", "errors"]
 SEPARATOR = " @ "  # a term's name in the design: "TERM @ GRID"
 ERRORS = "CR2 clustered by cell, Satterthwaite t"
 PAIRED_ERRORS = "CR2 clustered by environment (shared by paired cells), Satterthwaite t"
@@ -83,24 +89,26 @@ def _keeps_tables(part: pd.DataFrame) -> bool:
         learns(str(part["behaviour"].iloc[0]), str(part["mix"].iloc[0]) if "mix" in part else "")
 NOTE = (
     "OLS of the episode score per group type on K (LZ76 phrases), still (⊕ does not move: an indicator), group size "
-    "G and K x G, each per grid (grid column): the model fully interacted with the grid, one fit per grid in "
-    "effect (Chow 1960; Υ is defined per H, paper 003 Def. 3, and a G effect of one grid is not another's). K, "
-    "still and G centred within the grid, so a grid's Intercept is its mean score and a main effect the slope at "
-    "the grid's average of the other; K's slope is that among moving episodes (still episodes: fit table, "
-    "still). Density G/N is G x 1/N within a grid: a density effect shows as G slopes falling as 1/N. Standard "
-    "errors cluster-robust by cell (CR2, Bell & McCaffrey 2002), by environment where cells share environments "
-    "(paired_group_sizes: the environment is the unit the design samples), Student-t on each term's Satterthwaite "
-    "df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018); a grid's Intercept and G blank where its cells leave "
-    "no df (cells - its cell-level parameters < 1). Terms with one level in a grid or not identifiable from the "
+    "G, K x G and still x G, each per grid (grid column): the model fully interacted with the grid, one fit per grid "
+    "in effect (Chow 1960; Υ is defined per H, paper 003 Def. 3, and a G effect of one grid is not another's). K, "
+    "still and G centred within the grid, so a grid's Intercept is its mean score and a main effect the slope at the "
+    "grid's average of the other. K and K x G are read from moving episodes only (K centred among them, 0 on still "
+    "ones); still and still x G are the still episodes' differences in intercept and G slope, G the slopes' average "
+    "at the grid's share of still episodes (fit table: still). Density G/N is G x 1/N within a grid: a density effect"
+    " shows as G slopes falling as 1/N. Standard errors cluster-robust by cell (CR2, Bell & McCaffrey 2002), by "
+    "environment where cells share environments (paired_group_sizes: the environment is the unit the design samples),"
+    " Student-t on each term's Satterthwaite df (Bell & McCaffrey 2002 §4, Pustejovsky & Tipton 2018; blank where "
+    "undefined); a term's error, interval and p blank under 1 df, as a grid's Intercept and G where its cells leave "
+    "none (cells - its cell-level parameters < 1). Terms with one level in a grid or not identifiable from the "
     "earlier ones are left out (fit table: dropped).")
 FIT_NOTE = (
-    "R² of each group type's regression (every grid's terms); still: how still episodes (⊕ does not move, K at "
-    "its minimum) enter, indicator (a term per grid), excluded (left out; still_episodes counts them) or kept "
-    "(K fitted through them), and still_episodes how many rows are still; cell_df = cells - cell-level "
-    "parameters. Lack of fit of linear H (Draper & Smith 1998 §2.1): on the cells' mean scores (episode-level "
-    "terms removed), each grid's G with an intercept and a linear H against them with the grids' intercepts "
-    "(3+ grids), F on (extra grid terms, cell_df) df; a small p means Υ's dependence on the grid is not "
-    "linear in H. Blank: not identifiable, or no pure error (at most one cell per grid-level parameter).")
+    "R² of each group type's regression (every grid's terms); still: how still episodes (⊕ does not move, K at its "
+    "minimum) enter, indicator (their own intercept and G slope per grid, K from moving episodes), excluded (left "
+    "out; still_episodes counts them) or kept (K fitted through them), and still_episodes how many rows are still; "
+    "cell_df = cells - cell-level parameters. Lack of fit of linear H (Draper & Smith 1998 §2.1): on the cells' mean "
+    "scores (episode-level terms removed), each grid's G with an intercept and a linear H against them with the "
+    "grids' intercepts (3+ grids), F on (extra grid terms, cell_df) df; a small p means Υ's dependence on the grid is"
+    " not linear in H. Blank: not identifiable, or no pure error (at most one cell per grid-level parameter).")
 
 
 def _identifiable(columns: dict[str, np.ndarray], candidates: dict[str, np.ndarray]) -> tuple[list[str], list[str]]:
@@ -148,10 +156,11 @@ def density_separated(part: pd.DataFrame) -> bool:
 
 def _candidates(part: pd.DataFrame, still: np.ndarray | None,
                 slopes: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """(the grids' intercepts, the other terms in order of precedence: K, still, G, (D), K x G). per_grid: each
-    term per grid, "TERM @ GRID", zero outside its grid and centred within it, a candidate where its values vary
-    in the grid. pooled: one column per term over every grid, centred over them, with density D = G/N where the
-    design separates it (`density_separated`). `still`: the still rows where they get an indicator, else None."""
+    """(the grids' intercepts, the other terms in order of precedence: K, still, G, (D), K x G, still x G).
+    per_grid: each term per grid, "TERM @ GRID", zero outside its grid and centred within it, a candidate where
+    its values vary in the grid. pooled: one column per term over every grid, centred over them, with density
+    D = G/N where the design separates it (`density_separated`). `still`: the still rows where they get an
+    indicator, else None."""
     grid = part["grid"].astype(str).to_numpy()
     k = part["k_raw"].to_numpy(float)
     g = part["group_size"].to_numpy(float)
@@ -162,8 +171,8 @@ def _candidates(part: pd.DataFrame, still: np.ndarray | None,
         terms = _terms(k, g, still, inside, "")
         if "G" in terms and density_separated(part):
             density = g / grid_area(part["grid"])
-            terms = {**{name: terms[name] for name in ("K", "still", "G") if name in terms},
-                     "D": density - density.mean(), **({"K x G": terms["K x G"]} if "K x G" in terms else {})}
+            items, after = list(terms.items()), list(terms).index("G") + 1
+            terms = dict([*items[:after], ("D", density - density.mean()), *items[after:]])
         return intercepts, terms
     terms = {}
     for name in grids:
@@ -173,20 +182,25 @@ def _candidates(part: pd.DataFrame, still: np.ndarray | None,
 
 def _terms(k: np.ndarray, g: np.ndarray, still: np.ndarray | None, inside: np.ndarray,
            suffix: str) -> dict[str, np.ndarray]:
-    """K, still, G and K x G over the rows `inside` (zero elsewhere), centred there; a term whose values do not vary
-    there is left out."""
-    def centred(values: np.ndarray) -> np.ndarray:
-        return np.where(inside, values - values[inside].mean(), 0.0)
+    """K, still, G, K x G and still x G over the rows `inside` (zero elsewhere), centred there; a term whose values
+    do not vary there is left out. With still rows (`still`: the indicator), K is centred among the moving rows
+    and zero on the still ones, and still x G gives the still rows their own G slope, so K and K x G are read from
+    moving episodes only: still rows are a second line (intercept and G slope) beside the moving rows' plane."""
+    moving = inside if still is None else inside & ~still
+
+    def centred(values: np.ndarray, rows: np.ndarray = inside) -> np.ndarray:
+        return np.where(rows, values - values[rows].mean(), 0.0)
 
     terms = {}
-    if np.ptp(k[inside]) > 0:
-        terms[f"K{suffix}"] = centred(k)
+    if moving.any() and np.ptp(k[moving]) > 0:
+        terms[f"K{suffix}"] = centred(k, moving)
     if still is not None and 0 < still[inside].sum() < inside.sum():
         terms[f"still{suffix}"] = centred(still.astype(float))
     if np.ptp(g[inside]) > 0:
         terms[f"G{suffix}"] = centred(g)
-        if f"K{suffix}" in terms:
-            terms[f"K x G{suffix}"] = terms[f"K{suffix}"] * terms[f"G{suffix}"]
+        for name in ("K", "still"):
+            if f"{name}{suffix}" in terms:
+                terms[f"{name} x G{suffix}"] = terms[f"{name}{suffix}"] * terms[f"G{suffix}"]
     return terms
 
 
@@ -276,8 +290,7 @@ def regression(rows: pd.DataFrame, where: np.ndarray | None = None, still: str =
                          dropped=", ".join(dropped), r_squared=fit.r_squared, adj_r_squared=fit.adj_r_squared,
                          errors=errors, cell_df=cells - len(cell_terms),
                          **lack_of_fit(part, y, columns, fit, cell_terms)))
-    return (pd.DataFrame(coefficients, columns=["group", "grid", "term", "level", "estimate", "std_error", "ci95_low",
-                                                "ci95_high", "df", "p_value", "errors"]),
+    return (pd.DataFrame(coefficients, columns=COEFFICIENT_COLUMNS),
             pd.DataFrame(fits, columns=["group", "episodes", "cells", "slopes", "still", "still_episodes", "regressors",
                                         "dropped", "r_squared", "adj_r_squared", "errors", "cell_df", "lack_of_fit_f",
                                         "lack_of_fit_df1", "lack_of_fit_df2", "lack_of_fit_p"]))
