@@ -1,0 +1,46 @@
+"""The analysis holds what its tables need, bounded by the rows it reads, not by how they are stored or by the
+columns the tables never read (notes/analysis-memory.md)."""
+import shutil
+import tracemalloc
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analysis_data import sweep
+from collective.analysis.dataset import load_dataset
+
+ROWS_PER_FILE = 2
+
+
+def split(sweep_directory, into, rows_per_file: int):
+    """A copy of the sweep whose rows are in files of `rows_per_file` rows each (a long sweep's many small chunks)."""
+    shutil.copytree(sweep_directory, into)
+    parts = sorted((into / "dataset").glob("part-*.parquet"))
+    table = pa.concat_tables([pq.read_table(path) for path in parts])
+    for path in parts:
+        path.unlink()
+    for number, start in enumerate(range(0, len(table), rows_per_file)):
+        pq.write_table(table.slice(start, rows_per_file), into / "dataset" / f"part-{number:06d}.parquet")
+    return into
+
+
+def peak_while(function):
+    """(result, the peak of memory Python and numpy allocated while `function` ran)."""
+    tracemalloc.start()
+    try:
+        result = function()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_loading_many_small_chunk_files_costs_what_one_file_of_the_rows_does(tmp_path_factory):
+    tiny = sweep(tmp_path_factory.getbasetemp(), "tiny")
+    whole = split(tiny, tmp_path_factory.mktemp("whole") / "tiny", 10**9)
+    scattered = split(tiny, tmp_path_factory.mktemp("scattered") / "tiny", ROWS_PER_FILE)
+    one, one_peak = peak_while(lambda: load_dataset([whole]))
+    many, many_peak = peak_while(lambda: load_dataset([scattered]))
+    assert len(list((scattered / "dataset").glob("*.parquet"))) > 100
+    assert many.rows.equals(one.rows)
+    assert many_peak < 6 * one_peak  # a frame per file: 30 times (100 files of 2 rows; 3 now)
+
