@@ -45,14 +45,23 @@ CELL = ["grid", "group_size", "iterations"]
 WITHIN_SE = 2.5  # "replicated": within this many standard errors of the author's number
 
 
+VARIANTS = ("paper", "none", "all", *ABLATED, "mixed")
+
+
+def _variant(profile: str, *switches) -> str:
+    """The variant of a profile and the ABLATED switches' values (missing counts as on)."""
+    off = [name for name, on in zip(ABLATED, switches) if not bool(on)]
+    if profile == "paper":
+        return "paper"
+    return "none" if not off else "all" if len(off) == len(ABLATED) else off[0] if len(off) == 1 else "mixed"
+
+
 def variants(rows: pd.DataFrame) -> pd.Series:
-    """Each row's variant: "paper", "none" (every ablated switch on), "all" (all off), or the one switch off."""
-    switches = rows[list(ABLATED)].astype(bool)
-    off = ~switches
-    single = off.idxmax(axis=1).where(off.sum(axis=1) == 1)
-    out = np.where(rows["profile"] == "paper", "paper",
-                   np.where(off.sum(axis=1) == 0, "none", np.where(switches.sum(axis=1) == 0, "all", single)))
-    return pd.Series(out, index=rows.index).fillna("mixed")
+    """Each row's variant: "paper", "none" (every ablated switch on), "all" (all off), the one switch off, or
+    "mixed"; decided once per distinct profile and switches (`per_distinct`), a row holding a shared name."""
+    codes = per_distinct(lambda *values: VARIANTS.index(_variant(*values)), rows["profile"],
+                         *(rows[name] for name in ABLATED))
+    return pd.Series(np.array(VARIANTS, dtype=object)[codes.astype(int)], index=rows.index)
 
 
 def _environment(rows: pd.DataFrame) -> pd.Series:
@@ -65,13 +74,19 @@ def _environment(rows: pd.DataFrame) -> pd.Series:
 LABELS = {types: label for label, types in CPP_GROUP_TYPES.items()}
 
 
+# The columns the replication tables read besides group, variant and environment (`_with_keys`)
+READ = [*CELL, "rows", "cols", "episode", "score"]
+
+
 def _with_keys(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the 13 C++ group types (`group` set to their C++ labels), with variant and environment."""
+    """The rows of the 13 C++ group types: `group` (their C++ labels), variant, environment and the columns READ
+    alone (a copy of every column of every row per table was ~20 times these, at 10^6 rows a GB)."""
     labels = pd.Series(per_distinct(lambda behaviour, protocol: LABELS.get((behaviour, protocol)), rows["behaviour"],
                                     rows["protocol"]), index=rows.index, dtype=object)
-    rows = rows[labels.notna()].assign(group=labels[labels.notna()])
-    rows["variant"], rows["environment"] = variants(rows), _environment(rows)
-    return rows
+    kept = labels.notna().to_numpy()
+    keyed = rows.loc[kept, [column for column in READ if column in rows]].assign(group=labels[kept])
+    keyed["variant"], keyed["environment"] = variants(rows)[kept], _environment(rows)[kept]
+    return keyed
 
 
 def _paired(a: pd.DataFrame, b: pd.DataFrame) -> dict:
@@ -97,8 +112,8 @@ def switch_effects(rows: pd.DataFrame) -> pd.DataFrame:
 def replication_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per group type and cell: Υ under `lambdastar2016` (all switches on) with its 95% CI, Υ with all
     switches off and under `paper` (other episodes: unpaired), and each switch's paired effect."""
-    rows = _with_keys(rows)
     effects = switch_effects(rows)
+    rows = _with_keys(rows)
     records = []
     for (group, *cell), part in rows.groupby(["group", *CELL], sort=False):
         n, upsilon, low, high = mean_ci(part.loc[part["variant"] == "none", "score"].to_numpy())
