@@ -4,6 +4,7 @@ import shutil
 import tracemalloc
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -57,7 +58,8 @@ def test_the_replication_tables_hold_only_the_columns_they_read():
 
     rows = rows_of(lambda label, side, size, bits: 0.5, episodes=200).assign(iterations=50)
     rows["seed_word"] = rows["cell"]
-    unread = rows.assign(**{f"unread_{i}": np.arange(len(rows), dtype=float) for i in range(100)})
+    unread = pd.concat([rows, pd.DataFrame({f"unread_{i}": np.arange(len(rows), dtype=float) for i in range(100)})],
+                       axis=1)
 
     def tables(frame):
         analysis = Analysis()
