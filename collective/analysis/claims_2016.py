@@ -62,7 +62,7 @@ READ = ["seed", "cell", "episode", "score", "group_size", "entropy_bits", "grid"
 
 def replication_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows of the replication: `lambdastar2016` with every 2016 switch on, labelled with the C++ group type
-    (`type`), of the columns READ alone (a copy of every column was ~10 times these)."""
+    (`type`), of the columns READ alone (not a copy of every column, ~60)."""
     chosen = ((rows["profile"] == "lambdastar2016") & rows[list(CPP_SWITCHES)].astype(bool).all(axis=1)).to_numpy()
     labels = {types: label for label, types in CPP_GROUP_TYPES.items()}
     label = pd.Series(per_distinct(lambda behaviour, protocol: labels.get((behaviour, protocol)), rows["behaviour"],
