@@ -74,8 +74,8 @@ def tables(run_dirs: Paths, names: list[str] | None = None, by: list[str] | None
     if unknown:
         raise ValueError(f"names: unknown table {unknown[0]!r}; allowed: {', '.join(TABLES)}")
     dataset = load_dataset(_paths(run_dirs), pool=pool, factors=by or [])
-    analysis = analyse(dataset, by or list(DEFAULT_BY), k_bin_width)
-    return {name: table.frame for name, table in analysis.tables.items() if names is None or name in names}
+    analysis = analyse(dataset, by or list(DEFAULT_BY), k_bin_width, tables=names)
+    return {name: table.frame for name, table in analysis.tables.items()}
 
 
 def validate(run_dirs: Paths, pool: bool = False) -> pd.DataFrame:

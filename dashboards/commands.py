@@ -226,11 +226,9 @@ def run_analysis_command(args: argparse.Namespace) -> int:
             return _validate(dataset, args.format, dict(args.label))
         if args.command == "figures":
             return _figures(dataset, args)
-        analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width, dict(args.label), args.still)
+        analysis = analyse(dataset, args.by or list(DEFAULT_BY), args.k_bin_width, dict(args.label), args.still,
+                           getattr(args, "tables", None) or None)  # `analyze --tables`: those alone are computed
         if args.command == "analyze":
-            if args.tables:
-                analysis.tables = {name: table for name, table in analysis.tables.items() if name in args.tables}
-                analysis.skipped = {name: why for name, why in analysis.skipped.items() if name in args.tables}
             width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None  # a file gets it whole
             write_stdout(format_analysis(analysis, args.format, width))
         else:

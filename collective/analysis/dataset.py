@@ -42,6 +42,9 @@ ANALYSIS_COLUMNS = tuple(dict.fromkeys(
         "score_by_behaviour", "motion", "good_displacement_per_iteration", "communication_accounting", "messages_per_iteration", "bits_per_iteration",
         "message_entropy_bits", "information_bits_per_iteration", "distinct_messages_per_iteration",
         "distinct_information_bits_per_iteration", "training_run")))
+# Chunk files read into Arrow before their columns become pandas (`_batch`): a file's Arrow columns cost ~0.2 MB
+# besides its rows (small buffers, dictionaries), so at 10^4 files more than the rows; a batch bounds that.
+BATCH_FILES = 256
 # Whole-number settings the tables only group, compare and print, never compute with: kept as categories, one
 # byte a row instead of eight (tests/test_dataset_columns.py checks the tables against the rows as on disk).
 CATEGORY_SETTINGS = ("episodes", "seed", "observation_range", "coordination_threshold", "k_min", "k_max",
@@ -113,10 +116,11 @@ def _check_poolable(values: list[dict[str, set]], paths: list[Path]) -> None:
 
 
 def _read_part(part: Path, schema: pa.Schema, keep: set[str], settings: list[str],
-               values: dict[str, set], checked: dict) -> pd.DataFrame:
-    """One chunk file (its `schema` read beforehand) as a frame of its columns in `keep`, text as categories, the
-    seed word of `spawn_key` as `seed_word`; the distinct values of its `settings` are added to `values` (read
-    here, then left out of the rows). DatasetError when the file breaks the dataset schema (`dataset_schema`)."""
+               values: dict[str, set], checked: dict) -> dict[str, pa.ChunkedArray]:
+    """One chunk file (its `schema` read beforehand): its columns in `keep` by name, as Arrow read them (text
+    dictionary-encoded), the seed word of `spawn_key` as `seed_word`; the distinct values of its `settings` are
+    added to `values` (read here, then left out of the rows). DatasetError when the file breaks the dataset schema
+    (`dataset_schema`)."""
     missing = [name for name in REQUIRED_COLUMNS if name not in schema.names]
     if missing:
         raise DatasetError(f"{part}: column{'s' * (len(missing) > 1)} {', '.join(missing)} missing; expected a sweep "
@@ -131,35 +135,57 @@ def _read_part(part: Path, schema: pa.Schema, keep: set[str], settings: list[str
             values.setdefault(name, set()).update(pc.unique(table[name]).to_pylist())
     if "spawn_key" in table.column_names:  # the environment's seed word (`Cell.seed_key`), shared by paired cells
         table = table.append_column("seed_word", pc.list_element(table["spawn_key"], 0))
-    piece = table.select([name for name in table.column_names if name in keep]).to_pandas(split_blocks=True)
-    del table
-    for name in CATEGORY_SETTINGS:
-        if name in piece and pd.api.types.is_integer_dtype(piece[name]):
-            piece[name] = piece[name].astype("category")
+    return {name: table[name] for name in table.column_names if name in keep}
+
+
+def _pandas(column: pa.ChunkedArray, name: str) -> pd.Series:
+    """An Arrow column as pandas: text (dictionaries) as categories, a CATEGORY_SETTINGS whole number too."""
+    series = column.to_pandas()
+    if name in CATEGORY_SETTINGS and pd.api.types.is_integer_dtype(series):
+        series = series.astype("category")
+    return series
+
+
+def _joined(parts: list[pd.Series | None], lengths: list[int]) -> pd.Series:
+    """Pieces of one column as one Series, a missing piece (None) as missing values (NaN) in its `lengths` rows;
+    categories united in sorted order (so groupings order levels as text does)."""
+    first = next(part for part in parts if part is not None)
+    if isinstance(first.dtype, pd.CategoricalDtype):
+        none = pd.CategoricalDtype(first.cat.categories[:0])
+        return pd.Series(union_categoricals([part.array if part is not None else pd.Categorical.from_codes(
+            np.full(length, -1), dtype=none) for part, length in zip(parts, lengths)], sort_categories=True))
+    return pd.concat([part if part is not None else pd.Series(np.nan, index=pd.RangeIndex(length))
+                      for part, length in zip(parts, lengths)], ignore_index=True)
+
+
+def _column(name: str, chunks: list[pa.ChunkedArray | None], lengths: list[int]) -> pd.Series:
+    """One column of some chunk files (None: a file without it) as one Series (`_joined`'s): files that agree on
+    its type converted at once (Arrow unifies their dictionaries), otherwise file by file."""
+    if all(chunk is not None for chunk in chunks) and len({chunk.type for chunk in chunks}) == 1:
+        series = _pandas(pa.chunked_array([piece for chunk in chunks for piece in chunk.chunks], chunks[0].type), name)
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            series = series.cat.reorder_categories(series.cat.categories.sort_values())
+        return series
+    return _joined([None if chunk is None else _pandas(chunk, name) for chunk in chunks], lengths)
+
+
+def _batch(pieces: list[dict[str, pa.ChunkedArray]]) -> dict[str, pd.Series]:
+    """Chunk files' columns (`_read_part`) as pandas columns by name, each column's Arrow data freed as it is
+    converted."""
+    names = list(dict.fromkeys(name for piece in pieces for name in piece))
+    lengths = [len(next(iter(piece.values()))) for piece in pieces]
+    batch = {name: _column(name, [piece.pop(name, None) for piece in pieces], lengths) for name in names}
     pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages: the rows are pandas' now
-    return piece
+    return batch
 
 
-def _frame(pieces: list[pd.DataFrame]) -> pd.DataFrame:
-    """The chunk files' frames as one, built column by column, each column's pieces freed as it is joined (the
-    peak holds the rows once, not twice); text as categories in sorted order (so groupings order levels as text
-    does). A column some files lack is missing (NaN) in their rows."""
-    names = list(dict.fromkeys(name for piece in pieces for name in piece.columns))
-    columns = {}
-    for name in names:
-        first = next(piece[name] for piece in pieces if name in piece)
-        if isinstance(first.dtype, pd.CategoricalDtype):
-            none = pd.CategoricalDtype(first.cat.categories[:0])
-            parts = [piece[name].array if name in piece else pd.Categorical.from_codes(np.full(len(piece), -1), dtype=none)
-                     for piece in pieces]
-            columns[name] = pd.Series(union_categoricals(parts, sort_categories=True))
-        else:
-            columns[name] = pd.concat([piece[name] if name in piece else pd.Series(np.nan, index=piece.index)
-                                       for piece in pieces], ignore_index=True)
-        for piece in pieces:
-            if name in piece:
-                del piece[name]
-    return pd.DataFrame(columns, copy=False)
+def _frame(batches: list[dict[str, pd.Series]]) -> pd.DataFrame:
+    """The batches' columns (`_batch`) as one frame, joined a column at a time, each column's pieces freed as it
+    is joined (the peak holds the rows about once, not twice)."""
+    names = list(dict.fromkeys(name for batch in batches for name in batch))
+    lengths = [len(next(iter(batch.values()))) for batch in batches]
+    return pd.DataFrame({name: _joined([batch.pop(name, None) for batch in batches], lengths) for name in names},
+                        copy=False)
 
 
 def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str] = ()) -> Dataset:
@@ -172,7 +198,7 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
     keep_factors = {FACTOR_ALIASES.get(name, name) for name in factors}
     keep = set(ANALYSIS_COLUMNS) | keep_factors
     settings = _settings()
-    pieces, values, sources, notices, seen, columns, checked = [], [], [], [], {}, {}, {}
+    pieces, batches, values, sources, notices, seen, columns, checked = [], [], [], [], [], {}, {}, {}
     for path in map(Path, paths):
         try:
             if not path.is_dir():
@@ -200,9 +226,13 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
             except Exception as error:  # pyarrow raises several types for unreadable files
                 raise DatasetError(f"{part}: unreadable Parquet data ({type(error).__name__}: "
                                    f"{str(error).splitlines()[0]})") from None
-            rows += len(piece)
-            if len(piece):  # a file of no rows adds none (its text columns' categories would have no type)
+            length = len(next(iter(piece.values()), ()))
+            rows += length
+            if length:  # a file of no rows adds none (its text columns' categories would have no type)
                 pieces.append(piece)
+            if len(pieces) == BATCH_FILES:
+                batches.append(_batch(pieces))
+                pieces = []
         description = _sweep_description(data_dir.parent / SPEC_FILE)
         if description:
             notices += _incomplete(data_dir, description, len(parts), rows)
@@ -210,9 +240,10 @@ def load_dataset(paths: list[str | Path], pool: bool = False, factors: list[str]
                                    bytes=sum(part.stat().st_size for part in parts)))
     if not pool:
         _check_poolable(values, list(map(Path, paths)))
-    if not pieces:
+    batches += [_batch(pieces)] if pieces else []
+    if not batches:
         raise DatasetError(f"{', '.join(map(str, paths))}: the dataset has no rows")
-    rows = _frame(pieces)
+    rows = _frame(batches)
     unscored = rows["score"].isna()
     if unscored.any():
         notices.append(f"{int(unscored.sum())} of {len(rows)} rows have no score (NaN; groups "

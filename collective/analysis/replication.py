@@ -45,14 +45,23 @@ CELL = ["grid", "group_size", "iterations"]
 WITHIN_SE = 2.5  # "replicated": within this many standard errors of the author's number
 
 
+VARIANTS = ("paper", "none", "all", *ABLATED, "mixed")
+
+
+def _variant(profile: str, *switches) -> str:
+    """The variant of a profile and the ABLATED switches' values (missing counts as on)."""
+    off = [name for name, on in zip(ABLATED, switches) if not bool(on)]
+    if profile == "paper":
+        return "paper"
+    return "none" if not off else "all" if len(off) == len(ABLATED) else off[0] if len(off) == 1 else "mixed"
+
+
 def variants(rows: pd.DataFrame) -> pd.Series:
-    """Each row's variant: "paper", "none" (every ablated switch on), "all" (all off), or the one switch off."""
-    switches = rows[list(ABLATED)].astype(bool)
-    off = ~switches
-    single = off.idxmax(axis=1).where(off.sum(axis=1) == 1)
-    out = np.where(rows["profile"] == "paper", "paper",
-                   np.where(off.sum(axis=1) == 0, "none", np.where(switches.sum(axis=1) == 0, "all", single)))
-    return pd.Series(out, index=rows.index).fillna("mixed")
+    """Each row's variant: "paper", "none" (every ablated switch on), "all" (all off), the one switch off, or
+    "mixed"; decided once per distinct profile and switches (`per_distinct`), a row holding a shared name."""
+    codes = per_distinct(lambda *values: VARIANTS.index(_variant(*values)), rows["profile"],
+                         *(rows[name] for name in ABLATED))
+    return pd.Series(np.array(VARIANTS, dtype=object)[codes.astype(int)], index=rows.index)
 
 
 def _environment(rows: pd.DataFrame) -> pd.Series:
@@ -65,13 +74,19 @@ def _environment(rows: pd.DataFrame) -> pd.Series:
 LABELS = {types: label for label, types in CPP_GROUP_TYPES.items()}
 
 
+# The columns the replication tables read besides group, variant and environment (`_with_keys`)
+READ = [*CELL, "rows", "cols", "episode", "score"]
+
+
 def _with_keys(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the 13 C++ group types (`group` set to their C++ labels), with variant and environment."""
+    """The rows of the 13 C++ group types: `group` (their C++ labels), variant, environment and the columns READ
+    alone (each table copied every column, ~60, of every row)."""
     labels = pd.Series(per_distinct(lambda behaviour, protocol: LABELS.get((behaviour, protocol)), rows["behaviour"],
                                     rows["protocol"]), index=rows.index, dtype=object)
-    rows = rows[labels.notna()].assign(group=labels[labels.notna()])
-    rows["variant"], rows["environment"] = variants(rows), _environment(rows)
-    return rows
+    kept = labels.notna().to_numpy()
+    keyed = rows.loc[kept, [column for column in READ if column in rows]].assign(group=labels[kept])
+    keyed["variant"], keyed["environment"] = variants(rows)[kept], _environment(rows)[kept]
+    return keyed
 
 
 def _paired(a: pd.DataFrame, b: pd.DataFrame) -> dict:
@@ -85,26 +100,31 @@ def switch_effects(rows: pd.DataFrame) -> pd.DataFrame:
     rows = _with_keys(rows)
     records = []
     for (group, *cell), part in rows.groupby(["group", *CELL], sort=False):
-        on = part[part["variant"] == "none"]
+        of = _by_variant(part)
         for name in (*ABLATED, "all"):
-            off = part[part["variant"] == name]
-            if on.empty or off.empty:
-                continue
-            records.append(dict(group=group, **dict(zip(CELL, cell)), switch=name, **_paired(on, off)))
+            if "none" in of and name in of:
+                records.append(dict(group=group, **dict(zip(CELL, cell)), switch=name, **_paired(of["none"], of[name])))
     return pd.DataFrame(records)
 
 
-def replication_table(rows: pd.DataFrame) -> pd.DataFrame:
+def _by_variant(part: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The rows of each variant present in `part`, in row order (one grouping, not a mask per variant)."""
+    return dict(list(part.groupby("variant", sort=False)))
+
+
+def replication_table(rows: pd.DataFrame, effects: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per group type and cell: Υ under `lambdastar2016` (all switches on) with its 95% CI, Υ with all
-    switches off and under `paper` (other episodes: unpaired), and each switch's paired effect."""
+    switches off and under `paper` (other episodes: unpaired), and each switch's paired effect (`effects`:
+    `switch_effects(rows)`, computed here unless given)."""
+    effects = switch_effects(rows) if effects is None else effects
     rows = _with_keys(rows)
-    effects = switch_effects(rows)
     records = []
     for (group, *cell), part in rows.groupby(["group", *CELL], sort=False):
-        n, upsilon, low, high = mean_ci(part.loc[part["variant"] == "none", "score"].to_numpy())
+        of = _by_variant(part)
+        n, upsilon, low, high = mean_ci(of["none"]["score"].to_numpy() if "none" in of else np.array([]))
         record = dict(group=group, **dict(zip(CELL, cell)), episodes=n, upsilon_2016=upsilon, ci95_low=low,
-                      ci95_high=high, upsilon_all_off=part.loc[part["variant"] == "all", "score"].mean(),
-                      upsilon_paper=part.loc[part["variant"] == "paper", "score"].mean())
+                      ci95_high=high, **{column: of[variant]["score"].mean() if variant in of else math.nan
+                                         for column, variant in (("upsilon_all_off", "all"), ("upsilon_paper", "paper"))})
         mine = effects[(effects["group"] == group) & np.logical_and.reduce(
             [effects[c] == v for c, v in zip(CELL, cell)])] if not effects.empty else effects
         for _, effect in mine.iterrows():
@@ -154,11 +174,11 @@ def claims(rows: pd.DataFrame) -> pd.DataFrame:
     records = []
     for (*cell,), part in rows.groupby(CELL, sort=False):
         for variant, same in part.groupby("variant", sort=False):
+            of = dict(list(same.groupby("group", sort=False)))  # each group type's rows, in row order
             for claim, subject, baseline in CLAIMS:
-                a, b = same[same["group"] == subject], same[same["group"] == baseline]
-                if a.empty or b.empty:
+                if subject not in of or baseline not in of:
                     continue
-                statistics = _paired(a, b)
+                statistics = _paired(of[subject], of[baseline])
                 records.append(dict(claim=claim, subject=subject, **dict(zip(CELL, cell)), variant=variant,
                                     difference=statistics["difference"], ci95_low=statistics["ci95_low"],
                                     ci95_high=statistics["ci95_high"], holds=statistics["ci95_low"] > 0))
@@ -212,12 +232,12 @@ def add_replication_tables(analysis, rows: pd.DataFrame) -> None:
                                            "the 2016 switches existed); re-run the sweep to get them.")
         return
     pairing = "paired by (environment, episode): cells differing only in switches share their episodes"
+    effects = switch_effects(rows)
     analysis.add(Table("replication", "Replication of the 2016 C++ program: Υ per group type",
                        "upsilon_2016 = Υ under lambdastar2016, every switch on, 95% CI over episodes; "
                        "upsilon_all_off and upsilon_paper from other runs (all switches off; the paper "
                        f"profile); effect_<switch> = Υ(all on) − Υ(that switch off), {pairing}.",
-                       replication_table(rows)))
-    effects = switch_effects(rows)
+                       replication_table(rows, effects)))
     if not effects.empty:
         analysis.add(Table("replication_effects", "Each 2016 switch's effect on Υ",
                            f"difference = Υ(all on) − Υ(switch off; 'all': every switch off), {pairing}; "

@@ -28,54 +28,75 @@ from collective.analysis.validity import VALIDITY_NOTE, validate
 
 
 def analyse(dataset: Dataset, by: list[str], k_bin_width: int = 4, labels: dict[str, str] | None = None,
-            still: str = STILL) -> Analysis:
-    """Every table for `dataset`, grouped by the factors `by` (names or aliases) and always by grid; groups shown by
-    the spec's display labels, then `labels` (identifier -> text, e.g. --label); the regression treats still
-    episodes as `still` says (`regression.STILL_TREATMENTS`)."""
+            still: str = STILL, tables: list[str] | None = None) -> Analysis:
+    """Every table for `dataset` (or those named in `tables`: the others are not computed), grouped by the factors
+    `by` (names or aliases) and always by grid; groups shown by the spec's display labels, then `labels`
+    (identifier -> text, e.g. --label); the regression treats still episodes as `still` says
+    (`regression.STILL_TREATMENTS`)."""
+    def wanted(*names: str) -> bool:  # a family of tables is computed when any of its tables is asked for
+        return tables is None or any(name in tables for name in names)
+
     rows = add_k_bins(dataset.rows, k_bin_width)
     by = with_grid(resolve_factors(rows, by, dataset.columns))
     strata = strata_of(by)
     analysis = Analysis(labels=display_labels(dataset, labels))
     shown = ", ".join(by)
-    analysis.add(Table("accuracy", f"Accuracy against the ceiling by {shown}", ACCURACY_NOTE, accuracy_table(rows, by)))
-    analysis.add(Table("upsilon", f"Υ by {shown}",
-                       "Υ = mean episode score R̄ (paper 003 Definitions 2-3); 95% CI clustered by environment "
-                       "(seed, cell, episode: groups of a cell share it), Student-t on environments - 1 df "
-                       "(Cameron & Miller 2015); with one group per level, the CI over episodes. centralised: a "
-                       "behaviour of the level declared that its agents act on each other's observations.",
-                       upsilon_table(rows, by)))
-    try:
-        analysis.add(Table("legg_hutter", f"2^-K-weighted Υ (Legg-Hutter form; see estimand) by {shown}",
-                           LEGG_HUTTER_NOTE, legg_hutter_table(rows, by)))
-    except DatasetError as error:
-        analysis.skipped["legg_hutter"] = str(error)
+    if wanted("accuracy"):
+        analysis.add(Table("accuracy", f"Accuracy against the ceiling by {shown}", ACCURACY_NOTE,
+                           accuracy_table(rows, by)))
+    if wanted("upsilon"):
+        analysis.add(Table("upsilon", f"Υ by {shown}",
+                           "Υ = mean episode score R̄ (paper 003 Definitions 2-3); 95% CI clustered by environment "
+                           "(seed, cell, episode: groups of a cell share it), Student-t on environments - 1 df "
+                           "(Cameron & Miller 2015); with one group per level, the CI over episodes. centralised: a "
+                           "behaviour of the level declared that its agents act on each other's observations.",
+                           upsilon_table(rows, by)))
+    if wanted("legg_hutter"):
+        try:
+            analysis.add(Table("legg_hutter", f"2^-K-weighted Υ (Legg-Hutter form; see estimand) by {shown}",
+                               LEGG_HUTTER_NOTE, legg_hutter_table(rows, by)))
+        except DatasetError as error:
+            analysis.skipped["legg_hutter"] = str(error)
     in_strata = f" within {', '.join(strata)}" if strata else ""
-    analysis.add(Table("gains", f"Gain of collectives over isolated agents{in_strata}",
-                       "difference = Υ(collective) - Υ(isolated, same behaviour, protocol none), paired by "
-                       "(cell, episode); paired-t CI, Cohen's d_z = mean/sd of differences, paired t and "
-                       "Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, p_wilcoxon_holm).",
-                       collective_gains(rows, strata)))
-    unmatched = unmatched_collectives(rows)
-    and_size = "" if "group_size" in strata else " and group size"
-    analysis.add(Table("protocols", f"Protocol comparisons{in_strata}{and_size}",
-                       "difference = Υ(first) - Υ(second), collectives of the same members (behaviour or mix) "
-                       "and group size that differ in protocol, on the same environments, paired by (cell, episode); "
-                       "paired t and Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, "
-                       "p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
-                       protocol_comparisons(rows, strata),
-                       "Not compared (no other collective of the same members and group size in its cells; a pair "
-                       "differing in members or size would compare two things at once): " + "; ".join(
-                           f"{labelled(group, analysis.labels)} at {', '.join(where)}"
-                           for group, where in unmatched.items()) if unmatched else ""))
-    add_communication_tables(analysis, rows, strata)
-    add_focal_table(analysis, rows)
-    add_regression_tables(analysis, rows, still)
-    add_replication_tables(analysis, rows)
-    add_claims_2016_table(analysis, rows)
-    analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
-    add_learning_tables(analysis, rows)
-    analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
-                       validate(rows, dataset.descriptions)))
+    if wanted("gains"):
+        analysis.add(Table("gains", f"Gain of collectives over isolated agents{in_strata}",
+                           "difference = Υ(collective) - Υ(isolated, same behaviour, protocol none), paired by "
+                           "(cell, episode); paired-t CI, Cohen's d_z = mean/sd of differences, paired t and "
+                           "Wilcoxon signed-rank p, each Holm-corrected over the table (p_holm, p_wilcoxon_holm).",
+                           collective_gains(rows, strata)))
+    if wanted("protocols"):
+        unmatched = unmatched_collectives(rows)
+        and_size = "" if "group_size" in strata else " and group size"
+        analysis.add(Table("protocols", f"Protocol comparisons{in_strata}{and_size}",
+                           "difference = Υ(first) - Υ(second), collectives of the same members (behaviour or mix) "
+                           "and group size that differ in protocol, on the same environments, paired by (cell, "
+                           "episode); paired t and Wilcoxon signed-rank p, each Holm-corrected over the table "
+                           "(p_holm, p_wilcoxon_holm); winner where Holm-corrected paired-t p < 0.05.",
+                           protocol_comparisons(rows, strata),
+                           "Not compared (no other collective of the same members and group size in its cells; a "
+                           "pair differing in members or size would compare two things at once): " + "; ".join(
+                               f"{labelled(group, analysis.labels)} at {', '.join(where)}"
+                               for group, where in unmatched.items()) if unmatched else ""))
+    if wanted("communication", "communication_entropy", "sham"):
+        add_communication_tables(analysis, rows, strata)
+    if wanted("focal"):
+        add_focal_table(analysis, rows)
+    if wanted("regression", "regression_fit"):
+        add_regression_tables(analysis, rows, still)
+    if wanted("replication", "replication_effects", "replication_author", "replication_claims"):
+        add_replication_tables(analysis, rows)
+    if wanted("claims_2016"):
+        add_claims_2016_table(analysis, rows)
+    if wanted("pgi"):
+        analysis.add(Table("pgi", "PGI index (paper 004)", PGI_NOTE, pgi_table(rows)))
+    if wanted("learning", "replay_learning", "learning_curves", "sample_efficiency", "sharing"):
+        add_learning_tables(analysis, rows)
+    if wanted("validity"):
+        analysis.add(Table("validity", "Validity suite: negative controls and known answers", VALIDITY_NOTE,
+                           validate(rows, dataset.descriptions)))
+    if tables is not None:  # a family computed for one of its tables keeps that one alone
+        analysis.tables = {name: table for name, table in analysis.tables.items() if name in tables}
+        analysis.skipped = {name: why for name, why in analysis.skipped.items() if name in tables}
     return analysis
 
 
