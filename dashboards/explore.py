@@ -44,6 +44,9 @@ HEADERS = {
     "information_value": "Information value: Υ(real) − Υ(baseline)", "information_baseline": "Baseline",
     "mechanics": "Mechanics: Υ(content-free) − Υ(isolated)",
     "gain_over_isolated": "Gain over isolated: Υ(real) − Υ(isolated)", "reliance": "Reliance: Υ(isolated) − Υ(sham)",
+    "noise": "Noise control", "deaf": "Deaf control", "heading": "Heading search",
+    "gain_over_heading": "Gain over heading search: Υ(real) − Υ(heading_search)",
+    "dilution": "Dilution: Υ(deaf) − Υ(noise)",
 }
 UNIT_SUFFIXES = (("_bits", "bits"), ("_seconds", "s"), ("_steps", "agent-steps"), ("_episodes", "episodes"))
 FLOAT_DECIMALS = 3  # non-integer numbers: 3 decimals (a column of tiny numbers: 3 significant digits); p-values

@@ -681,14 +681,15 @@ def _tag_points(figure: Figure, tags: list[tuple], bars: list[tuple]) -> None:
 
 def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptions) -> FigureSpec | None:
     """Υ of each collective per cell against the cell's mean message entropy (the `communication_entropy`
-    table's points), one panel per grid, each point named by its cell's factors; sham groups as open markers."""
+    table's points), one panel per grid, each point named by its cell's factors; the controls (sham, content-free,
+    deaf, noise: `communication_control` other than real) as open markers."""
     if "message_entropy_bits" not in rows:
         return None
     measured = rows[rows["message_entropy_bits"].notna() & (rows["protocol"] != "none")]
     if measured.empty:
         return None
-    sham = set(measured.loc[measured.get("communication_control", pd.Series("real", index=measured.index))
-                            == "sham", "group"])
+    controls = set(measured.loc[measured.get("communication_control", pd.Series("real", index=measured.index))
+                                != "real", "group"])
     measured_grids = set(measured["grid"].unique())
     grids = [grid for grid in _grids(rows) if grid in measured_grids]
     figure, axes, columns = _grid(len(grids), options.width)
@@ -706,7 +707,7 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
             x, y, below, above, names = map(list, zip(*points))
             colour = types.loc[label, "colour"]
             ax.errorbar(x, y, yerr=[below, above], fmt=types.loc[label, "marker"], capsize=2, color=colour,
-                        markerfacecolor="none" if label in sham else colour, label=types.loc[label, "display"])
+                        markerfacecolor="none" if label in controls else colour, label=types.loc[label, "display"])
             tags += [(ax, px, py, name, colour) for px, py, name in zip(x, y, names) if name]
             bars += [(ax, px, py - b, py + a) for px, py, b, a in zip(x, y, below, above)]
         _panel_title(ax, grid, columns)
@@ -717,7 +718,7 @@ def _communication(rows: pd.DataFrame, types: pd.DataFrame, options: FigureOptio
     return FigureSpec("upsilon_vs_message_entropy", title, "Υ with 95% CI of each collective in each cell (named by "
                       "its factors) against the cell's mean message entropy (empirical entropy of the messages' "
                       "symbols per episode, Miller-Madow corrected; protocols/__init__.py), one panel per grid; "
-                      "open markers: sham controls.", figure)
+                      "open markers: controls (sham, content-free, deaf, noise).", figure)
 
 
 def build_figures(dataset: Dataset, k_bin_width: int = 4, options: FigureOptions | None = None) -> list[FigureSpec]:

@@ -8,6 +8,7 @@ import sys
 
 import matplotlib.image
 import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.container import ErrorbarContainer
@@ -251,3 +252,17 @@ def test_thousands_of_groups_show_the_first_that_a_figure_tells_apart(tiny, tmp_
     done = collective("figures", many, "--out", tmp_path / "out", "--groups", "nobody")
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and len(done.stderr) < 1000
     assert "(2,406 in all: collective analyze --tables upsilon)" in done.stderr
+
+
+def test_every_control_is_an_open_marker_against_message_entropy(tiny):
+    """A content-free (or deaf, noise) control is drawn as the sham is, an open marker beside its real group's
+    filled one (they read alike in a legend otherwise; on the code before, only sham groups were open)."""
+    rows = load_dataset([tiny]).rows
+    real = rows[rows["group"] == "local_search+wisdom"]
+    control = real.assign(group="local_search+wisdom[content_free]", communication_control="content_free")
+    both = pd.concat([rows, control], ignore_index=True)
+    both["group"] = both["group"].astype("category")
+    figure = {s.name: s.figure for s in build_figures(Dataset(rows=both, sources=[]))}["upsilon_vs_message_entropy"]
+    faces = {bar.get_label(): bar.lines[0].get_markerfacecolor()
+             for ax in visible_axes(figure) for bar in ax.containers if isinstance(bar, ErrorbarContainer)}
+    assert faces["local_search+wisdom[content_free]"] == "none" and faces["local_search+wisdom"] != "none"
