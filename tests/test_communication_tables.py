@@ -197,3 +197,39 @@ def test_learners_readings_carry_their_training_runs_luck():
         assert row["information_baseline"] == "noise"
         covered += row["information_value_ci95_low"] <= 0 <= row["information_value_ci95_high"]
     assert covered / worlds >= 0.9, covered / worlds
+
+
+def test_pairs_without_kept_tables_keep_their_own_spread_beside_learners_runs():
+    """A part that mixes cells whose learners keep tables (runs 0-4) with cells that keep none (training_run -1,
+    per-episode tables) clusters only the former by run: the untrained pairs are runs of their own, so their
+    spread stays in the interval (review: pooled as one run -1, it cancelled out and a null read p ~ 1e-14).
+    With noise as the baseline no `mechanics` is read (noise - isolated would be the table's split, not the
+    protocol's mechanics)."""
+    scale = {0: 0.001, 1: 1.0, 2: 1.0}  # cell 11: tables kept, tiny differences; cells 22, 33: none, wide
+    groups = {label: ("broadcast", control, lambda c, rng, n: rng.normal(0, scale[c], n))
+              for label, control in (("talk", "real"), ("talk[noise]", "noise"))}
+    groups["alone"] = ("none", "real", lambda c, rng, n: rng.normal(0, 1, n))
+    rows = rows_of(groups, episodes=60).assign(behaviour="q_learning", seed=1)
+    rows["training_run"] = np.where(rows["cell"] == CELLS[0], rows["episode"] % 5, -1)
+    row = sham_table(rows, []).iloc[0]
+    plain = sham_table(rows.drop(columns="training_run"), []).iloc[0]
+    width = row["information_value_ci95_high"] - row["information_value_ci95_low"]
+    assert width > 0.5 * (plain["information_value_ci95_high"] - plain["information_value_ci95_low"]), (row, plain)
+    assert math.isnan(row["mechanics"])
+
+
+def test_the_communication_tables_gain_carries_the_learners_runs_as_the_sham_tables_does():
+    """One gain, one interval: the `communication` table's gain of learners over isolated learners is clustered
+    by training run as the `sham` table's gain_over_isolated is (review: it was over episodes alone, 0.058-0.076
+    beside 0.028-0.105 for the same +0.067)."""
+    rng = np.random.default_rng(3)
+    luck = rng.normal(0, 0.05, (len(CELLS), 5))
+    groups = {"talk": ("broadcast", "real", lambda c, rng, n: luck[c, np.arange(n) % 5] + rng.normal(0, 0.05, n)),
+              "talk[noise]": ("broadcast", "noise", lambda c, rng, n: rng.normal(0, 0.05, n)),
+              "alone": ("none", "real", lambda c, rng, n: rng.normal(0, 0.05, n))}
+    rows = rows_of(groups, traffic=lambda label, c, rng, n: (np.full(n, 100.0), np.full(n, 1.0)))
+    rows = rows.assign(behaviour="q_learning", seed=1, training_run=rows["episode"] % 5)
+    gain = communication_table(rows, []).iloc[0]
+    sham = sham_table(rows, []).iloc[0]
+    assert (gain["gain_ci95_low"], gain["gain_ci95_high"]) == pytest.approx(
+        (sham["gain_over_isolated_ci95_low"], sham["gain_over_isolated_ci95_high"]))

@@ -91,7 +91,10 @@ SHAM_NOTE = (
     "on uninformative reports costs (0: the members ignore what they hear; large: they follow any report); "
     "gain_over_heading = Υ(real) - Υ(heading_search alone), a searcher's gain over one that keeps its heading "
     "when it sees nothing (what the group buys beyond persistence); dilution = Υ(deaf) - Υ(noise), what "
-    "hearing uninformative symbols costs a learner (its table split ten ways).")
+    "hearing uninformative symbols costs a learner (its table split ten ways). A learner's information_value "
+    "(real - noise) is what the symbols tell at the ten-fold table's size; real - deaf = information_value - "
+    "dilution is what hearing buys a learner net; no mechanics is read for learners (noise - isolated is the "
+    "table's split).")
 
 
 def group_types(rows: pd.DataFrame) -> pd.DataFrame:
@@ -163,6 +166,8 @@ def _gain(part: pd.DataFrame, subject: str, baseline: str, prefix: str) -> dict:
         means, sizes = frame.groupby("cell")["d"].transform("mean"), frame.groupby("cell")["d"].transform("size")
         weights = len(part) / (frame["cell"].nunique() * sizes.to_numpy())  # the stratified mean's, times n
         pair_runs = np.unique(runs, axis=0, return_inverse=True)[1].ravel()
+        untrained = (runs < 0).all(axis=1)  # a pair without kept tables on either side: a run of its own
+        pair_runs[untrained] = pair_runs.max() + 1 + np.arange(int(untrained.sum()))
         df, variance = two_way_variance((differences - means.to_numpy()) * weights, part["_environment"].to_numpy(),
                                         pair_runs)
         mean, se = statistics["difference"], math.sqrt(variance) if variance > 0 else math.nan
@@ -189,8 +194,9 @@ def _gain_per_unit(cells: np.ndarray, differences: np.ndarray, units: np.ndarray
 
 
 def communication_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
-    """The `communication` table (COMMUNICATION_NOTE)."""
+    """The `communication` table (COMMUNICATION_NOTE); a learner's gain clustered by training run too (`_gain`)."""
     types = group_types(rows)
+    rows = _with_runs(rows)
     keys = strata + ([ACCOUNTING] if ACCOUNTING in rows and ACCOUNTING not in strata else [])
     records = []
     for label, group in types[types["protocol"] != "none"].iterrows():
@@ -299,7 +305,7 @@ def sham_table(rows: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
             if heading:
                 record.update(_gain(part, "real", "heading", "gain_over_heading"))
             record.update(_gain(part, "real", baseline, "information_value"))
-            if isolated and baseline in CONTENT_FREE:
+            if isolated and baseline == "content_free":  # noise - isolated would be the table's split
                 record.update(_gain(part, baseline, "isolated", "mechanics"))
             if isolated and "sham" in controls:
                 record.update(_gain(part, "isolated", "sham", "reliance"))
