@@ -139,7 +139,10 @@ def paired_scores(rows: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
 
 def _with_runs(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows with `_run` (the training run behind a learner's tables, `base.run_ids`; -1 for rows without
-    kept tables) and `_environment` (`base.environment_ids`) where some row has a run, else as they are."""
+    kept tables) and `_environment` (`base.environment_ids`) where some row has a run, else as they are; rows that
+    carry them already (`add_communication_tables` adds them once for its tables) as they are."""
+    if "_run" in rows:
+        return rows
     runs = run_ids(rows)
     if runs is None:
         return rows
@@ -162,13 +165,13 @@ def _gain(part: pd.DataFrame, subject: str, baseline: str, prefix: str) -> dict:
     runs = part[[f"_run_{subject}", f"_run_{baseline}"]].to_numpy() if f"_run_{subject}" in part else None
     if runs is not None and (runs >= 0).any() and len(part) > 1:
         differences = first - second
-        frame = pd.DataFrame({"cell": cells, "d": differences})
-        means, sizes = frame.groupby("cell")["d"].transform("mean"), frame.groupby("cell")["d"].transform("size")
-        weights = len(part) / (frame["cell"].nunique() * sizes.to_numpy())  # the stratified mean's, times n
+        by_cell = pd.Series(differences).groupby(cells)
+        means, sizes = by_cell.transform("mean").to_numpy(), by_cell.transform("size").to_numpy()
+        weights = len(part) / (by_cell.ngroups * sizes)  # the stratified mean's, times n
         pair_runs = np.unique(runs, axis=0, return_inverse=True)[1].ravel()
         untrained = (runs < 0).all(axis=1)  # a pair without kept tables on either side: a run of its own
         pair_runs[untrained] = pair_runs.max() + 1 + np.arange(int(untrained.sum()))
-        df, variance = two_way_variance((differences - means.to_numpy()) * weights, part["_environment"].to_numpy(),
+        df, variance = two_way_variance((differences - means) * weights, part["_environment"].to_numpy(),
                                         pair_runs)
         mean, se = statistics["difference"], math.sqrt(variance) if variance > 0 else math.nan
         half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se if df >= 1 else math.nan
@@ -334,6 +337,7 @@ def add_communication_tables(analysis: Analysis, rows: pd.DataFrame, strata: lis
     types = group_types(rows)
     if not (types["protocol"] != "none").any():
         return
+    rows = _with_runs(rows)  # once for the tables that pair learners (`_gain`)
     analysis.add(Table("communication", "Collective gain per bit sent and per information bit", COMMUNICATION_NOTE,
                        communication_table(rows, strata)))
     if ENTROPY not in rows:
