@@ -534,6 +534,8 @@ def _protocol_label(record: dict) -> str:
 
 
 def format_table(records: list[dict]) -> str:
+    """`collective evaluate`'s table: a row per group; under a mixed group's, a row per behaviour with its
+    agents' per-capita Υ (their mean R̄) and its interval."""
     group_width = max([24] + [len(r["mix"] or r["behaviour"]) + 2 for r in records])  # import paths are long
     protocol_width = max([14] + [len(_protocol_label(r)) + 2 for r in records])
     header = (f"{'group':<{group_width}}{'G':>4}{'protocol':>{protocol_width}}{'Υ':>9}{'95% CI':>20}{'K mean':>8}"
@@ -547,6 +549,10 @@ def format_table(records: list[dict]) -> str:
                      f"{r['upsilon']:>+9.4f}"
                      f"{ci:>20}{r['k_mean']:>8.2f}{r['entropy_bits']:>8.2f}{r['messages_per_iteration']:>9.1f}"
                      f"{rate:>11.1f}{r['wall_seconds']:>8.2f}")
+        for name, part in (r.get("upsilon_by_behaviour") or {}).items():  # a mix: each behaviour's own Υ
+            ci = f"[{part['ci95_low']:+.4f}, {part['ci95_high']:+.4f}]" if math.isfinite(part["ci95_low"]) else ""
+            lines.append(f"{'  ' + name:<{group_width}}{part['agents']:>4}{'':>{protocol_width}}"
+                         f"{part['upsilon']:>+9.4f}{ci:>20}")
     first = records[0]
     lines.append(f"grid {first['grid']}, T={first['iterations']}, {first['episodes']} episodes, "
                  f"profile {first['profile']}, protocol {_protocol_label(first)}, seed {first['seed']}, "

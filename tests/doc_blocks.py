@@ -151,8 +151,8 @@ def mask(output: str) -> str:
         if width is not None and len(line) == width and not set(line) <= {"-"}:  # a row of that table
             for start, end in spans:
                 line = line[:start] + " " * (end - start - 1) + "~" + line[end:]
-        elif width is not None and len(line) != width and not set(line) <= {"-"}:
-            width = None  # the table ended
+        elif width is not None and len(line) != width and not set(line) <= {"-"} and not line.startswith("  "):
+            width = None  # the table ended (an indented line is a row's part: a mixed group's behaviours)
         for pattern, replacement in MASK_LINES:
             line = pattern.sub(replacement, line)
         lines[index] = line

@@ -25,7 +25,8 @@ def _listed() -> tuple[set[str], dict[str, str]]:
 def test_every_package_folder_is_listed_and_the_top_level_folders_are_namespaced():
     packages, folders = _listed()
     found = {".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "collective").rglob("__init__.py")}
-    found |= set(NAMESPACED.values()) | {"collective.examples.byo_agent", "collective.docs.reference"}
+    found |= set(NAMESPACED.values()) | {"collective.examples.byo_agent", "collective.examples.sb3_policy",
+                                         "collective.docs.reference"}
     assert packages == found, "pyproject's [tool.setuptools] packages must list every package folder"
     assert folders == {name: folder for folder, name in NAMESPACED.items()}
 
@@ -101,9 +102,11 @@ def _requirement_name(requirement: str) -> str:
 def test_every_third_party_module_the_code_imports_is_a_declared_dependency():
     """A module imported by the installed code (collective/, protocols/, dashboards/) that is neither the
     standard library's nor ours comes from a distribution that pyproject declares (a dependency, or an extra for
-    the adapters): one that only arrives as another's dependency (llvmlite, numba's) could change or go."""
+    the adapters, or for the RL example): one that only arrives as another's dependency (llvmlite, numba's) could
+    change or go."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = {_requirement_name(r) for r in project["dependencies"] + project["optional-dependencies"]["adapters"]}
+    extras = project["optional-dependencies"]
+    declared = {_requirement_name(r) for r in project["dependencies"] + extras["adapters"] + extras["rl"]}
     imported = set()
     for folder in ("collective", *NAMESPACED):
         for path in (ROOT / folder).rglob("*.py"):

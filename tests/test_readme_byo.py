@@ -24,7 +24,8 @@ def test_bring_your_own_agent_runs_as_written(tmp_path):
     done = subprocess.run(["bash", "-ec", examples["commands"]], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
-    upsilons = [float(u) for u in re.findall(r"([+-]\d\.\d{4})\s+\[", done.stdout)]  # Υ, then its 95% CI
+    # each group's Υ, then its 95% CI (its behaviours' own are on the indented lines under it)
+    upsilons = [float(u) for u in re.findall(r"^\S.*?([+-]\d\.\d{4})\s+\[", done.stdout, re.M)]
     assert len(upsilons) == 3 and all(u > 0.3 for u in upsilons), done.stdout  # all well above random's 0
     script = subprocess.run([sys.executable, "-c", examples["python"]], cwd=ROOT, capture_output=True, text=True,
                             timeout=600)

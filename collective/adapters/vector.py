@@ -43,6 +43,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from collective.adapters.observations import agent_observations, observation_size
 from collective.adapters.rendering import RENDER_FPS, STATE_CHANNELS, ansi_frame, grid_state, rgb_frame, show_frame
 from collective.adapters.scenes import environment_config
 from collective.config import DEFAULT_PROFILE, ConfigError, EvaluationConfig, validate_batch_memory
@@ -50,10 +51,9 @@ from collective.evaluation.environments import generate_environments
 from collective.evaluation.fused_kernel import kernel_switches
 from collective.evaluation.stepping_group import plugin_group
 from collective.simulation.plugins import PluginError
-from collective.simulation.stepping import SteppingCore, Playing, checked_actions
+from collective.simulation.stepping import SteppingCore, Playing, agents_part, checked_actions
 
 RENDER_MODES = ("human", "ansi", "rgb_array")
-TARGET_FEATURES = 3  # under a protocol: whether a target was given, and its row and column offsets
 
 
 class FocalAgents:
@@ -70,12 +70,6 @@ class FocalAgents:
 
 
 FOCAL = f"{__name__}:FocalAgents"
-
-
-def _offset(a: np.ndarray, b: np.ndarray, size: int) -> np.ndarray:
-    """From a to b along a torus axis of `size` cells, the shorter way round (half-way: forward)."""
-    forward = (b - a) % size
-    return np.where(2 * forward <= size, forward, forward - size)
 
 
 def _teammates_config(config: EvaluationConfig, profile: str, fields: dict, mix: str, protocol: str):
@@ -119,7 +113,7 @@ class _Batches:
         two bool masks: 10 bytes a value) and action space (int64 counts and starts), a `state()` (float32 and
         its float64 rewards and int64 cells) and the observations (float32)."""
         c, agents = self.config, self.config.group_size
-        cells, features = c.rows * c.cols, (2 * c.observation_range + 1) ** 2 + (TARGET_FEATURES if self.hears else 0)
+        cells, features = c.rows * c.cols, observation_size(c.observation_range, self.hears)
         spaces_bytes = (len(STATE_CHANNELS) * cells + agents * features) * 10 + agents * 16
         return spaces_bytes + cells * (4 * len(STATE_CHANNELS) + 16) + agents * features * 4
 
@@ -162,15 +156,8 @@ class _Batches:
         and column offsets the shorter way round (0 without one), D = S*S + 3."""
         if self.group is None:
             return self.core.observe().window.reshape(self.episodes, self.agents, -1).astype(np.float32)
-        heard, focal = self.heard, slice(0, self.agents)
-        seen = (heard.window[:, focal] + heard.field[:, focal]).reshape(self.episodes, self.agents, -1)
-        if not self.hears:
-            return seen.astype(np.float32)
-        target, cell, rows, cols = heard.target[:, focal], heard.cell[:, focal], self.core.rows, self.core.cols
-        told = target >= 0
-        d_row = np.where(told, _offset(cell // cols, target // cols, rows), 0)
-        d_col = np.where(told, _offset(cell % cols, target % cols, cols), 0)
-        return np.concatenate([seen, np.stack([told, d_row, d_col], axis=2)], axis=2).astype(np.float32)
+        return agent_observations(agents_part(self.heard, slice(0, self.agents)), self.core.rows, self.core.cols,
+                                  self.hears)
 
     def state(self) -> np.ndarray:
         """(E, 5, rows, cols) float32, channels `rendering.STATE_CHANNELS` (`rendering.grid_state`)."""
@@ -216,10 +203,10 @@ class _Batches:
 def _window_space(batches: _Batches) -> spaces.Box:
     """One focal agent's observation (`_Batches.windows`): in [-1, 1] alone; unbounded under a protocol
     (its field is added to the window; targets are offsets in cells)."""
-    side = 2 * batches.config.observation_range + 1
+    size = observation_size(batches.config.observation_range, batches.hears)
     if batches.hears:
-        return spaces.Box(-np.inf, np.inf, shape=(side * side + TARGET_FEATURES,), dtype=np.float32)
-    return spaces.Box(-1.0, 1.0, shape=(side * side,), dtype=np.float32)
+        return spaces.Box(-np.inf, np.inf, shape=(size,), dtype=np.float32)
+    return spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
 
 
 def _state_space(batches: _Batches) -> spaces.Box:

@@ -29,12 +29,12 @@ class EvaluationResult:
     kernel_seconds: float
     agent_steps: int  # scored agent-steps
     training_steps: int  # learner agent-steps spent in training passes
-    messages: float  # protocol messages over all passes (spec §6)
+    messages: float  # protocol messages of the scored pass (spec §6); learners' training passes are not counted
     bits: float
     compile_seconds: float = 0.0  # loading or compiling the kernels, outside wall_seconds
     local_optima_mean: float | None = None  # landscapes only (spec §7)
     correlation_length_mean: float | None = None
-    transfers: float = 0.0  # messages under the reads_and_writes accounting, over all passes
+    transfers: float = 0.0  # messages under the reads_and_writes accounting, of the scored pass
     message_entropy_bits: float = math.nan  # mean over the episodes with messages (protocols/__init__.py)
     # means over the episodes with messages of D/T and entropy x D/T, D the scored pass's distinct messages
     distinct_messages_per_iteration: float = math.nan
@@ -50,6 +50,8 @@ class EvaluationResult:
     # of wall_seconds, the time spent waiting for environments and ceilings (`batches_ahead`); not recorded
     generation_wait_seconds: float = 0.0
     threads: int = 1  # the most kernel threads a batch was played in (`play`); no number depends on it
+    # a mixed group's: each behaviour's per-capita Υ (its agents' mean R̄) with its interval, in agent order
+    by_behaviour: dict[str, UpsilonEstimate] | None = None
 
     def as_record(self) -> dict[str, object]:
         """Flat JSON-ready record: results first, then every config field (spec §3-4)."""
@@ -80,6 +82,10 @@ class EvaluationResult:
             "communication_control": self.config.communication_control,
             "mix": self.config.mix, "protocol_params": dict(self.config.protocol_params), "env": self.config.env,
             "local_optima_mean": self.local_optima_mean, "correlation_length_mean": self.correlation_length_mean,
+            "upsilon_by_behaviour": None if self.by_behaviour is None else {
+                name: {"agents": self.config.behaviour_counts[name], "upsilon": float(part.upsilon),
+                       "ci95_low": float(part.ci95_low), "ci95_high": float(part.ci95_high)}
+                for name, part in self.by_behaviour.items()},
             "version": VERSION,
             "config": self.config.as_record(),
         }
@@ -106,6 +112,10 @@ class BatchTotals:
         self.generation_wait = 0.0
         self.threads = 1
         self.runs: dict[int, tuple[ExactSum, list[int]]] = {}  # kept tables: each training run's R̄ sum, episodes
+        # a mixed group's behaviours: the same totals of each one's per-capita R̄ (its agents' mean)
+        mixed = len(config.behaviour_counts) > 1
+        self.behaviours = {name: (ScoreAccumulator(), {}) for name in config.behaviour_counts} if mixed else {}
+        self.members = np.array(config.behaviours) if mixed else None  # (A,) each agent's behaviour
 
     def add(self, run: EpisodeRun, waited: float) -> None:
         """A played batch, and the seconds its evaluation waited for its environments."""
@@ -117,12 +127,17 @@ class BatchTotals:
             config.legg_hutter_estimator, k_raw, config.rows * config.cols,
             pattern_log2_probabilities(config, environments)
             if config.legg_hutter_estimator == "importance_bits" else None)
-        self.scores.add(run.mean_rewards, k_raw, environments.k_normalised, weights)
         runs = episode_runs(config, environments.episode_index) if environments.episode_index is not None else None
-        for number in () if runs is None else np.unique(runs):
-            total, count = self.runs.setdefault(int(number), (ExactSum(), [0]))
-            total.add(run.mean_rewards[runs == number])
-            count[0] += int(np.sum(runs == number))
+        parts = [(self.scores, self.runs, run.mean_rewards)]
+        if self.behaviours:
+            parts += [(scores, by_run, run.agent_scores[:, self.members == name].mean(axis=1))
+                      for name, (scores, by_run) in self.behaviours.items()]
+        for scores, by_run, mean_rewards in parts:
+            scores.add(mean_rewards, k_raw, environments.k_normalised, weights)
+            for number in () if runs is None else np.unique(runs):
+                total, count = by_run.setdefault(int(number), (ExactSum(), [0]))
+                total.add(mean_rewards[runs == number])
+                count[0] += int(np.sum(runs == number))
         self.best.add(environments.upsilon_best)
         if environments.k_evil is not None:
             self.k_evil.add(environments.k_evil)
@@ -140,17 +155,18 @@ class BatchTotals:
             self.optima.add(environments.local_optima)
             self.correlation.add(environments.correlation_length)
 
-    def estimate(self) -> UpsilonEstimate:
-        """The scores' estimate; with kept tables of two or more training runs, Υ's interval across runs (issue 45
-        item 3): every episode is an environment of its own, so the two-way interval of the tables
-        (`analysis.inference.two_way_variance`) is the one clustered by run, SE² = R/(R-1) Σ_r (S_r - n_r Υ)² /
-        n², Student-t on R - 1 df (Cameron & Miller 2015 §II-III), from each run's exact sum."""
-        estimate = self.scores.estimate()
-        count = len(self.runs)
+    def estimate(self, scores: ScoreAccumulator | None = None, runs: dict | None = None) -> UpsilonEstimate:
+        """The scores' estimate (default: the group's); with kept tables of two or more training runs, Υ's interval
+        across runs (issue 45 item 3): every episode is an environment of its own, so the two-way interval of the
+        tables (`analysis.inference.two_way_variance`) is the one clustered by run, SE² = R/(R-1) Σ_r (S_r - n_r
+        Υ)² / n², Student-t on R - 1 df (Cameron & Miller 2015 §II-III), from each run's exact sum."""
+        scores, runs = (self.scores, self.runs) if scores is None else (scores, runs)
+        estimate = scores.estimate()
+        count = len(runs)
         if count < 2:
             return estimate
         mean, n = estimate.upsilon, estimate.episodes
-        deviations = np.array([total.value - episodes[0] * mean for total, episodes in self.runs.values()])
+        deviations = np.array([total.value - episodes[0] * mean for total, episodes in runs.values()])
         half = stats.t.ppf(0.975, count - 1) * math.sqrt(count / (count - 1) * float(np.sum(deviations ** 2))) / n
         return replace(estimate, ci95_low=mean - half, ci95_high=mean + half)
 
@@ -173,4 +189,5 @@ class BatchTotals:
             correlation_length_mean=self.correlation.value / episodes if config.env == "landscape" else None,
             upsilon_best=self.best.value / episodes,
             k_evil_mean=self.k_evil.value / episodes if config.env != "landscape" else None,
-            generation_wait_seconds=self.generation_wait, threads=self.threads)
+            generation_wait_seconds=self.generation_wait, threads=self.threads,
+            by_behaviour={name: self.estimate(*part) for name, part in self.behaviours.items()} or None)

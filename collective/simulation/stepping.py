@@ -208,7 +208,7 @@ def read_only(obs: Observation) -> Observation:
     return obs
 
 
-def _subset(obs: Observation, agents) -> Observation:
+def agents_part(obs: Observation, agents) -> Observation:
     """The agents' part of a read-only observation: views when `agents` is a slice, read-only copies else."""
     return read_only(Observation(obs.window[:, agents], obs.cell[:, agents], obs.t, obs.reward[:, agents],
                                  obs.target[:, agents], obs.field[:, agents]))
@@ -326,7 +326,7 @@ class Playing:
     def speak(self, obs: Observation) -> Messages:
         """The protocol's messages for this iteration, checked, logged and counted."""
         core, protocol = self.core, self.protocol
-        said = _call(protocol.instance, protocol.plugin.spec, "communicate", _subset(obs, self.members))
+        said = _call(protocol.instance, protocol.plugin.spec, "communicate", agents_part(obs, self.members))
         said = checked_messages(said, protocol.plugin.spec, (core.episodes, protocol.agents.size), 2 * core.view + 1,
                                 core.rows * core.cols)
         if self.deliveries:
@@ -340,7 +340,7 @@ class Playing:
         if said is not None:
             obs = core.hear(obs, said, self.members)
         for member, index in self.indices:
-            acted = _call(member.instance, member.plugin.spec, "act", _subset(obs, index))
+            acted = _call(member.instance, member.plugin.spec, "act", agents_part(obs, index))
             self.actions[:, index] = checked_actions(acted, member.plugin.spec, (core.episodes, member.agents.size))
         rewards = core.step(self.actions)
         handed = rewards.copy()  # read-only, as observations are

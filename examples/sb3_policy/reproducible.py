@@ -1,0 +1,11 @@
+"""Torch's float results, the same on every x86-64 CPU: its math library (MKL) and its own kernels otherwise
+pick code paths by the CPU's instruction set (AVX-512 and AVX2 round differently), so a policy trained on
+one machine and re-trained on another would differ. Imported before torch; a value the user set is kept."""
+import os
+
+os.environ.setdefault("MKL_CBWR", "COMPATIBLE")  # MKL: the same path on every CPU (Conditional Numerical Reproducibility)
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "default")  # torch's own kernels: no AVX2/AVX-512 dispatch
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)  # a sum's order, hence its rounding, would depend on the threads
