@@ -550,7 +550,8 @@ def format_table(records: list[dict]) -> str:
                      f"{ci:>20}{r['k_mean']:>8.2f}{r['entropy_bits']:>8.2f}{r['messages_per_iteration']:>9.1f}"
                      f"{rate:>11.1f}{r['wall_seconds']:>8.2f}")
         for name, part in (r.get("upsilon_by_behaviour") or {}).items():  # a mix: each behaviour's own Υ
-            ci = f"[{part['ci95_low']:+.4f}, {part['ci95_high']:+.4f}]" if math.isfinite(part["ci95_low"]) else ""
+            ci = f"[{part['ci95_low']:+.4f}, {part['ci95_high']:+.4f}]" if math.isfinite(part["ci95_low"]) \
+                else "none: 1 episode"
             lines.append(f"{'  ' + name:<{group_width}}{part['agents']:>4}{'':>{protocol_width}}"
                          f"{part['upsilon']:>+9.4f}{ci:>20}")
     first = records[0]

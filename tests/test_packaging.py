@@ -102,21 +102,24 @@ def _requirement_name(requirement: str) -> str:
 def test_every_third_party_module_the_code_imports_is_a_declared_dependency():
     """A module imported by the installed code (collective/, protocols/, dashboards/) that is neither the
     standard library's nor ours comes from a distribution that pyproject declares (a dependency, or an extra for
-    the adapters, or for the RL example): one that only arrives as another's dependency (llvmlite, numba's) could
-    change or go."""
+    the adapters; the examples also the RL example's extra): one that only arrives as another's dependency
+    (llvmlite, numba's) could change or go."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    declared = {_requirement_name(r) for r in project["dependencies"] + extras["adapters"] + extras["rl"]}
-    imported = set()
-    for folder in ("collective", *NAMESPACED):
-        for path in (ROOT / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Import):
-                    imported |= {alias.name.split(".")[0] for alias in node.names}
-                elif isinstance(node, ast.ImportFrom) and not node.level:
-                    imported.add(node.module.split(".")[0])
     distributions = importlib.metadata.packages_distributions()
-    third_party = imported - set(sys.stdlib_module_names) - {"collective", *NAMESPACED}
-    undeclared = {module: distributions.get(module) for module in third_party
-                  if not {_requirement_name(name) for name in distributions.get(module, [module])} & declared}
-    assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"
+    for folders, requirements in ((("collective", "protocols", "dashboards", "experiments", "docs"),
+                                   project["dependencies"] + extras["adapters"]),
+                                  (("examples",), project["dependencies"] + extras["adapters"] + extras["rl"])):
+        declared = {_requirement_name(r) for r in requirements}
+        imported = set()
+        for folder in folders:
+            for path in (ROOT / folder).rglob("*.py"):
+                for node in ast.walk(ast.parse(path.read_text())):
+                    if isinstance(node, ast.Import):
+                        imported |= {alias.name.split(".")[0] for alias in node.names}
+                    elif isinstance(node, ast.ImportFrom) and not node.level:
+                        imported.add(node.module.split(".")[0])
+        third_party = imported - set(sys.stdlib_module_names) - {"collective", *NAMESPACED}
+        undeclared = {module: distributions.get(module) for module in third_party
+                      if not {_requirement_name(name) for name in distributions.get(module, [module])} & declared}
+        assert not undeclared, f"imported by {', '.join(folders)} but not declared in pyproject.toml: {undeclared}"

@@ -3,14 +3,19 @@ plug-in behaviour among teammates under a protocol (examples/sb3_policy; docs/ad
 
 - the plug-in hands the policy the observations the adapter gave it: scored by `collective evaluate` among the
   same teammates, its agent's per-capita Υ is, to the last bits, the mean reward the same policy earns driving
-  the adapter on the same episodes (a wrong observation, offset or order would move it);
+  the adapter on the same episodes (a wrong observation, offset, axis or order would move it), on a square grid
+  and on a 7x11 one with range-2 windows, under a protocol and alone;
 - training is real: the trained policy's agent scores far above the untrained network's and a random agent's
   on episodes of a seed it never trained on;
-- it passes the conformance kit (decentralised), and refuses a missing model or a window it was not trained on;
+- it passes the conformance kit (decentralised); a missing model or a window it was not trained on is refused
+  before any work, naming it;
+- a subclass names its own model, as the docs show, and plays on Ray workers, whose directory is not the
+  driver's; a retrained model changes the plug-in's digest the rows record;
 - the same seed trains the same policy whatever instructions the CPU has.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,19 +24,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("stable_baselines3", reason="the test extra installs it: pip install -e '.[test]'")
+from examples.sb3_policy.policy import PPOPolicy  # first: it pins torch's arithmetic before torch loads
+from examples.sb3_policy.train import train
 
-from collective import api  # noqa: E402
-from collective.adapters import LambdaStarVectorEnv  # noqa: E402
-from collective.simulation.plugins import PluginError  # noqa: E402
-from collective.testing import check_behaviour  # noqa: E402
-from examples.sb3_policy.policy import PPOPolicy  # noqa: E402
-from examples.sb3_policy.train import train  # noqa: E402
+from collective import api  # noqa: I001
+from collective.adapters import LambdaStarVectorEnv
+from collective.simulation.plugins import PluginError
+from collective.testing import check_behaviour
 
 POLICY = "examples.sb3_policy.policy:PPOPolicy"
 TEAM = dict(mix="local_search:3", protocol="broadcast")
 GRID = dict(rows=10, cols=10, iterations=30)
 ROOT = Path(__file__).resolve().parent.parent
+SUBCLASS = """from collective.examples.sb3_policy.policy import PPOPolicy
+
+
+class Mine(PPOPolicy):
+    model_path = "mine.zip"
+"""
 
 
 @pytest.fixture(scope="module")
@@ -44,33 +54,54 @@ def models(tmp_path_factory):
     return trained, untrained
 
 
-def focal_upsilon(model, monkeypatch, focal: str = POLICY, episodes: int = 150, seed: int = 99, **settings):
-    """The focal agent's per-capita Υ and interval in the group focal:1 + local_search:3 under broadcast."""
+def playing(monkeypatch, model: Path) -> None:
+    """PPOPolicy plays `model` in this process."""
     monkeypatch.setattr(PPOPolicy, "model_path", str(model))
-    record = api.evaluate(mix=f"{focal}:1,{TEAM['mix']}", protocol=TEAM["protocol"], episodes=episodes, seed=seed,
+    monkeypatch.setattr(PPOPolicy, "data_files", (str(model),))
+
+
+def focal_upsilon(model, monkeypatch, focal: str = POLICY, episodes: int = 150, seed: int = 99, team=TEAM,
+                  **settings):
+    """The focal agent's per-capita Υ and interval in the group focal:1 + the team's mix under its protocol."""
+    playing(monkeypatch, model)
+    record = api.evaluate(mix=f"{focal}:1,{team['mix']}", protocol=team["protocol"], episodes=episodes, seed=seed,
                           **{**GRID, **settings})
     return record["upsilon_by_behaviour"][focal]
 
 
-def test_scored_as_a_behaviour_the_policy_earns_what_it_earns_on_the_adapter(models, monkeypatch):
-    trained, _ = models
-    episodes, seed = 40, 7
-    env = LambdaStarVectorEnv(episodes=episodes, group_size=1, **TEAM, **GRID)
+def on_adapter(model: Path, episodes: int, seed: int, team: dict, settings: dict) -> float:
+    """The mean reward per iteration the model's agent earns driving the vector adapter among `team`."""
+    env = LambdaStarVectorEnv(episodes=episodes, group_size=1, **team, **settings)
     policy = PPOPolicy()
-    monkeypatch.setattr(PPOPolicy, "model_path", str(trained))
+    policy.reset(type("Batch", (), {"observation_range": settings.get("observation_range", 1),
+                                    "rows": settings["rows"], "cols": settings["cols"]}))
     observations, _ = env.reset(seed=seed)
-    policy.reset(type("Batch", (), {"observation_range": 1, "rows": 10, "cols": 10}))
     totals = np.zeros(episodes)
-    for _ in range(GRID["iterations"]):
+    for _ in range(settings["iterations"]):
         actions, _ = policy.model.predict(observations, deterministic=True)
         observations, rewards, _, truncated, _ = env.step(actions)
         totals += rewards
     assert truncated.all()
-    on_adapter = float(np.mean(totals / GRID["iterations"]))
-    scored = focal_upsilon(trained, monkeypatch, episodes=episodes, seed=seed)
+    return float(np.mean(totals / settings["iterations"]))
+
+
+@pytest.mark.parametrize("case", ["trained, 10x10", "untrained, 7x11, range 2", "trained alone, scored in a group"])
+def test_scored_as_a_behaviour_the_policy_earns_what_it_earns_on_the_adapter(models, monkeypatch, tmp_path, case):
+    model, team, settings = models[0], TEAM, GRID
+    if case.startswith("untrained"):
+        settings = dict(rows=7, cols=11, iterations=30, observation_range=2)
+        model = tmp_path / "wide.zip"
+        train(str(model), timesteps=0, **TEAM, **settings)
+    elif case.endswith("in a group"):
+        model, team = tmp_path / "alone.zip", dict(mix="local_search:3", protocol="none")
+        train(str(model), timesteps=2048, **GRID)
+    episodes, seed = 40, 7
+    playing(monkeypatch, model)
+    expected = on_adapter(model, episodes, seed, team, settings)
+    scored = focal_upsilon(model, monkeypatch, episodes=episodes, seed=seed, team=team, **settings)
     assert scored["agents"] == 1
-    assert scored["upsilon"] == pytest.approx(on_adapter, abs=1e-12)
-    assert abs(on_adapter) > 0.1  # a score of something, not a tie at 0
+    assert scored["upsilon"] == pytest.approx(expected, abs=1e-12)
+    assert expected != 0
 
 
 def test_the_trained_policy_scores_far_above_the_untrained_network_and_a_random_agent(models, monkeypatch):
@@ -83,18 +114,43 @@ def test_the_trained_policy_scores_far_above_the_untrained_network_and_a_random_
 
 
 def test_the_policy_passes_the_conformance_kit(models, monkeypatch):
-    monkeypatch.setattr(PPOPolicy, "model_path", str(models[0]))
+    playing(monkeypatch, models[0])
     said = []
     check_behaviour(POLICY, say=said.append)
     assert said and all(line.startswith("ok") for line in said), said
 
 
-def test_a_missing_model_or_another_window_is_refused_naming_it(models, monkeypatch, tmp_path):
-    missing = tmp_path / "none.zip"
-    with pytest.raises(PluginError, match="none.zip: no model there"):
-        focal_upsilon(missing, monkeypatch, episodes=2)
+def test_a_missing_model_or_another_window_is_refused_before_any_work_naming_it(models, monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match=r"^mix: plug-in examples.sb3_policy.policy:PPOPolicy.data_files: .*none.zip: "
+                                         r"no such file"):
+        focal_upsilon(tmp_path / "none.zip", monkeypatch, episodes=2)
     with pytest.raises(PluginError, match="takes observations of 12 numbers; observation_range 2 gives 25 or 28"):
         focal_upsilon(models[0], monkeypatch, episodes=2, observation_range=2)
+
+
+@pytest.mark.filterwarnings("ignore:torch was imported before")  # the subclass imports the installed copy
+def test_a_subclass_plays_its_own_model_on_ray_workers_and_a_retrained_one_changes_its_digest(tmp_path,
+                                                                                                monkeypatch):
+    """The docs' recipe (a subclass naming its model, relative to the run's directory) on an embedded Ray, whose
+    workers run in directories of their own; rows record the plug-in's digest, model included."""
+    (tmp_path / "my_policies.py").write_text(SUBCLASS)
+    monkeypatch.chdir(tmp_path)
+    train("mine.zip", timesteps=0, **TEAM, **GRID)
+    spec = {"name": "mine", "profile": "sound", "seed": 5, "episodes": 6, "iterations": GRID["iterations"],
+            "factors": {"grid": ["10x10"], "group_size": [4]},
+            "groups": {"behaviours": ["local_search"], "mixes": [{"name": "my_policies.py:Mine:1,local_search:3"}],
+                       "protocols": [{"name": "broadcast"}]}}
+    api.sweep(spec, tmp_path / "ray", executor="ray", workers=1, progress=False)
+    first = api.load(tmp_path / "ray", columns=["plugin_digests", "score_by_behaviour"])
+    first = first[first["plugin_digests"].str.contains("Mine")]
+    assert len(first) == 6 and first["plugin_digests"].nunique() == 1
+    assert all("my_policies.py:Mine" in json.loads(scores) for scores in first["score_by_behaviour"])
+    train("mine.zip", timesteps=0, seed=1, **TEAM, **GRID)  # another network
+    api.sweep(spec, tmp_path / "serial", executor="serial", progress=False)
+    again = api.load(tmp_path / "serial", columns=["plugin_digests"])
+    again = again[again["plugin_digests"].str.contains("Mine")]
+    before, after = (json.loads(frame["plugin_digests"].iloc[0])["my_policies.py:Mine"] for frame in (first, again))
+    assert before != after
 
 
 def test_the_same_seed_trains_the_same_policy_whatever_instructions_the_cpu_has():

@@ -2,7 +2,8 @@
 both use, so a policy trained on the adapters and then scored as a plug-in behaviour
 (`examples/sb3_policy`) sees, step for step, the observations it was trained on.
 
-Alone (no protocol) an agent observes R over its (2k+1)² window, row by row, own cell in the middle (spec §1).
+Alone (no protocol) an agent observes R over its (2k+1)² window, row by row, own cell in the middle (spec §1);
+so does a model trained so when it is scored under a protocol (it never saw a field; its teammates hear it).
 Under a protocol it observes the window plus the protocol's additive field, then three numbers: 1 if the
 protocol gave it a target cell (else 0), and the target's row and column offsets the shorter way round the
 torus (0 without a target).
@@ -31,9 +32,9 @@ def agent_observations(obs: Observation, rows: int, cols: int, hears: bool) -> n
     """(E, A, D) float32, a fresh array: each agent's observation (see the module's docstring) from the seam's
     `obs` (arrays (E, A, ...)); `hears`: whether the agents are under a protocol (D = (2k+1)² + 3)."""
     episodes, agents = obs.cell.shape
+    if not hears:  # the plain window: an agent trained alone never saw a field
+        return obs.window.reshape(episodes, agents, -1).astype(np.float32)
     seen = (obs.window + obs.field).reshape(episodes, agents, -1)  # (E, A, S²)
-    if not hears:
-        return seen.astype(np.float32)
     told = obs.target >= 0  # (E, A)
     d_row = np.where(told, torus_offset(obs.cell // cols, obs.target // cols, rows), 0)
     d_col = np.where(told, torus_offset(obs.cell % cols, obs.target % cols, cols), 0)

@@ -155,7 +155,7 @@ class _Batches:
         protocol the window plus its field, then 1 if it gave a target (else 0) and the target's row
         and column offsets the shorter way round (0 without one), D = S*S + 3."""
         if self.group is None:
-            return self.core.observe().window.reshape(self.episodes, self.agents, -1).astype(np.float32)
+            return agent_observations(self.core.observe(), self.core.rows, self.core.cols, False)
         return agent_observations(agents_part(self.heard, slice(0, self.agents)), self.core.rows, self.core.cols,
                                   self.hears)
 

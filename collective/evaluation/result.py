@@ -11,7 +11,7 @@ from scipy import stats
 from collective.analysis.scores import ExactSum, ScoreAccumulator, UpsilonEstimate, legg_hutter_log2_weights
 from collective.config import EvaluationConfig
 from collective.environments.pattern_probability import pattern_log2_probabilities
-from collective.evaluation.runs import EpisodeRun
+from collective.evaluation.runs import EpisodeRun, scores_by_behaviour
 from collective.evaluation.tables import episode_runs
 from collective.version import VERSION
 
@@ -115,7 +115,6 @@ class BatchTotals:
         # a mixed group's behaviours: the same totals of each one's per-capita R̄ (its agents' mean)
         mixed = len(config.behaviour_counts) > 1
         self.behaviours = {name: (ScoreAccumulator(), {}) for name in config.behaviour_counts} if mixed else {}
-        self.members = np.array(config.behaviours) if mixed else None  # (A,) each agent's behaviour
 
     def add(self, run: EpisodeRun, waited: float) -> None:
         """A played batch, and the seconds its evaluation waited for its environments."""
@@ -130,8 +129,8 @@ class BatchTotals:
         runs = episode_runs(config, environments.episode_index) if environments.episode_index is not None else None
         parts = [(self.scores, self.runs, run.mean_rewards)]
         if self.behaviours:
-            parts += [(scores, by_run, run.agent_scores[:, self.members == name].mean(axis=1))
-                      for name, (scores, by_run) in self.behaviours.items()]
+            per_capita = scores_by_behaviour(config.behaviours, run)
+            parts += [(scores, by_run, per_capita[name]) for name, (scores, by_run) in self.behaviours.items()]
         for scores, by_run, mean_rewards in parts:
             scores.add(mean_rewards, k_raw, environments.k_normalised, weights)
             for number in () if runs is None else np.unique(runs):

@@ -29,6 +29,16 @@ class EpisodeRun:
     threads: int = 1  # kernel threads that played the batch (`play`)
 
 
+def scores_by_behaviour(behaviours: list[str], run: EpisodeRun) -> dict[str, np.ndarray]:
+    """Each behaviour of the group (`behaviours`: each agent's, in agent order) and its per-capita R̄ per episode,
+    (episodes,): its agents' mean score; a homogeneous group's is R̄ (the fused kernel keeps no agent's score)."""
+    names = list(dict.fromkeys(behaviours))
+    if run.agent_scores is None:
+        return {names[0]: run.mean_rewards}
+    members = np.array(behaviours)  # row by row: a 2-D mean sums in another order, and rows written keep their bits
+    return {name: np.array([row[members == name].mean() for row in run.agent_scores]) for name in names}
+
+
 def stepping_run(run, environments: EnvironmentBatch) -> EpisodeRun:
     """A stepping-core `GroupRun` as the fused kernel's `EpisodeRun`."""
     return EpisodeRun(run.mean_rewards, environments, run.seconds, run.messages, run.bits, run.agent_scores,

@@ -40,6 +40,15 @@ if TYPE_CHECKING:  # annotations only: `collective --help` loads neither numpy n
 # Set on Ray workers by a sweep's runtime environment (`collective.sweeps.runtime`): plug-in files
 # as named on the driver -> the module name under which the runtime environment ships them.
 SHIPPED_FILES_VARIABLE = "COLLECTIVE_PLUGIN_FILES"
+# Set on Ray workers likewise: the directory the driver runs in, where plug-ins' relative `data_files` are.
+RUN_DIRECTORY_VARIABLE = "COLLECTIVE_RUN_DIRECTORY"
+
+
+def run_directory() -> Path:
+    """The directory a run started in, against which a plug-in's relative `data_files` (a trained model, a table)
+    are read: the working directory, or on a Ray worker the driver's (`RUN_DIRECTORY_VARIABLE`). Workers on other
+    machines need the files at the same path there (a shared filesystem)."""
+    return Path(os.environ.get(RUN_DIRECTORY_VARIABLE) or os.getcwd())
 
 
 class PluginError(ValueError):
@@ -175,7 +184,9 @@ class BehaviourPlugin(TypingProtocol):
     take part in, "*" for any), `centralised` (True: an agent's action may depend on the other
     agents' observations, which one object serving several agents sees; False, the default: each
     agent acts on its own slice only, which `collective.testing.check_behaviour` verifies; rows
-    record it in the column `centralised`)."""
+    record it in the column `centralised`), `data_files` (paths of files it reads, a trained model say, relative
+    to `run_directory()`: refused before any work when missing, and their bytes join its source digest, so rows
+    record which data made them)."""
 
     def act(self, obs: Observation) -> np.ndarray:
         """(E, A) integer actions in 0..8."""
@@ -187,8 +198,8 @@ class ProtocolPlugin(TypingProtocol):
     """A communication protocol, called after every agent observes and before any acts, for the
     group's members only (`members`: behaviour names or import paths that take part; None, the
     default, for every agent). Optional: `reset(self, batch)`, `name`, `description`,
-    `parameters`, `minimum_members`. It may keep state across iterations; `reset` starts an episode
-    batch."""
+    `parameters`, `minimum_members`, `data_files` (as a behaviour's). It may keep state across iterations;
+    `reset` starts an episode batch."""
 
     def communicate(self, obs: Observation) -> Messages:
         ...
@@ -213,6 +224,22 @@ class PluginClass:
             raise PluginError(self.spec, "parameters", f"must be a tuple of collective.Parameter (got {declared!r:.80})")
 
     @property
+    def data_files(self) -> tuple[Path, ...]:
+        """The files the plug-in reads besides its code (`data_files`, paths relative to `run_directory`)."""
+        return tuple(run_directory() / path for path in getattr(self.cls, "data_files", ()))
+
+    def check_data_files(self) -> None:
+        """PluginError unless `data_files` is a tuple of paths to files that are there: a missing trained model
+        is refused before any work."""
+        declared = getattr(self.cls, "data_files", ())
+        if not isinstance(declared, (tuple, list)) or not all(isinstance(p, (str, os.PathLike)) for p in declared):
+            raise PluginError(self.spec, "data_files", f"must be a tuple of file paths (got {declared!r:.80})")
+        for path in self.data_files:
+            if not path.is_file():
+                raise PluginError(self.spec, "data_files", f"{path}: no such file (paths are read relative to the "
+                                                           f"directory the run starts in)")
+
+    @property
     def persistent(self) -> bool:
         return bool(getattr(self.cls, "persistent", False))
 
@@ -234,10 +261,16 @@ class PluginClass:
 
     @property
     def source_digest(self) -> str:
-        """SHA-256 (16 hex digits) of the source file of the plug-in's module, '' when it has none:
-        a changed plug-in changes the numbers, so results record which code made them."""
-        path = self.source_file
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path else ""
+        """SHA-256 (16 hex digits) of the source file of the plug-in's module and of its `data_files`, '' when it
+        has neither: a changed plug-in or a retrained model changes the numbers, so results record which code and
+        data made them."""
+        source, data = self.source_file, self.data_files
+        if not data:
+            return hashlib.sha256(source.read_bytes()).hexdigest()[:16] if source else ""
+        digest = hashlib.sha256(source.read_bytes() if source else b"")
+        for path in data:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        return digest.hexdigest()[:16]
 
     @property
     def joins(self) -> frozenset[str]:
@@ -350,6 +383,7 @@ def load_plugin(text: str, registry, kind: str, method: str) -> PluginClass:
         require_method(cls, text, method, kind)
         plugin = PluginClass(text, cls, builtin=False)
         plugin.check_parameters()
+        plugin.check_data_files()
         return plugin
     try:
         cls = registry.get(text)

@@ -30,7 +30,7 @@ from collective.evaluation.batches import batch_episodes
 from collective.evaluation.compiled_code import load_code, load_generator
 from collective.evaluation.environments import generate_environments, with_ceiling
 from collective.evaluation.play import play
-from collective.evaluation.runs import joined_runs
+from collective.evaluation.runs import joined_runs, scores_by_behaviour
 from collective.evaluation.stepping_group import plugin_group
 from collective.evaluation.tables import episode_runs, trained_tables
 from collective.environments.pattern_probability import pattern_log2_probabilities
@@ -92,6 +92,12 @@ class EnvironmentBlock:
 # shared Q 0.6-0.8x a learner's own. Behaviours and protocols not measured count as 1.
 PROTOCOL_STEP_COST = {"broadcast": 5, "wisdom": 7, "auction": 3, "hierarchy": 3, "stigmergy": 6, "shared_q": 0.7}
 SHAM_STEP_COST = 85
+# A group on the stepping core for a plug-in (its behaviour or protocol; not a sham, costed above) pays the core's
+# per-iteration work in Python and NumPy, whatever the plug-in does: 17-25x a kernel searcher's agent-step
+# without a protocol, 1.5-1.7x that under one (benchmarks/group_costs.py on experiments/byo_agent.toml at 100
+# episodes, benchmarks/group_costs_plugins.json, G = 4; heading_search and the NumPy twin of local_search at
+# G = 5 and 10, 17-20x, 6 Dec, load 1.5). A plug-in that computes more (a neural policy) costs more again.
+PLUGIN_STEP_COST, PLUGIN_PROTOCOL_FACTOR = 20, 1.6
 LEARNERS = ("q_learning", "sarsa")
 LEARNER_STEP_COST, LEARNER_STEP_COST_PER_AGENT = 1.5, 0.4
 # A local searcher's agent-steps a second, what `--executor auto` converts a plan's cost with: 67-74 M/s in groups
@@ -117,8 +123,14 @@ def behaviour_weight(config: EvaluationConfig) -> float:
 def episode_cost(config: EvaluationConfig) -> int:
     """Estimated cost of one episode in agent-steps of local searchers without a protocol: scored pass, plus
     training passes when the group learns, each agent-step weighted by what its members (`behaviour_weight`)
-    and its protocol or the sham control cost (PROTOCOL_STEP_COST, SHAM_STEP_COST)."""
-    weight = SHAM_STEP_COST if config.sham else PROTOCOL_STEP_COST.get(config.protocol, 1)
+    and its protocol, the sham control or a plug-in's stepping core cost (PROTOCOL_STEP_COST, SHAM_STEP_COST,
+    PLUGIN_STEP_COST)."""
+    if config.sham:
+        weight = SHAM_STEP_COST
+    elif config.uses_plugins:
+        weight = PLUGIN_STEP_COST * (PLUGIN_PROTOCOL_FACTOR if config.protocol != "none" else 1)
+    else:
+        weight = PROTOCOL_STEP_COST.get(config.protocol, 1)
     steps = config.iterations * config.group_size * (1 + config.passes_per_episode)
     return max(1, round(steps * weight * behaviour_weight(config)))
 
@@ -518,13 +530,8 @@ def scores_by_behaviour_json(config: EvaluationConfig, run) -> list[str]:
     """Per episode, each behaviour's per-capita R̄ as a canonical JSON object {"name":R̄,...} (a homogeneous
     group's is the group's R̄): exactly json.dumps of the dict with separators (",", ":"), its numbers written
     by one json.dumps per behaviour for the whole unit rather than one call per row."""
-    names = list(dict.fromkeys(config.behaviours))
-    if run.agent_scores is None:
-        columns = [run.mean_rewards]
-    else:
-        members = np.array(config.behaviours)
-        columns = [np.array([row[members == name].mean() for row in run.agent_scores]) for name in names]
-    keys = [json.dumps(name) for name in names]
+    by_behaviour = scores_by_behaviour(config.behaviours, run)
+    keys, columns = [json.dumps(name) for name in by_behaviour], list(by_behaviour.values())
     values = [json.dumps(column.tolist(), separators=(",", ":"))[1:-1].split(",") if len(column) else []
               for column in columns]
     return ["{" + ",".join(f"{key}:{column[e]}" for key, column in zip(keys, values)) + "}"

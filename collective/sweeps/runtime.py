@@ -53,7 +53,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from collective.progress import LOADING_KERNELS, STARTING_RAY
-from collective.simulation.plugins import SHIPPED_FILES_VARIABLE, PluginError, is_import_path
+from collective.simulation.plugins import (RUN_DIRECTORY_VARIABLE, SHIPPED_FILES_VARIABLE, PluginError,
+                                          is_import_path, run_directory)
 from collective.sweeps.spec import SweepSpec
 from collective.sweeps.plan import (CACHED_SPANS, EnvironmentBlock, EnvironmentCache, WorkUnit, largest_span_bytes,
                                     largest_unit_bytes, play_unit, prepare_process)
@@ -131,7 +132,8 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
     a module plug-in's top-level package (or single module), a file plug-in's file, with the files'
     names mapped for `plugins._import_file`. Code installed in the interpreter (site-packages, the
     standard library) is not shipped: every worker must have it installed; nor is the package's own
-    (a built-in plug-in such as `heading_search`): every worker runs the package."""
+    (a built-in plug-in such as `heading_search`): every worker runs the package. Plug-ins' `data_files` are read
+    on the workers relative to the driver's directory (`RUN_DIRECTORY_VARIABLE`)."""
     installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     shipped, files = set(), {}
     for cell in spec.cells:
@@ -157,8 +159,13 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
     if clashing:
         raise PluginError(clashing[0], "", "two plug-in sources of this name cannot both be shipped to Ray workers; "
                                            "rename one")
-    return {"py_modules": sorted(str(path) for path in shipped),
-            "env_vars": {SHIPPED_FILES_VARIABLE: json.dumps(files)}} if shipped else {}
+    data = any(p.data_files for cell in spec.cells for config in cell.configs if config is not None
+               for p in config.plugins)
+    variables = {SHIPPED_FILES_VARIABLE: json.dumps(files)} if shipped else {}
+    if data:  # the plug-ins' data files are read where the driver runs (`plugins.run_directory`)
+        variables[RUN_DIRECTORY_VARIABLE] = str(run_directory())
+    return {key: value for key, value in (("py_modules", sorted(str(path) for path in shipped)),
+                                          ("env_vars", variables)) if value}
 
 
 @contextlib.contextmanager

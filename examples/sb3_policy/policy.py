@@ -4,35 +4,51 @@
 
 Every agent it serves gets the observation the adapters gave in training (`collective.adapters.observations`),
 built from its own slice of the seam's observation, and the action the policy's mode picks; it joins any
-protocol, as the focal agent did in training. It plays `model_path`, relative to the working directory; to
-score another model, subclass it: `class Mine(PPOPolicy): model_path = "runs/mine.zip"`.
+protocol, as the focal agent did in training. It plays `model_path`, relative to the directory the run starts
+in (`collective.simulation.plugins.run_directory`; Ray workers read it there too); the model is one of its
+`data_files`, so a missing model is refused before any work and a retrained one changes the plug-in's digest
+that every row records. To score another model, subclass it:
+
+    from collective.examples.sb3_policy.policy import PPOPolicy
+
+    class Mine(PPOPolicy):
+        model_path = "runs/mine.zip"
 """
 from __future__ import annotations
 
-from pathlib import Path
+import numpy as np
 
 from . import reproducible  # noqa: F401  (before torch)
 
 from stable_baselines3 import PPO  # noqa: E402
 
 from collective.adapters.observations import agent_observations, observation_size  # noqa: E402
+from collective.simulation.plugins import run_directory  # noqa: E402
+
+ROWS_AT_ONCE = 64  # the policy sees at least this many rows a call (padded): a small batch rounds its last bit
+# differently in torch's matrix products, so padding keeps an action independent of how many episodes share a batch
 
 
 class PPOPolicy:
     """A Stable-Baselines3 PPO model, acting on each agent's adapter observation (deterministic: the mode)."""
 
     model_path = "ppo_lambdastar.zip"
+    data_files = (model_path,)
     protocols = ("*",)  # as the focal agent in training: it hears any protocol's targets and fields
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.data_files = (cls.model_path,)  # a subclass's model is its data
 
     def __init__(self):
         self.model = None
 
     def reset(self, batch):
         if self.model is None:
-            path = Path(self.model_path)
+            path = run_directory() / self.model_path
             if not path.is_file():
                 raise FileNotFoundError(f"{path}: no model there (train one: python -m examples.sb3_policy.train "
-                                        f"--out {path})")
+                                        f"--out {self.model_path})")
             self.model = PPO.load(path, device="cpu")
         size = self.model.observation_space.shape[0]
         sizes = {observation_size(batch.observation_range, hears): hears for hears in (False, True)}
@@ -43,5 +59,8 @@ class PPOPolicy:
 
     def act(self, obs):
         seen = agent_observations(obs, self.rows, self.cols, self.hears)  # (E, A, D) float32
-        actions, _ = self.model.predict(seen.reshape(-1, seen.shape[2]), deterministic=True)
-        return actions.reshape(obs.cell.shape)  # (E, A)
+        flat = seen.reshape(-1, seen.shape[2])  # (E*A, D)
+        padded = np.zeros((max(len(flat), ROWS_AT_ONCE), flat.shape[1]), np.float32)
+        padded[:len(flat)] = flat
+        actions, _ = self.model.predict(padded, deterministic=True)
+        return actions[:len(flat)].reshape(obs.cell.shape)  # (E, A)
