@@ -205,6 +205,16 @@ class ProtocolPlugin(TypingProtocol):
         ...
 
 
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: Path, size: int, modified_ns: int) -> bytes:
+    """SHA-256 of a data file, read once per version of it (a model may be large; digests are asked per unit)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.digest()
+
+
 @dataclass(frozen=True)
 class PluginClass:
     """A resolved plug-in: the text that named it, the class, and whether it is a kernel built-in."""
@@ -269,7 +279,8 @@ class PluginClass:
             return hashlib.sha256(source.read_bytes()).hexdigest()[:16] if source else ""
         digest = hashlib.sha256(source.read_bytes() if source else b"")
         for path in data:
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            status = path.stat()
+            digest.update(_file_digest(path, status.st_size, status.st_mtime_ns))
         return digest.hexdigest()[:16]
 
     @property
