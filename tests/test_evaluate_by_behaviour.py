@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 
+import numpy as np
+
 from collective import api
 from collective.cli import main
+from collective.evaluation.runs import scores_by_behaviour
 
 SETTINGS = dict(rows=10, cols=10, iterations=50, episodes=300, seed=3)
 
@@ -60,3 +64,19 @@ def test_learners_in_a_mix_have_the_interval_across_training_runs_of_their_own_g
     assert learners["upsilon"] == pair["upsilon"]
     assert (learners["ci95_low"], learners["ci95_high"]) == pytest.approx((pair["ci95_low"], pair["ci95_high"]),
                                                                           abs=1e-12)
+
+
+@pytest.mark.parametrize("behaviours", [["a", "b"] * 8 + ["a"], ["a", "b", "c"] * 5, ["a", "b"]])
+def test_a_behaviours_mean_per_episode_has_the_bits_of_numpys_mean_of_its_agents_in_the_row(behaviours):
+    """Rows written before a sweep resumes keep their bits: each behaviour's per-capita score is NumPy's mean of its
+    agents' scores in the row, signed zeros included (a 2-D mean of the selected columns adds in another order from
+    8 agents on, and moves the last bit of most rows: checked below for 9 and 8)."""
+    members = np.array(behaviours)
+    scores = np.random.default_rng(len(behaviours)).normal(size=(300, len(behaviours))) / 7
+    scores[::5] = -0.0
+    run = SimpleNamespace(agent_scores=scores, mean_rewards=scores.mean(axis=1))
+    for name, means in scores_by_behaviour(behaviours, run).items():
+        expected = np.array([row[members == name].mean() for row in scores])
+        assert np.array_equal(means, expected) and np.array_equal(np.signbit(means), np.signbit(expected))
+        if (members == name).sum() >= 8:
+            assert not np.array_equal(scores[:, members == name].mean(axis=1), expected)

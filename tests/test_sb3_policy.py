@@ -24,12 +24,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from examples.sb3_policy.policy import PPOPolicy  # first: it pins torch's arithmetic before torch loads
+from examples.sb3_policy.policy import PPOPolicy, padded  # first: it pins torch's arithmetic before torch loads
 from examples.sb3_policy.train import train
 
-from collective import api  # noqa: I001
+import torch  # noqa: I001
+from stable_baselines3 import PPO
+
+from collective import api
 from collective.adapters import LambdaStarVectorEnv
-from collective.simulation.plugins import PluginError
+from collective.adapters.observations import agent_observations
+from collective.simulation.plugins import Observation, PluginError
 from collective.testing import check_behaviour
 
 POLICY = "examples.sb3_policy.policy:PPOPolicy"
@@ -69,8 +73,8 @@ def focal_upsilon(model, monkeypatch, focal: str = POLICY, episodes: int = 150, 
     return record["upsilon_by_behaviour"][focal]
 
 
-def on_adapter(model: Path, episodes: int, seed: int, team: dict, settings: dict) -> float:
-    """The mean reward per iteration the model's agent earns driving the vector adapter among `team`."""
+def on_adapter(model: Path, episodes: int, seed: int, team: dict, settings: dict) -> np.ndarray:
+    """(episodes,) the mean reward per iteration the model's agent earns driving the vector adapter among `team`."""
     env = LambdaStarVectorEnv(episodes=episodes, group_size=1, **team, **settings)
     policy = PPOPolicy()
     policy.reset(type("Batch", (), {"observation_range": settings.get("observation_range", 1),
@@ -82,7 +86,7 @@ def on_adapter(model: Path, episodes: int, seed: int, team: dict, settings: dict
         observations, rewards, _, truncated, _ = env.step(actions)
         totals += rewards
     assert truncated.all()
-    return float(np.mean(totals / settings["iterations"]))
+    return totals / settings["iterations"]
 
 
 @pytest.mark.parametrize("case", ["trained, 10x10", "untrained, 7x11, range 2", "trained alone, scored in a group"])
@@ -97,11 +101,38 @@ def test_scored_as_a_behaviour_the_policy_earns_what_it_earns_on_the_adapter(mod
         train(str(model), timesteps=2048, **GRID)
     episodes, seed = 40, 7
     playing(monkeypatch, model)
-    expected = on_adapter(model, episodes, seed, team, settings)
+    per_episode = on_adapter(model, episodes, seed, team, settings)
     scored = focal_upsilon(model, monkeypatch, episodes=episodes, seed=seed, team=team, **settings)
     assert scored["agents"] == 1
-    assert scored["upsilon"] == pytest.approx(expected, abs=1e-12)
-    assert expected != 0
+    assert scored["upsilon"] == pytest.approx(float(np.mean(per_episode)), abs=1e-12)
+    assert np.ptp(per_episode) > 0.05  # episodes scored differently: a policy that did something
+
+
+def test_a_model_trained_alone_sees_the_plain_window_under_a_protocols_field():
+    """An agent trained alone never saw a field; one trained under a protocol sees window + field and the target."""
+    window = np.arange(2 * 9, dtype=np.float64).reshape(2, 1, 3, 3) / 20
+    field = np.full((2, 1, 3, 3), 0.5)
+    obs = Observation(window, np.array([[0], [12]]), 3, np.zeros((2, 1)), np.array([[-1], [13]]), field)
+    alone = agent_observations(obs, rows=5, cols=5, hears=False)
+    assert np.array_equal(alone, window.reshape(2, 1, 9).astype(np.float32))
+    heard = agent_observations(obs, rows=5, cols=5, hears=True)
+    assert np.array_equal(heard[..., :9], (window + field).reshape(2, 1, 9).astype(np.float32))
+    assert heard[..., 9:].tolist() == [[[0, 0, 0]], [[1, 0, 1]]]  # no target; cell 12 to 13: one column right
+
+
+def test_padding_makes_an_agents_action_independent_of_how_many_share_the_batch(models):
+    """Torch's products round a small batch's rows differently from a large one's; padded to ROWS_AT_ONCE, the
+    policy's logits for the first k rows are those they get inside a batch of 5000."""
+    model = PPO.load(models[0], device="cpu")
+
+    def logits(rows):
+        with torch.no_grad():
+            return model.policy.get_distribution(model.policy.obs_to_tensor(rows)[0]).distribution.logits.numpy()
+
+    rows = np.random.default_rng(0).normal(size=(5000, 12)).astype(np.float32)
+    whole = logits(rows)
+    assert all(np.array_equal(logits(padded(rows[:k]))[:k], whole[:k]) for k in (1, 2, 7, 63))
+    assert not all(np.array_equal(logits(rows[:k]), whole[:k]) for k in (1, 2, 7, 63))  # what padding prevents
 
 
 def test_the_trained_policy_scores_far_above_the_untrained_network_and_a_random_agent(models, monkeypatch):
@@ -128,6 +159,21 @@ def test_a_missing_model_or_another_window_is_refused_before_any_work_naming_it(
         focal_upsilon(models[0], monkeypatch, episodes=2, observation_range=2)
 
 
+def test_a_subclass_that_names_its_files_must_name_its_model():
+    class Normalised(PPOPolicy):
+        model_path = "mine.zip"
+        data_files = ("mine.zip", "normalisation.pkl")
+
+    class Plain(PPOPolicy):
+        model_path = "runs/mine.zip"
+
+    assert Normalised.data_files == ("mine.zip", "normalisation.pkl") and Plain.data_files == ("runs/mine.zip",)
+    with pytest.raises(TypeError, match="Forgot.data_files must name its model_path 'mine.zip'"):
+        class Forgot(PPOPolicy):
+            model_path = "mine.zip"
+            data_files = ("normalisation.pkl",)
+
+
 @pytest.mark.filterwarnings("ignore:torch was imported before")  # the subclass imports the installed copy
 def test_a_subclass_plays_its_own_model_on_ray_workers_and_a_retrained_one_changes_its_digest(tmp_path,
                                                                                                 monkeypatch):
@@ -151,6 +197,24 @@ def test_a_subclass_plays_its_own_model_on_ray_workers_and_a_retrained_one_chang
     again = again[again["plugin_digests"].str.contains("Mine")]
     before, after = (json.loads(frame["plugin_digests"].iloc[0])["my_policies.py:Mine"] for frame in (first, again))
     assert before != after
+
+
+@pytest.mark.filterwarnings("ignore:torch was imported before")
+def test_a_ray_worker_that_cannot_see_the_model_stops_the_sweep_naming_it(tmp_path, monkeypatch):
+    """A node without the model (here: workers sent to look for it in a folder where it is not) refuses the sweep
+    with the plug-in's one-line error before playing, not with the Ray actor's death."""
+    import collective.sweeps.runtime as runtime
+
+    (tmp_path / "my_policies.py").write_text(SUBCLASS)
+    monkeypatch.chdir(tmp_path)
+    train("mine.zip", timesteps=0, **TEAM, **GRID)
+    monkeypatch.setattr(runtime, "run_directory", lambda: tmp_path / "elsewhere")  # what the workers are told
+    spec = {"name": "mine", "profile": "sound", "seed": 5, "episodes": 2, "iterations": GRID["iterations"],
+            "factors": {"grid": ["10x10"], "group_size": [4]},
+            "groups": {"behaviours": ["local_search"], "mixes": [{"name": "my_policies.py:Mine:1,local_search:3"}],
+                       "protocols": [{"name": "broadcast"}]}}
+    with pytest.raises(PluginError, match=r"my_policies.py:Mine.data_files: .*elsewhere/mine.zip: no such file"):
+        api.sweep(spec, tmp_path / "ray", executor="ray", workers=1, progress=False)
 
 
 def test_the_same_seed_trains_the_same_policy_whatever_instructions_the_cpu_has():

@@ -35,8 +35,20 @@ def scores_by_behaviour(behaviours: list[str], run: EpisodeRun) -> dict[str, np.
     names = list(dict.fromkeys(behaviours))
     if run.agent_scores is None:
         return {names[0]: run.mean_rewards}
-    members = np.array(behaviours)  # row by row: a 2-D mean sums in another order, and rows written keep their bits
-    return {name: np.array([row[members == name].mean() for row in run.agent_scores]) for name in names}
+    members = np.array(behaviours)
+    return {name: _row_means(run.agent_scores[:, members == name]) for name in names}
+
+
+def _row_means(scores: np.ndarray) -> np.ndarray:
+    """(E,) each row's mean of (E, k), to the bit what NumPy's mean of each row alone gives (rows written keep
+    their bits): under 8 columns NumPy adds a row's values one after another from 0, done here a column at a time
+    for every row at once; from 8 on it sums pairwise, done row by row."""
+    if scores.shape[1] >= 8:
+        return np.array([row.mean() for row in scores])
+    total = np.zeros(len(scores))
+    for column in scores.T:
+        total += column
+    return total / scores.shape[1]
 
 
 def stepping_run(run, environments: EnvironmentBatch) -> EpisodeRun:

@@ -206,8 +206,10 @@ class ProtocolPlugin(TypingProtocol):
 
 
 @functools.lru_cache(maxsize=64)
-def _file_digest(path: Path, size: int, modified_ns: int) -> bytes:
-    """SHA-256 of a data file, read once per version of it (a model may be large; digests are asked per unit)."""
+def _file_digest(path: Path, device: int, inode: int, size: int, modified_ns: int, changed_ns: int) -> bytes:
+    """SHA-256 of a data file, read once per version of it (a model may be large; digests are asked per unit).
+    A version is its inode and sizes and times; the change time (ctime) moves on every write and no tool can set
+    it back, as `cp -p` or `touch -r` set the modification time."""
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -279,8 +281,12 @@ class PluginClass:
             return hashlib.sha256(source.read_bytes()).hexdigest()[:16] if source else ""
         digest = hashlib.sha256(source.read_bytes() if source else b"")
         for path in data:
-            status = path.stat()
-            digest.update(_file_digest(path, status.st_size, status.st_mtime_ns))
+            try:
+                status = path.stat()
+                digest.update(_file_digest(path, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns,
+                                           status.st_ctime_ns))
+            except OSError as error:
+                raise PluginError(self.spec, "data_files", f"{path}: {error.strerror or error}") from None
         return digest.hexdigest()[:16]
 
     @property

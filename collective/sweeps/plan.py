@@ -94,7 +94,7 @@ PROTOCOL_STEP_COST = {"broadcast": 5, "wisdom": 7, "auction": 3, "hierarchy": 3,
 SHAM_STEP_COST = 85
 # A group on the stepping core for a plug-in (its behaviour or protocol; not a sham, costed above) pays the core's
 # per-iteration work in Python and NumPy, whatever the plug-in does: 17-25x a kernel searcher's agent-step
-# without a protocol, 1.5-1.7x that under one (benchmarks/group_costs.py on experiments/byo_agent.toml at 100
+# without a protocol, 1.1-1.7x that under one (benchmarks/group_costs.py on experiments/byo_agent.toml at 100
 # episodes, benchmarks/group_costs_plugins.json, G = 4; heading_search and the NumPy twin of local_search at
 # G = 5 and 10, 17-20x, 6 Dec, load 1.5). A plug-in that computes more (a neural policy) costs more again.
 PLUGIN_STEP_COST, PLUGIN_PROTOCOL_FACTOR = 20, 1.6
@@ -465,6 +465,8 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
     for g in unit.groups:
         config, group = cell.configs[g], spec.groups[g]
         seeds = group_agent_seeds(spec.seed, cell.seed_key, episodes, group.key)
+        # the plug-ins' code and data as they are when play starts (a model replaced during it is not what loaded)
+        digests = json.dumps({plugin.spec: plugin.source_digest for plugin in config.plugins}, separators=(",", ":"))
         started = time.perf_counter()
         try:
             run = _play_in_order(config, replace(batch, agent_seeds=seeds))
@@ -475,7 +477,6 @@ def play_unit(spec: SweepSpec, unit: WorkUnit, environments: EnvironmentBatch) -
         wall = time.perf_counter() - started
         n = len(episodes)
         by_behaviour = scores_by_behaviour_json(config, run)
-        digests = json.dumps({plugin.spec: plugin.source_digest for plugin in config.plugins}, separators=(",", ":"))
         columns = {
             "sweep_id": [spec.sweep_id] * n, "cell": [cell.key] * n, "group": [group.label] * n,
             "group_key": [group.key] * n, "episode": episodes, "grid": [config.grid] * n,

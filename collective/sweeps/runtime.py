@@ -365,18 +365,26 @@ class GroupHost(_Actor):
         self.spec = spec
         self.writer = writer if writer and writer.visible() else None  # None: rows go to the driver (`play`)
         self.cache = EnvironmentCache(spec)
-        prepare_process(spec)
+        self.failure: PluginError | None = None  # a plug-in this node cannot load: `check_plugins` says so
+        try:
+            prepare_process(spec)
+        except PluginError as error:  # raised from __init__ it would kill the actor, its message lost in a traceback
+            self.failure = error
 
     def writes(self) -> bool:
         """Whether this host writes its chunks itself (it sees the sweep's directory)."""
         return self.writer is not None
 
     def check_plugins(self, expected: dict[str, str]) -> None:
-        """PluginError when this worker's copy of a plug-in is not the driver's (same source digest)."""
+        """PluginError when this worker cannot load a plug-in (a data file missing on its node) or its copy is
+        not the driver's (same source digest: code and data files)."""
+        if self.failure is not None:
+            raise self.failure
         for name, digest in self.spec.plugin_digests().items():
             if digest != expected[name]:
                 raise PluginError(name, "", f"the Ray worker's copy (source digest {digest}) differs from the "
-                                            f"driver's ({expected[name]}): install the same version on every node")
+                                            f"driver's ({expected[name]}): install the same version, and the same "
+                                            "data files, on every node")
 
     def play(self, unit: WorkUnit) -> ChunkRecord | pa.Buffer:
         """Play the unit; its chunk's record once written, or its rows as an Arrow IPC stream

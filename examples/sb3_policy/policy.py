@@ -37,8 +37,13 @@ class PPOPolicy:
     protocols = ("*",)  # as the focal agent in training: it hears any protocol's targets and fields
 
     def __init_subclass__(cls, **kwargs):
+        """A subclass's model is its data: `data_files` follows `model_path` unless the subclass names its files
+        itself, the model among them (the files are fixed per class: the run checks and digests them)."""
         super().__init_subclass__(**kwargs)
-        cls.data_files = (cls.model_path,)  # a subclass's model is its data
+        if "data_files" not in cls.__dict__:
+            cls.data_files = (cls.model_path,)
+        elif cls.model_path not in cls.data_files:
+            raise TypeError(f"{cls.__name__}.data_files must name its model_path {cls.model_path!r}")
 
     def __init__(self):
         self.model = None
@@ -60,7 +65,12 @@ class PPOPolicy:
     def act(self, obs):
         seen = agent_observations(obs, self.rows, self.cols, self.hears)  # (E, A, D) float32
         flat = seen.reshape(-1, seen.shape[2])  # (E*A, D)
-        padded = np.zeros((max(len(flat), ROWS_AT_ONCE), flat.shape[1]), np.float32)
-        padded[:len(flat)] = flat
-        actions, _ = self.model.predict(padded, deterministic=True)
+        actions, _ = self.model.predict(padded(flat), deterministic=True)
         return actions[:len(flat)].reshape(obs.cell.shape)  # (E, A)
+
+
+def padded(rows: np.ndarray) -> np.ndarray:
+    """(max(n, ROWS_AT_ONCE), D): the n rows, then rows of zeros."""
+    out = np.zeros((max(len(rows), ROWS_AT_ONCE), rows.shape[1]), rows.dtype)
+    out[:len(rows)] = rows
+    return out
