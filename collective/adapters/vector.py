@@ -203,10 +203,9 @@ class _Batches:
 def _window_space(batches: _Batches) -> spaces.Box:
     """One focal agent's observation (`_Batches.windows`): in [-1, 1] alone; unbounded under a protocol
     (its field is added to the window; targets are offsets in cells)."""
-    size = observation_size(batches.config.observation_range, batches.hears)
-    if batches.hears:
-        return spaces.Box(-np.inf, np.inf, shape=(size,), dtype=np.float32)
-    return spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+    bound = np.inf if batches.hears else 1.0
+    return spaces.Box(-bound, bound, shape=(observation_size(batches.config.observation_range, batches.hears),),
+                      dtype=np.float32)
 
 
 def _state_space(batches: _Batches) -> spaces.Box:

@@ -135,9 +135,10 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
     (a built-in plug-in such as `heading_search`): every worker runs the package. Plug-ins' `data_files` are read
     on the workers relative to the driver's directory (`RUN_DIRECTORY_VARIABLE`)."""
     installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    shipped, files = set(), {}
+    shipped, files, data = set(), {}, False
     for cell in spec.cells:
         for plugin in (p for config in cell.configs if config is not None for p in config.plugins):
+            data = data or bool(plugin.data_files)
             if plugin.cls.__module__.partition(".")[0] == "collective":  # a built-in plug-in: workers run the package
                 continue
             if not is_import_path(plugin.spec):
@@ -159,8 +160,6 @@ def plugin_runtime_env(spec: SweepSpec) -> dict:
     if clashing:
         raise PluginError(clashing[0], "", "two plug-in sources of this name cannot both be shipped to Ray workers; "
                                            "rename one")
-    data = any(p.data_files for cell in spec.cells for config in cell.configs if config is not None
-               for p in config.plugins)
     variables = {SHIPPED_FILES_VARIABLE: json.dumps(files)} if shipped else {}
     if data:  # the plug-ins' data files are read where the driver runs (`plugins.run_directory`)
         variables[RUN_DIRECTORY_VARIABLE] = str(run_directory())

@@ -49,12 +49,8 @@ class PPOPolicy:
         self.model = None
 
     def reset(self, batch):
-        if self.model is None:
-            path = run_directory() / self.model_path
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: no model there (train one: python -m examples.sb3_policy.train "
-                                        f"--out {self.model_path})")
-            self.model = PPO.load(path, device="cpu")
+        if self.model is None:  # the run checked it is there before any work (`data_files`)
+            self.model = PPO.load(run_directory() / self.model_path, device="cpu")
         size = self.model.observation_space.shape[0]
         sizes = {observation_size(batch.observation_range, hears): hears for hears in (False, True)}
         if size not in sizes:

@@ -18,7 +18,9 @@ from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 
 from collective.adapters import ENV_ID  # noqa: E402  (importing it registers the environment with Gymnasium)
 
-DEFAULT_MODEL = "ppo_lambdastar.zip"
+from .policy import PPOPolicy  # noqa: E402
+
+DEFAULT_MODEL = PPOPolicy.model_path  # the file the behaviour plays
 
 
 def train(out: str = DEFAULT_MODEL, timesteps: int = 20_000, seed: int = 0, envs: int = 8, **settings) -> PPO:
